@@ -1,0 +1,48 @@
+# inferscale — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+# go-nvml's cgo preamble declares functions NVML 13 marks deprecated; silence gcc's noise.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+# Integration tests need a real Prometheus server; under `make test` a missing binary is a failure, not a skip.
+export INFERSCALE_REQUIRE_PROMETHEUS ?= 1
+BIN := bin
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build every command into ./bin.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: test
+test: ## Run unit and integration tests (needs Debian's prometheus on PATH).
+	$(GO) test -count=1 -timeout 20m ./...
+
+.PHONY: bench
+bench: ## Run Go benchmarks and replay comparisons; figures go in BENCHMARKS.md.
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
+
+.PHONY: demo
+demo: ## Replay the embedded Azure LLM code trace and print the comparison table.
+	$(GO) run ./cmd/replay
+
+.PHONY: e2e
+e2e: ## End-to-end suite on a real kube-apiserver, HPA, KEDA and Prometheus (builds binaries once, cached).
+	$(GO) test -tags e2e -count=1 -timeout 80m -v ./e2e/...
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+
+.PHONY: generate
+generate: ## Regenerate the Triton protocol Go code from proto/ (needs protoc from protobuf-compiler).
+	$(GO) generate ./proto/...
+
+.PHONY: verify
+verify: generate ## Fail when generated code is stale.
+	@git diff --exit-code -- proto/ || (echo "generated code is stale: run make generate and commit"; exit 1)
