@@ -1,0 +1,70 @@
+package prom
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// ErrBadRequest is wrapped by every error that is caused by the caller's input (a bad field
+// of a [Request], a query that does not parse). The scaler maps it to gRPC InvalidArgument.
+var ErrBadRequest = errors.New("bad request")
+
+// ErrBadQuery is wrapped by errors about a PromQL query that cannot be used: it does not
+// parse, or it does not return an instant vector or a scalar. errors.Is(err, ErrBadRequest)
+// also holds for these errors.
+var ErrBadQuery = fmt.Errorf("%w: bad PromQL query", ErrBadRequest)
+
+// promqlParser is Prometheus's own parser with default options: no experimental functions
+// and no syntax newer than what a Prometheus 2.x server understands is accepted by default.
+var promqlParser = parser.NewParser(parser.Options{})
+
+// Confine returns query rewritten so that every vector and matrix selector in it carries
+// exactly one matcher on label, the equality label="namespace". Any matcher the query
+// already had on label (label="other", label=~".*", label!="x", …) is removed first, so a
+// query cannot widen or move its scope. Subqueries, offsets and @ modifiers are kept; the
+// result is the parser's canonical printing of the rewritten tree.
+//
+// Errors wrap [ErrBadQuery] when query does not parse (the message quotes the query), and
+// [ErrBadRequest] when namespace is empty or label is not a valid Prometheus label name.
+func Confine(query, namespace, label string) (string, error) {
+	expr, err := confineExpr(query, namespace, label)
+	if err != nil {
+		return "", err
+	}
+	return expr.String(), nil
+}
+
+// confineExpr parses query and pins every selector to namespace; see [Confine].
+func confineExpr(query, namespace, label string) (parser.Expr, error) {
+	if namespace == "" {
+		return nil, fmt.Errorf("%w: namespace is empty; confinement needs a namespace", ErrBadRequest)
+	}
+	if !model.LegacyValidation.IsValidLabelName(label) {
+		return nil, fmt.Errorf("%w: namespace label %q is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)", ErrBadRequest, label)
+	}
+	expr, err := promqlParser.ParseExpr(query)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse %q: %w", ErrBadQuery, query, err)
+	}
+	pin := labels.MustNewMatcher(labels.MatchEqual, label, namespace)
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		kept := make([]*labels.Matcher, 0, len(vs.LabelMatchers)+1)
+		for _, m := range vs.LabelMatchers {
+			if m == nil || m.Name == label {
+				continue
+			}
+			kept = append(kept, m)
+		}
+		vs.LabelMatchers = append(kept, pin)
+		return nil
+	})
+	return expr, nil
+}

@@ -1,0 +1,52 @@
+package prom
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	duration   *prometheus.HistogramVec
+	errors     *prometheus.CounterVec
+	perRefresh prometheus.Gauge
+}
+
+// newMetrics builds the poller's collectors and registers them on reg (nil: unregistered).
+func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
+	m := &metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inferscale_scaler_prom_query_duration_seconds",
+			Help:    "Duration of one Prometheus query evaluation by the scaler's poller, by signal kind.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"kind"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferscale_scaler_prom_query_errors_total",
+			Help: "Prometheus query evaluations that failed, by signal kind.",
+		}, []string{"kind"}),
+		perRefresh: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_prom_queries_per_refresh",
+			Help: "Distinct Prometheus queries evaluated by the last full refresh.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{
+		m.duration, m.errors, m.perRefresh,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_prom_snapshot_age_seconds",
+			Help: "Seconds since the last completed full refresh of the signal snapshot (0 before the first).",
+		}, func() float64 { return p.snapshotAge().Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_prom_subscriptions",
+			Help: "Signals (ScaledObject triggers x kinds) the poller currently serves.",
+		}, func() float64 { return float64(p.Subscriptions()) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register poller metrics: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,495 @@
+package prom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+	"golang.org/x/sync/errgroup"
+)
+
+// ErrNotSubscribed is the Err of a [Result] for a key the poller does not know: it was never
+// subscribed, or it was forgotten after [PollerConfig.ForgetAfter] without reads.
+var ErrNotSubscribed = errors.New("prom: key not subscribed (subscribe again)")
+
+// Request asks the poller for one signal of one ScaledObject.
+type Request struct {
+	// Address is the Prometheus base URL; empty means PollerConfig.DefaultAddress.
+	Address string
+	// Namespace is the ScaledObject's namespace. Required: presets are split by it and
+	// custom queries are confined to it.
+	Namespace string
+	// Kind is the signal.
+	Kind Kind
+	// Engine is triton, vllm or custom (empty means custom). Ignored when Query is set.
+	Engine string
+	// Model is the model label value the presets select. Required for presets.
+	Model string
+	// Query is user-supplied PromQL (the <kind>Query metadata key); empty selects the preset.
+	// It is confined to Namespace (see [Confine]) and must return an instant vector or a
+	// scalar; a vector with several series is summed.
+	Query string
+}
+
+// Key identifies a subscribed signal; it is comparable and cheap to keep. The zero Key is
+// never subscribed.
+type Key struct {
+	q     queryID
+	group group
+}
+
+// Query returns the PromQL the poller evaluates for k (grouped for presets, confined for
+// custom queries).
+func (k Key) Query() string { return k.q.promql }
+
+// Address returns the Prometheus base URL k is read from.
+func (k Key) Address() string { return k.q.address }
+
+// String is for logs.
+func (k Key) String() string {
+	if k.group == (group{}) {
+		return k.q.address + " " + k.q.promql
+	}
+	return fmt.Sprintf("%s %s [namespace=%q model=%q]", k.q.address, k.q.promql, k.group.namespace, k.group.model)
+}
+
+type queryID struct {
+	address string
+	promql  string
+}
+
+// group is one (namespace, model) slice of a grouped preset result; zero for custom queries.
+type group struct {
+	namespace string
+	model     string
+}
+
+// Result is the last snapshot of one key.
+type Result struct {
+	// Value is the key's value: its series of a grouped preset query, or the sum of a custom
+	// query's vector (or its scalar). Zero when Empty or Err is set. It is passed on as
+	// Prometheus returned it: NaN, ±Inf or negative values are the caller's to judge.
+	Value float64
+	// Empty is true when the query succeeded but returned no series for this key.
+	Empty bool
+	// Err is set when the last evaluation of the key's query failed (Value is then zero;
+	// the caller holds on to earlier values), or to ErrNotSubscribed.
+	Err error
+	// EvaluatedAt is when the poller last evaluated the query (its evaluation timestamp);
+	// zero before the first evaluation.
+	EvaluatedAt time.Time
+	// SampleTime is the timestamp Prometheus gave the sample (for an instant query, the
+	// evaluation time); zero when Empty or Err is set.
+	SampleTime time.Time
+}
+
+type sample struct {
+	value float64
+	ts    time.Time
+}
+
+// query is one distinct PromQL evaluation and its snapshot. Snapshot fields are guarded by
+// Poller.mu.
+type query struct {
+	id         queryID
+	kind       Kind // first subscriber's kind; a metrics label only
+	grouped    bool
+	modelLabel string
+	client     v1.API
+
+	subs        int
+	evaluatedAt time.Time
+	err         error
+	series      map[group]sample // grouped queries
+	total       sample           // custom queries
+	empty       bool             // custom queries
+	failing     bool             // for logging state changes only
+}
+
+type subscription struct {
+	key      Key
+	q        *query
+	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+func (s *subscription) touch(now time.Time) { s.lastUsed.Store(now.UnixNano()) }
+
+// Poller evaluates every distinct query once per refresh and serves the results from a
+// snapshot. Its methods are safe for concurrent use.
+type Poller struct {
+	cfg       PollerConfig
+	log       *slog.Logger
+	m         *metrics
+	transport *http.Transport
+	now       func() time.Time
+	kick      chan struct{}
+
+	mu          sync.RWMutex
+	reqs        map[Request]*subscription
+	subs        map[Key]*subscription
+	queries     map[queryID]*query
+	clients     map[string]v1.API
+	lastRefresh time.Time
+	perRefresh  int
+}
+
+// NewPoller returns a poller for cfg whose metrics are registered on reg (nil: not
+// registered). It starts nothing; call [Poller.Run]. Errors: cfg.Validate's, and metric
+// registration failures.
+func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*Poller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("poller config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cfg.Concurrency
+	p := &Poller{
+		cfg:       cfg,
+		log:       log,
+		transport: tr,
+		now:       time.Now,
+		kick:      make(chan struct{}, 1),
+		reqs:      map[Request]*subscription{},
+		subs:      map[Key]*subscription{},
+		queries:   map[queryID]*query{},
+		clients:   map[string]v1.API{},
+	}
+	m, err := newMetrics(reg, p)
+	if err != nil {
+		return nil, err
+	}
+	p.m = m
+	return p, nil
+}
+
+// Subscribe registers r and returns its key. It is idempotent and cheap for a request seen
+// before (no parsing), and it counts as a read for [PollerConfig.ForgetAfter], so callers may
+// subscribe on every RPC. A new query is evaluated as soon as Run notices it, without waiting
+// for the next refresh.
+//
+// Errors wrap [ErrBadRequest]: unknown kind or engine, missing namespace or model, a bad
+// address; and [ErrBadQuery] (which also wraps ErrBadRequest) for PromQL that does not parse
+// or does not return an instant vector or scalar.
+func (p *Poller) Subscribe(r Request) (Key, error) {
+	now := p.now()
+	p.mu.RLock()
+	s, ok := p.reqs[r]
+	p.mu.RUnlock()
+	if ok {
+		s.touch(now)
+		return s.key, nil
+	}
+
+	key, spec, err := p.resolve(r)
+	if err != nil {
+		return Key{}, err
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.subs[key]; ok {
+		p.reqs[r] = s
+		s.touch(now)
+		return key, nil
+	}
+	q, ok := p.queries[key.q]
+	if !ok {
+		client, ok := p.clients[key.q.address]
+		if !ok {
+			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: p.transport})
+			if err != nil {
+				return Key{}, fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, key.q.address, err)
+			}
+			client = v1.NewAPI(c)
+			p.clients[key.q.address] = client
+		}
+		spec.client = client
+		q = spec
+		p.queries[key.q] = q
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	q.subs++
+	s = &subscription{key: key, q: q}
+	s.touch(now)
+	p.subs[key] = s
+	p.reqs[r] = s
+	return key, nil
+}
+
+// Unsubscribe forgets k at once; keys nobody reads are also forgotten after ForgetAfter.
+func (p *Poller) Unsubscribe(k Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.subs[k]; ok {
+		p.dropLocked(s)
+	}
+}
+
+func (p *Poller) dropLocked(s *subscription) {
+	delete(p.subs, s.key)
+	for r, rs := range p.reqs {
+		if rs == s {
+			delete(p.reqs, r)
+		}
+	}
+	s.q.subs--
+	if s.q.subs == 0 {
+		delete(p.queries, s.q.id)
+	}
+}
+
+// resolve turns r into its key and a fresh query description. It does not touch p's maps.
+func (p *Poller) resolve(r Request) (Key, *query, error) {
+	if !r.Kind.valid() {
+		return Key{}, nil, fmt.Errorf("%w: kind %q is not one of queue, rate, activity, ready", ErrBadRequest, r.Kind)
+	}
+	if r.Namespace == "" {
+		return Key{}, nil, fmt.Errorf("%w: namespace is required", ErrBadRequest)
+	}
+	addr := r.Address
+	if addr == "" {
+		addr = p.cfg.DefaultAddress
+	}
+	if addr == "" {
+		return Key{}, nil, fmt.Errorf("%w: prometheusAddress is empty and the scaler has no default (--prometheus-address)", ErrBadRequest)
+	}
+	if err := validateAddress(addr); err != nil {
+		return Key{}, nil, err
+	}
+	if r.Query != "" {
+		expr, err := confineExpr(r.Query, r.Namespace, p.cfg.NamespaceLabel)
+		if err != nil {
+			return Key{}, nil, fmt.Errorf("%sQuery: %w", r.Kind, err)
+		}
+		if t := expr.Type(); t != parser.ValueTypeVector && t != parser.ValueTypeScalar {
+			return Key{}, nil, fmt.Errorf("%sQuery %q: %w: returns a %s; it must return an instant vector or a scalar (wrap a range in rate() or similar)", r.Kind, r.Query, ErrBadQuery, t)
+		}
+		id := queryID{address: addr, promql: expr.String()}
+		return Key{q: id}, &query{id: id, kind: r.Kind}, nil
+	}
+	engine := r.Engine
+	if engine == "" || engine == EngineCustom {
+		return Key{}, nil, fmt.Errorf("%w: %sQuery is required with engine %q (or set engine to triton or vllm)", ErrBadRequest, r.Kind, EngineCustom)
+	}
+	preset, ok := Presets[engine]
+	if !ok {
+		return Key{}, nil, fmt.Errorf("%w: engine %q: must be one of triton, vllm, custom", ErrBadRequest, engine)
+	}
+	if r.Model == "" {
+		return Key{}, nil, fmt.Errorf("%w: model is required with engine %q", ErrBadRequest, engine)
+	}
+	promql, err := PresetQuery(engine, r.Kind, Labels{Namespace: p.cfg.NamespaceLabel, Pod: p.cfg.PodLabel})
+	if err != nil {
+		return Key{}, nil, err
+	}
+	id := queryID{address: addr, promql: promql}
+	k := Key{q: id, group: group{namespace: r.Namespace, model: r.Model}}
+	return k, &query{id: id, kind: r.Kind, grouped: true, modelLabel: preset.ModelLabel}, nil
+}
+
+// Result returns the last snapshot for k. It never waits on Prometheus and counts as a read
+// for [PollerConfig.ForgetAfter].
+func (p *Poller) Result(k Key) Result {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	s, ok := p.subs[k]
+	if !ok {
+		return Result{Err: ErrNotSubscribed}
+	}
+	s.touch(p.now())
+	q := s.q
+	switch {
+	case q.evaluatedAt.IsZero():
+		return Result{}
+	case q.err != nil:
+		return Result{Err: q.err, EvaluatedAt: q.evaluatedAt}
+	case !q.grouped:
+		if q.empty {
+			return Result{Empty: true, EvaluatedAt: q.evaluatedAt}
+		}
+		return Result{Value: q.total.value, SampleTime: q.total.ts, EvaluatedAt: q.evaluatedAt}
+	}
+	smp, ok := q.series[k.group]
+	if !ok {
+		return Result{Empty: true, EvaluatedAt: q.evaluatedAt}
+	}
+	return Result{Value: smp.value, SampleTime: smp.ts, EvaluatedAt: q.evaluatedAt}
+}
+
+// QueriesPerRefresh returns the number of distinct queries the last full refresh evaluated.
+func (p *Poller) QueriesPerRefresh() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.perRefresh
+}
+
+// Subscriptions returns the number of live keys.
+func (p *Poller) Subscriptions() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.subs)
+}
+
+// Run refreshes at once and then every RefreshInterval, and evaluates newly subscribed
+// queries as soon as they appear, until ctx is done. It returns nil after ctx is done, with
+// every goroutine it started ended and idle connections closed.
+func (p *Poller) Run(ctx context.Context) error {
+	defer p.transport.CloseIdleConnections()
+	t := time.NewTicker(p.cfg.RefreshInterval)
+	defer t.Stop()
+	p.Refresh(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			p.Refresh(ctx)
+		case <-p.kick:
+			p.refresh(ctx, false)
+		}
+	}
+}
+
+// Refresh forgets unread subscriptions and evaluates every distinct query once, in
+// parallel up to Concurrency, each bounded by QueryTimeout. Run calls it; tests call it to
+// step the poller without a clock.
+func (p *Poller) Refresh(ctx context.Context) { p.refresh(ctx, true) }
+
+func (p *Poller) refresh(ctx context.Context, all bool) {
+	now := p.now()
+	p.mu.Lock()
+	if all {
+		cutoff := now.Add(-p.cfg.ForgetAfter).UnixNano()
+		for _, s := range p.subs {
+			if s.lastUsed.Load() < cutoff {
+				p.log.Info("forgetting unread signal", "key", s.key.String())
+				p.dropLocked(s)
+			}
+		}
+	}
+	todo := make([]*query, 0, len(p.queries))
+	for _, q := range p.queries {
+		if all || q.evaluatedAt.IsZero() {
+			todo = append(todo, q)
+		}
+	}
+	if all {
+		p.perRefresh = len(todo)
+	}
+	p.mu.Unlock()
+	if all {
+		p.m.perRefresh.Set(float64(len(todo)))
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.cfg.Concurrency)
+	for _, q := range todo {
+		g.Go(func() error {
+			p.evaluate(gctx, q, now)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if all && ctx.Err() == nil {
+		p.mu.Lock()
+		p.lastRefresh = now
+		p.mu.Unlock()
+	}
+}
+
+// evaluate runs q at time now and stores the outcome in q's snapshot.
+func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
+	qctx, cancel := context.WithTimeout(ctx, p.cfg.QueryTimeout)
+	defer cancel()
+	start := time.Now()
+	v, _, _, err := q.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
+	p.m.duration.WithLabelValues(string(q.kind)).Observe(time.Since(start).Seconds())
+	if ctx.Err() != nil {
+		return // shutting down: keep the snapshot as it was
+	}
+	var (
+		series map[group]sample
+		total  sample
+		empty  bool
+	)
+	if err == nil {
+		series, total, empty, err = split(v, q.grouped, p.cfg.NamespaceLabel, q.modelLabel)
+	}
+	if err != nil {
+		err = fmt.Errorf("query %s %q: %w", q.id.address, q.id.promql, err)
+		p.m.errors.WithLabelValues(string(q.kind)).Inc()
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q.evaluatedAt = now
+	q.err = err
+	q.series, q.total, q.empty = series, total, empty
+	switch {
+	case err != nil && !q.failing:
+		q.failing = true
+		p.log.Warn("prometheus query failing", "err", err)
+	case err == nil && q.failing:
+		q.failing = false
+		p.log.Info("prometheus query recovered", "address", q.id.address, "query", q.id.promql)
+	}
+}
+
+// split converts a query result into per-group samples (grouped) or one total (custom: the
+// sum of the vector's samples, the latest sample time; empty when the vector is).
+func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]sample, sample, bool, error) {
+	switch v := v.(type) {
+	case *model.Scalar:
+		if grouped {
+			return nil, sample{}, false, fmt.Errorf("preset query returned a scalar, want a vector")
+		}
+		return nil, sample{value: float64(v.Value), ts: v.Timestamp.Time()}, false, nil
+	case model.Vector:
+		if grouped {
+			series := make(map[group]sample, len(v))
+			for _, s := range v {
+				g := group{namespace: string(s.Metric[model.LabelName(nsLabel)]), model: string(s.Metric[model.LabelName(modelLabel)])}
+				old := series[g]
+				series[g] = sample{value: old.value + float64(s.Value), ts: s.Timestamp.Time()}
+			}
+			return series, sample{}, false, nil
+		}
+		if len(v) == 0 {
+			return nil, sample{}, true, nil
+		}
+		var total sample
+		for _, s := range v {
+			total.value += float64(s.Value)
+			if t := s.Timestamp.Time(); t.After(total.ts) {
+				total.ts = t
+			}
+		}
+		return nil, total, false, nil
+	}
+	return nil, sample{}, false, fmt.Errorf("query returned a %s, want a vector or scalar", v.Type())
+}
+
+// snapshotAge is the time since the last completed full refresh; 0 before the first.
+func (p *Poller) snapshotAge() time.Duration {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.lastRefresh.IsZero() {
+		return 0
+	}
+	return p.now().Sub(p.lastRefresh)
+}

@@ -1,0 +1,128 @@
+package prom
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names one of the scaler's signals.
+type Kind string
+
+// The signals a ScaledObject can supply; see DESIGN.md "Signals".
+const (
+	// KindQueue is Q: requests waiting, pool-wide (a count).
+	KindQueue Kind = "queue"
+	// KindRate is λ: requests per second arriving at the pool.
+	KindRate Kind = "rate"
+	// KindActivity is A: mean GPU engine activity of the pool's pods, 0..1 (before the
+	// activityCeiling normalisation the decision applies).
+	KindActivity Kind = "activity"
+	// KindReady is R: ready replicas of the pool (used when the scaler has no Kubernetes access).
+	KindReady Kind = "ready"
+)
+
+// Kinds lists every Kind in a fixed order.
+var Kinds = []Kind{KindQueue, KindRate, KindActivity, KindReady}
+
+func (k Kind) valid() bool {
+	switch k {
+	case KindQueue, KindRate, KindActivity, KindReady:
+		return true
+	}
+	return false
+}
+
+// Engines with presets. EngineCustom has none: every query must be supplied.
+const (
+	EngineTriton = "triton"
+	EngineVLLM   = "vllm"
+	EngineCustom = "custom"
+)
+
+// Preset describes the standard metrics of one inference engine.
+type Preset struct {
+	// Engine is the `engine` metadata value.
+	Engine string
+	// QueueMetric is a gauge of requests waiting, one series per pod and model.
+	QueueMetric string
+	// RequestCounters are counters whose summed rate() is the pool's request rate.
+	RequestCounters []string
+	// ModelLabel is the label that carries the model name on the engine's series.
+	ModelLabel string
+}
+
+// Presets holds the built-in engine presets, keyed by engine name.
+//
+// Triton: nv_inference_pending_request_count (gauge, per model and version),
+// nv_inference_request_success / nv_inference_request_failure (counters), label `model`
+// (Triton's metrics documentation). vLLM: vllm:num_requests_waiting (gauge),
+// vllm:request_success_total (counter of finished requests, by finished_reason), label
+// `model_name` (vLLM's production metrics documentation). vLLM has no failure counter.
+var Presets = map[string]Preset{
+	EngineTriton: {
+		Engine:          EngineTriton,
+		QueueMetric:     "nv_inference_pending_request_count",
+		RequestCounters: []string{"nv_inference_request_success", "nv_inference_request_failure"},
+		ModelLabel:      "model",
+	},
+	EngineVLLM: {
+		Engine:          EngineVLLM,
+		QueueMetric:     "vllm:num_requests_waiting",
+		RequestCounters: []string{"vllm:request_success_total"},
+		ModelLabel:      "model_name",
+	},
+}
+
+// ActivityMetric is NVIDIA DCGM's graphics-engine activity, 0..1 per GPU or MIG instance.
+// Unlike DCGM_FI_DEV_GPU_UTIL it is reported per MIG instance.
+const ActivityMetric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+// Labels names the labels preset queries group and join on.
+type Labels struct {
+	// Namespace is the label carrying the Kubernetes namespace (default "namespace").
+	Namespace string
+	// Pod is the label carrying the pod name, on the engine's series and on DCGM's series
+	// (default "pod"). DCGM exporter must be scraped so that its own pod/namespace labels
+	// are kept (for example honorLabels: true on its ServiceMonitor).
+	Pod string
+}
+
+// PresetQuery returns the grouped PromQL for kind under engine's preset. The query covers
+// every namespace and model; its result has one series per (namespace, model) with exactly
+// those two labels (the model label is the preset's ModelLabel). The poller evaluates it once
+// per refresh for all ScaledObjects of that engine and splits it.
+//
+// The pool of a (namespace, model) is the set of pods in that namespace that export the
+// engine's queue metric for that model. Activity is the mean over those pods of each pod's
+// mean DCGM engine activity (a pod with two GPUs counts once); ready is the number of those
+// pods.
+//
+// Errors wrap [ErrBadRequest] for an unknown engine or kind.
+func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
+	p, ok := Presets[engine]
+	if !ok {
+		return "", fmt.Errorf("%w: engine %q has no preset queries (accepted: triton, vllm; custom needs a %sQuery)", ErrBadRequest, engine, kind)
+	}
+	ns, model, pod := l.Namespace, p.ModelLabel, l.Pod
+	by := ns + ", " + model
+	// pods is 1 per (namespace, pod, model) whose pod exports the engine's queue metric.
+	pods := fmt.Sprintf("group by (%s, %s, %s) (%s)", ns, pod, model, p.QueueMetric)
+	switch kind {
+	case KindQueue:
+		return fmt.Sprintf("sum by (%s) (%s)", by, p.QueueMetric), nil
+	case KindRate:
+		var sel string
+		if len(p.RequestCounters) == 1 {
+			sel = p.RequestCounters[0]
+		} else {
+			sel = fmt.Sprintf(`{__name__=~"%s"}`, strings.Join(p.RequestCounters, "|"))
+		}
+		return fmt.Sprintf("sum by (%s) (rate(%s[1m]))", by, sel), nil
+	case KindActivity:
+		return fmt.Sprintf("avg by (%s) (%s * on (%s, %s) group_left () avg by (%s, %s) (%s))",
+			by, pods, ns, pod, ns, pod, ActivityMetric), nil
+	case KindReady:
+		return fmt.Sprintf("count by (%s) (%s)", by, pods), nil
+	}
+	return "", fmt.Errorf("%w: kind %q is not one of queue, rate, activity, ready", ErrBadRequest, kind)
+}
