@@ -1,0 +1,484 @@
+package triton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/proto/inference"
+)
+
+// Sentinel errors. A *StatusError matches the ones that apply with
+// errors.Is; WaitState returns ErrWaitTimeout and ErrLoadFailed itself.
+var (
+	// ErrModelNotFound: Triton does not know the model (gRPC NotFound, or a
+	// message saying the model is unknown or not found).
+	ErrModelNotFound = errors.New("triton: model not found")
+	// ErrLoadFailed: a load ended without the model becoming READY; the
+	// error text keeps Triton's reason (out of memory, a bad config, ...).
+	ErrLoadFailed = errors.New("triton: model load failed")
+	// ErrModelControlDisabled: the server does not run with
+	// --model-control-mode=explicit, so repository load and unload are refused.
+	ErrModelControlDisabled = errors.New("triton: explicit model control is disabled")
+	// ErrUnavailable: the server could not be reached or refused the call
+	// as unavailable (gRPC Unavailable).
+	ErrUnavailable = errors.New("triton: unavailable")
+	// ErrWaitTimeout: WaitState gave up before the model reached the state.
+	ErrWaitTimeout = errors.New("triton: timed out waiting for model state")
+	// ErrInvalidArgument: a bad argument, in the request or in the Config.
+	ErrInvalidArgument = errors.New("triton: invalid argument")
+)
+
+// State is a model state as Triton's repository index reports it.
+type State string
+
+// The states of Triton's model lifecycle as RepositoryIndex spells them.
+const (
+	StateUnknown     State = "" // in the repository, never loaded
+	StateReady       State = "READY"
+	StateLoading     State = "LOADING"
+	StateUnloading   State = "UNLOADING"
+	StateUnavailable State = "UNAVAILABLE"
+)
+
+// ModelIndex is one entry of Triton's repository index.
+type ModelIndex struct {
+	Name    string
+	Version string // empty for a model that was never loaded
+	State   State
+	Reason  string // why the model is in State, e.g. "unloaded" or a load error
+}
+
+// DurationStat is a count and a cumulative duration, as Triton's
+// StatisticDuration (nanoseconds on the wire).
+type DurationStat struct {
+	Count    uint64
+	Duration time.Duration
+}
+
+// MemoryUsage is memory a model holds on one device, measured by Triton
+// during the load (documented by Triton as an estimate).
+type MemoryUsage struct {
+	Type     string // "GPU", "CPU" or "CPU_PINNED"
+	DeviceID int64
+	Bytes    uint64
+}
+
+// ModelStats are the cumulative statistics of one model version.
+type ModelStats struct {
+	Name    string
+	Version string
+	// LastInference is the time of the last inference request; the zero
+	// time when the model was never used (Triton sends 0 ms).
+	LastInference  time.Time
+	InferenceCount uint64 // successful inferences, each batch element counted
+	ExecutionCount uint64 // successful model executions
+	Success        DurationStat
+	Fail           DurationStat
+	Queue          DurationStat
+	ComputeInput   DurationStat
+	ComputeInfer   DurationStat
+	ComputeOutput  DurationStat
+	MemoryUsage    []MemoryUsage
+}
+
+// GPUBytes returns the GPU memory the model reported, summed over devices.
+func (s ModelStats) GPUBytes() uint64 {
+	var n uint64
+	for _, m := range s.MemoryUsage {
+		if m.Type == "GPU" {
+			n += m.Bytes
+		}
+	}
+	return n
+}
+
+// LoadOptions are the optional parameters of a load.
+type LoadOptions struct {
+	// ConfigJSON, when not empty, is a model configuration in JSON that
+	// overrides the repository's config.pbtxt; sent as the "config"
+	// string parameter.
+	ConfigJSON string
+}
+
+// UnloadOptions are the optional parameters of an unload.
+type UnloadOptions struct {
+	// UnloadDependents also unloads models only loaded for this one (the
+	// parts of an ensemble); sent as the "unload_dependents" bool parameter.
+	UnloadDependents bool
+}
+
+// Clock is the time source of WaitState: real time in production, a fake
+// one (tritontest.FakeClock) in tests.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After returns time.After(d).
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Config configures a Client.
+type Config struct {
+	// CallTimeout bounds every call but Load whose context has no deadline.
+	// Range: > 0.
+	CallTimeout time.Duration
+	// LoadTimeout bounds Load when its context has no deadline; Triton's
+	// load call returns only when the load has finished. Range: > 0.
+	LoadTimeout time.Duration
+	// PollInterval is the period at which WaitState reads the index.
+	// Range: > 0.
+	PollInterval time.Duration
+	// Clock drives WaitState's polling and timeout; nil means RealClock.
+	Clock Clock
+}
+
+// DefaultConfig returns 10 s calls, 10 min loads and a 250 ms poll.
+func DefaultConfig() Config {
+	return Config{
+		CallTimeout:  10 * time.Second,
+		LoadTimeout:  10 * time.Minute,
+		PollInterval: 250 * time.Millisecond,
+	}
+}
+
+// Validate returns every violation, each naming the field and its range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.CallTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("%w: CallTimeout is %v, want > 0", ErrInvalidArgument, c.CallTimeout))
+	}
+	if c.LoadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("%w: LoadTimeout is %v, want > 0", ErrInvalidArgument, c.LoadTimeout))
+	}
+	if c.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("%w: PollInterval is %v, want > 0", ErrInvalidArgument, c.PollInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// Client calls one Triton server. It is safe for concurrent use.
+type Client struct {
+	rpc   inference.GRPCInferenceServiceClient
+	conn  *grpc.ClientConn // owned, closed by Close; nil when given to New
+	cfg   Config
+	clock Clock
+}
+
+// New returns a client over conn, which the caller keeps and closes.
+func New(conn grpc.ClientConnInterface, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = RealClock{}
+	}
+	return &Client{rpc: inference.NewGRPCInferenceServiceClient(conn), cfg: cfg, clock: clock}, nil
+}
+
+// Dial returns a client of the Triton gRPC endpoint at target ("host:8001"),
+// without TLS unless opts say otherwise. Connecting is lazy: an unreachable
+// server shows as ErrUnavailable on the first call. Close releases it.
+func Dial(target string, cfg Config, opts ...grpc.DialOption) (*Client, error) {
+	if target == "" {
+		return nil, fmt.Errorf("%w: target is empty, want host:port", ErrInvalidArgument)
+	}
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("triton dial %q: %w", target, err)
+	}
+	c, err := New(conn, cfg)
+	if err != nil {
+		return nil, errors.Join(err, conn.Close())
+	}
+	c.conn = conn
+	return c, nil
+}
+
+// Close closes the connection Dial opened; a no-op for New's clients.
+func (c *Client) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+func (c *Client) ctx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// ServerLive reports whether Triton is live.
+func (c *Client) ServerLive(ctx context.Context) (bool, error) {
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.ServerLive(ctx, &inference.ServerLiveRequest{})
+	if err != nil {
+		return false, wrap("server live", "", err)
+	}
+	return resp.GetLive(), nil
+}
+
+// ServerReady reports whether Triton is ready for inference.
+func (c *Client) ServerReady(ctx context.Context) (bool, error) {
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.ServerReady(ctx, &inference.ServerReadyRequest{})
+	if err != nil {
+		return false, wrap("server ready", "", err)
+	}
+	return resp.GetReady(), nil
+}
+
+// ModelReady reports whether a version of the model ("" lets Triton pick)
+// is ready for inference.
+func (c *Client) ModelReady(ctx context.Context, name, version string) (bool, error) {
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.ModelReady(ctx, &inference.ModelReadyRequest{Name: name, Version: version})
+	if err != nil {
+		return false, wrap("model ready", name, err)
+	}
+	return resp.GetReady(), nil
+}
+
+// Index returns the repository index in Triton's order; readyOnly asks for
+// READY models only.
+func (c *Client) Index(ctx context.Context, readyOnly bool) ([]ModelIndex, error) {
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.RepositoryIndex(ctx, &inference.RepositoryIndexRequest{Ready: readyOnly})
+	if err != nil {
+		return nil, wrap("repository index", "", err)
+	}
+	out := make([]ModelIndex, 0, len(resp.GetModels()))
+	for _, m := range resp.GetModels() {
+		out = append(out, ModelIndex{Name: m.GetName(), Version: m.GetVersion(), State: State(m.GetState()), Reason: m.GetReason()})
+	}
+	return out, nil
+}
+
+// Load loads the model, or reloads it when it is already loaded (the old
+// copy serves until the new one is READY). It returns when Triton reports
+// the load finished; a failed load's error matches ErrLoadFailed and keeps
+// Triton's reason.
+func (c *Client) Load(ctx context.Context, name string, opts LoadOptions) error {
+	if name == "" {
+		return fmt.Errorf("%w: model name is empty", ErrInvalidArgument)
+	}
+	ctx, cancel := c.ctx(ctx, c.cfg.LoadTimeout)
+	defer cancel()
+	req := &inference.RepositoryModelLoadRequest{ModelName: name}
+	if opts.ConfigJSON != "" {
+		req.Parameters = map[string]*inference.ModelRepositoryParameter{
+			"config": {ParameterChoice: &inference.ModelRepositoryParameter_StringParam{StringParam: opts.ConfigJSON}},
+		}
+	}
+	if _, err := c.rpc.RepositoryModelLoad(ctx, req); err != nil {
+		return wrap("load", name, err)
+	}
+	return nil
+}
+
+// Unload asks Triton to unload the model. Triton answers at once: the model
+// stays UNLOADING, holding its memory, until its in-flight requests finish;
+// use WaitState to wait for UNAVAILABLE. Unloading a model Triton does not
+// know returns nil.
+func (c *Client) Unload(ctx context.Context, name string, opts UnloadOptions) error {
+	if name == "" {
+		return fmt.Errorf("%w: model name is empty", ErrInvalidArgument)
+	}
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	req := &inference.RepositoryModelUnloadRequest{ModelName: name}
+	if opts.UnloadDependents {
+		req.Parameters = map[string]*inference.ModelRepositoryParameter{
+			"unload_dependents": {ParameterChoice: &inference.ModelRepositoryParameter_BoolParam{BoolParam: true}},
+		}
+	}
+	if _, err := c.rpc.RepositoryModelUnload(ctx, req); err != nil {
+		err = wrap("unload", name, err)
+		if errors.Is(err, ErrModelNotFound) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// Statistics returns the statistics of the model's versions, or of every
+// model when name is empty.
+func (c *Client) Statistics(ctx context.Context, name string) ([]ModelStats, error) {
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.ModelStatistics(ctx, &inference.ModelStatisticsRequest{Name: name})
+	if err != nil {
+		return nil, wrap("model statistics", name, err)
+	}
+	out := make([]ModelStats, 0, len(resp.GetModelStats()))
+	for _, s := range resp.GetModelStats() {
+		out = append(out, statsFromProto(s))
+	}
+	return out, nil
+}
+
+func statsFromProto(s *inference.ModelStatistics) ModelStats {
+	dur := func(d *inference.StatisticDuration) DurationStat {
+		return DurationStat{Count: d.GetCount(), Duration: time.Duration(d.GetNs())}
+	}
+	st := s.GetInferenceStats()
+	out := ModelStats{
+		Name:           s.GetName(),
+		Version:        s.GetVersion(),
+		InferenceCount: s.GetInferenceCount(),
+		ExecutionCount: s.GetExecutionCount(),
+		Success:        dur(st.GetSuccess()),
+		Fail:           dur(st.GetFail()),
+		Queue:          dur(st.GetQueue()),
+		ComputeInput:   dur(st.GetComputeInput()),
+		ComputeInfer:   dur(st.GetComputeInfer()),
+		ComputeOutput:  dur(st.GetComputeOutput()),
+	}
+	if ms := s.GetLastInference(); ms > 0 {
+		out.LastInference = time.UnixMilli(int64(ms)).UTC()
+	}
+	for _, m := range s.GetMemoryUsage() {
+		out.MemoryUsage = append(out.MemoryUsage, MemoryUsage{Type: m.GetType(), DeviceID: m.GetId(), Bytes: m.GetByteSize()})
+	}
+	return out
+}
+
+// WaitState polls the index every PollInterval until the model is READY
+// (wantReady) or UNAVAILABLE (!wantReady), and returns its last entry.
+// Waiting for READY fails at once with ErrLoadFailed when the model is
+// UNAVAILABLE with a reason other than "unloaded" (a failed load). A model
+// missing from the index, or never loaded, counts as unloaded. The wait
+// ends with ErrWaitTimeout after timeout on the client's Clock, or with
+// ctx's error.
+func (c *Client) WaitState(ctx context.Context, name string, wantReady bool, timeout time.Duration) (ModelIndex, error) {
+	if timeout <= 0 {
+		return ModelIndex{}, fmt.Errorf("%w: timeout is %v, want > 0", ErrInvalidArgument, timeout)
+	}
+	deadline := c.clock.After(timeout)
+	for {
+		idx, err := c.Index(ctx, false)
+		if err != nil {
+			return ModelIndex{}, err
+		}
+		got := ModelIndex{Name: name}
+		for _, m := range idx {
+			if m.Name == name {
+				got = m
+				break
+			}
+		}
+		done, err := reached(got, wantReady)
+		if done || err != nil {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, fmt.Errorf("wait for model %q: %w", name, ctx.Err())
+		case <-deadline:
+			return got, fmt.Errorf("wait for model %q (state %q, reason %q) after %v: %w", name, got.State, got.Reason, timeout, ErrWaitTimeout)
+		case <-c.clock.After(c.cfg.PollInterval):
+		}
+	}
+}
+
+func reached(m ModelIndex, wantReady bool) (bool, error) {
+	if !wantReady {
+		return m.State == StateUnavailable || m.State == StateUnknown, nil
+	}
+	switch {
+	case m.State == StateReady:
+		return true, nil
+	case m.State == StateUnavailable && m.Reason != "" && m.Reason != "unloaded":
+		return false, fmt.Errorf("model %q is UNAVAILABLE: %s: %w", m.Name, m.Reason, ErrLoadFailed)
+	}
+	return false, nil
+}
+
+// StatusError is an error Triton (or the gRPC transport) returned, with the
+// operation and model it concerned. Message is Triton's text, unchanged.
+type StatusError struct {
+	Op      string // "load", "unload", "repository index", ...
+	Model   string // empty for server-wide calls
+	Code    codes.Code
+	Message string
+}
+
+// Error reads `triton load "asr": Internal: load failed for model 'asr': ...`.
+func (e *StatusError) Error() string {
+	if e.Model != "" {
+		return fmt.Sprintf("triton %s %q: %s: %s", e.Op, e.Model, e.Code, e.Message)
+	}
+	return fmt.Sprintf("triton %s: %s: %s", e.Op, e.Code, e.Message)
+}
+
+// GRPCStatus lets status.FromError and status.Code see the original code.
+func (e *StatusError) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+// Is matches the sentinel errors that describe e, and the context errors
+// for deadline and cancellation codes.
+func (e *StatusError) Is(target error) bool {
+	controlDisabled := strings.Contains(e.Message, "explicit model load / unload is not allowed")
+	switch target {
+	case ErrModelControlDisabled:
+		return controlDisabled
+	case ErrModelNotFound:
+		return e.Code == codes.NotFound || (e.Op == "unload" && mentionsUnknownModel(e.Message))
+	case ErrUnavailable:
+		return e.Code == codes.Unavailable && !controlDisabled
+	case ErrInvalidArgument:
+		return e.Code == codes.InvalidArgument
+	case ErrLoadFailed:
+		switch e.Code {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unimplemented:
+			return false
+		}
+		return e.Op == "load" && !controlDisabled
+	case context.DeadlineExceeded:
+		return e.Code == codes.DeadlineExceeded
+	case context.Canceled:
+		return e.Code == codes.Canceled
+	}
+	return false
+}
+
+// mentionsUnknownModel recognises Triton's texts for a model it does not
+// know, which some versions send with a code other than NotFound.
+func mentionsUnknownModel(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"not found", "no such model", "unknown model"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func wrap(op, model string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("triton %s %q: %w", op, model, err)
+	}
+	return &StatusError{Op: op, Model: model, Code: st.Code(), Message: st.Message()}
+}
