@@ -268,8 +268,8 @@ func TestIndexAndStatistics(t *testing.T) {
 	want := []triton.ModelStats{{
 		Name: "a", Version: "1", LastInference: time.Date(2025, 11, 29, 9, 20, 0, 123e6, time.UTC),
 		InferenceCount: 10, ExecutionCount: 4,
-		Success: triton.DurationStat{Count: 10, Duration: 5 * time.Second},
-		Queue:   triton.DurationStat{Count: 10, Duration: time.Second},
+		Success:     triton.DurationStat{Count: 10, Duration: 5 * time.Second},
+		Queue:       triton.DurationStat{Count: 10, Duration: time.Second},
 		MemoryUsage: []triton.MemoryUsage{{Type: "GPU", Bytes: 7 << 30}, {Type: "CPU", Bytes: 1 << 20}},
 	}, {Name: "never", Version: "1"}}
 	if diff := cmp.Diff(want, st); diff != "" {
