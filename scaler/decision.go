@@ -1,0 +1,512 @@
+package scaler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// ErrNoData is carried by a Recommendation when no demand term could be
+// computed: every configured signal is out (missing past staleAfter, or
+// never valid). The server answers Unavailable so that KEDA's fallback acts.
+var ErrNoData = errors.New("no usable signal data")
+
+// Sample is the raw result of one poll of one signal's query.
+type Sample struct {
+	// Value is the query's result (the poller reduces a vector to one number).
+	Value float64
+	// Empty is true when the query returned no series. Empty is not zero
+	// unless the signal is in zeroWhenAbsent or is a per-pod series while no
+	// replica is ready.
+	Empty bool
+	// Err is the poll's error, if any (Prometheus down, query failed).
+	Err error
+	// EvaluatedAt is when the query was evaluated; zero means never polled.
+	EvaluatedAt time.Time
+}
+
+// Observation is everything Recommend sees of the world at one instant.
+type Observation struct {
+	// Samples holds the latest poll result per signal, indexed by Signal.
+	Samples [numSignals]Sample
+	// ReadyReplicas is R from Kubernetes (the scale target's ready replicas)
+	// when ReadyKnown; otherwise R comes from readyQuery if configured.
+	ReadyReplicas int32
+	ReadyKnown    bool
+	// CurrentReplicas is the scale target's spec.replicas when CurrentKnown;
+	// it seeds the history of a ScaledObject seen for the first time.
+	CurrentReplicas int32
+	CurrentKnown    bool
+	// MinReplicas and MaxReplicas are the ScaledObject's bounds when
+	// BoundsKnown; otherwise the policy's minReplicas/maxReplicas apply.
+	MinReplicas, MaxReplicas int32
+	BoundsKnown              bool
+}
+
+// Point is one evaluation in the sliding history: the raw value N_raw and
+// the result that was answered. A seed point carries the replica count found
+// when the ScaledObject was first seen; it counts for the down-window only.
+type Point struct {
+	AtUnixNano  int64 // time of the evaluation, Unix nanoseconds (compact: 10,000 ScaledObjects × minutes of history)
+	Raw, Result int32
+	Seed        bool
+}
+
+// LastGood is a signal's last valid value and the time it was evaluated.
+type LastGood struct {
+	Value float64
+	At    time.Time // zero: never valid
+}
+
+// State is what Recommend remembers between calls. The zero State is a
+// ScaledObject never seen before (or a freshly started scaler). Recommend
+// never modifies the State it is given; it returns a new one.
+type State struct {
+	// FirstSeen is the time of the first evaluation.
+	FirstSeen time.Time
+	// Seeded is true once the history was seeded with SeedReplicas at SeedAt.
+	Seeded       bool
+	SeedReplicas int32
+	SeedAt       time.Time
+	// History holds recent evaluations, oldest first, pruned to the longest
+	// of the up-window, the down-window and the step-down period.
+	History []Point
+	// Good holds the last valid value per signal.
+	Good [numSignals]LastGood
+	// Last is the previous Recommendation (HasLast false before the first one
+	// with data).
+	Last    Recommendation
+	HasLast bool
+	// LastGoodResult is the last result computed without degradation; a
+	// degraded decision never goes below it.
+	LastGoodResult int32
+}
+
+// Term names what decided a Recommendation's number.
+type Term string
+
+// Demand terms and shaping limits.
+const (
+	TermNone       Term = "none"     // no demand term (ErrNoData)
+	TermRate       Term = "rate"     // N_rate = ⌈λ/(μρ)⌉
+	TermDrain      Term = "drain"    // N_drain = ⌈(λ+Q/D)/(μρ)⌉
+	TermActivity   Term = "activity" // N_act = ⌈R·A/A_target⌉
+	TermWarm       Term = "warm"     // demand 0, the warm pool is the whole answer
+	TermMin        Term = "min"      // clamped up to the lower bound
+	TermMax        Term = "max"      // clamped down to the upper bound
+	TermBurst      Term = "burst"    // N_raw ≥ burstFactor·R: up-window skipped
+	TermUpWindow   Term = "up-window"
+	TermDownWindow Term = "down-window"
+	TermStepDown   Term = "step-down"
+	TermSeed       Term = "seed"           // restart: held at the seed replica count
+	TermDegraded   Term = "degraded-floor" // degraded: held at the last good result
+)
+
+// SignalStatus says how a signal entered a decision.
+type SignalStatus string
+
+// Signal statuses.
+const (
+	StatusUnconfigured SignalStatus = "unconfigured"
+	StatusFresh        SignalStatus = "fresh" // a valid sample within staleAfter
+	StatusZero         SignalStatus = "zero"  // empty, read as zero (zeroWhenAbsent, or per-pod with no ready replica)
+	StatusHeld         SignalStatus = "held"  // invalid now; the last good value stands in
+	StatusOut          SignalStatus = "out"   // invalid, and the last good value is older than staleAfter
+	StatusNever        SignalStatus = "never" // never produced a valid sample: reported and left out
+)
+
+func (s SignalStatus) usable() bool { return s == StatusFresh || s == StatusZero || s == StatusHeld }
+
+// Recommendation is Recommend's answer.
+type Recommendation struct {
+	// At is the evaluation time.
+	At time.Time
+	// Replicas is the desired replica count to report to KEDA (metric value
+	// with target 1).
+	Replicas int32
+	// Raw is N_raw = clamp(N_demand + warm, min, max) before windows.
+	Raw int32
+	// Term is the demand term that won (rate, drain, activity, warm).
+	Term Term
+	// Limit is what shaped Replicas away from Raw ("" when Replicas == Raw
+	// straight from the formula).
+	Limit Term
+	// NRate, NDrain, NAct, Warm and Demand are the formula's terms; -1 when
+	// not computed (signal missing).
+	NRate, NDrain, NAct, Warm, Demand int32
+	// Values are the values used per signal (last good value when held).
+	Values [numSignals]float64
+	// Status per signal.
+	Status [numSignals]SignalStatus
+	// Ready is R as used (-1 unknown).
+	Ready int32
+	// Active is KEDA's 0 ↔ 1 answer (IsActive).
+	Active bool
+	// Degraded is true when a signal that once was valid is out.
+	Degraded bool
+	// Reason explains the number for logs and humans.
+	Reason string
+	// Err wraps ErrNoData when no demand term could be computed; Replicas
+	// and Active then repeat the previous answer for information only.
+	Err error
+}
+
+// ceilEps is ⌈x⌉ tolerant of floating error: divisions such as 7/(1·0.7)
+// give 10.000000000000002, which must count as 10 replicas, not 11. A value
+// within one part in 10⁹ above an integer rounds down to that integer.
+func ceilEps(x float64) float64 {
+	return math.Ceil(x - 1e-9*math.Max(1, math.Abs(x)))
+}
+
+// clampReplicas converts a non-negative float replica count to int32 within [lo, hi].
+func clampReplicas(x float64, lo, hi int32) int32 {
+	switch {
+	case math.IsNaN(x) || x < float64(lo):
+		return lo
+	case x > float64(hi):
+		return hi
+	}
+	return int32(x)
+}
+
+// Recommend is the scaler's decision, a pure function of its arguments (see
+// DESIGN.md "The decision" and "Missing and bad data"):
+//
+//	N_rate   = ⌈λ / (μρ)⌉,  N_drain = ⌈(λ + Q/D) / (μρ)⌉   (λ = 0 when rate is missing)
+//	N_act    = ⌈R · A / A_target⌉, A = min(1, activity / activityCeiling)   (R > 0, A valid; 0 when R = 0)
+//	N_demand = max(N_rate, N_drain, N_act) over the terms that could be computed
+//	warm     = max(warmReplicas, ⌈warmFraction · N_demand⌉)
+//	N_raw    = clamp(N_demand + warm, min, max)
+//
+// Shaping, with cur the previous answer (or the seed): a burst (N_raw ≥
+// burstFactor · R and N_raw > cur) answers N_raw; otherwise, as the HPA's
+// stabilization does, up = min of raw over the up-window, down = max of raw
+// (and the seed) over the down-window; up > cur scales up to up, down < cur
+// scales down to down, otherwise cur stays. A step down is bounded: within
+// any scaleDownPeriod the answer falls by at most max(1,
+// ⌊scaleDownMaxFraction · highest answer in that period⌋). A degraded
+// decision does not go below the last non-degraded answer.
+//
+// Active is true when warmReplicas > 0, when a usable signal is above its
+// activation threshold, during the first down-window after the first sight
+// unless the seed is known to be 0, and when degraded after an active answer.
+func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommendation, State) {
+	st := prev
+	st.History = nil // rebuilt below; prev's slice is never written
+	if st.FirstSeen.IsZero() {
+		st.FirstSeen = now
+	}
+	lo, hi := p.MinReplicas, p.MaxReplicas
+	if obs.BoundsKnown {
+		lo, hi = obs.MinReplicas, obs.MaxReplicas
+	}
+	if lo < 0 {
+		lo = 0
+	}
+	if hi < lo {
+		hi = lo
+	}
+	rec := Recommendation{At: now, NRate: -1, NDrain: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1, Term: TermNone}
+
+	// Ready replicas: Kubernetes first, then readyQuery.
+	rKnown, r := obs.ReadyKnown, obs.ReadyReplicas
+	rec.Status[SignalReady], rec.Values[SignalReady] = evalSignal(p, SignalReady, obs.Samples[SignalReady], &st, false, now)
+	if !rKnown && rec.Status[SignalReady].usable() {
+		rKnown, r = true, int32(math.Min(math.Round(rec.Values[SignalReady]), math.MaxInt32))
+	}
+	if rKnown {
+		if r < 0 {
+			r = 0
+		}
+		rec.Ready = r
+	}
+	noneReady := rKnown && r == 0
+	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
+		rec.Status[s], rec.Values[s] = evalSignal(p, s, obs.Samples[s], &st, noneReady, now)
+	}
+
+	// Seed: the first replica count known within the first down-window.
+	if !st.Seeded && now.Sub(st.FirstSeen) < p.ScaleDownWindow {
+		seed, ok := int32(0), false
+		if obs.CurrentKnown {
+			seed, ok = obs.CurrentReplicas, true
+		}
+		if rKnown && (!ok || r > seed) {
+			seed, ok = r, true
+		}
+		if ok {
+			st.Seeded, st.SeedReplicas, st.SeedAt = true, seed, now
+		}
+	}
+	inGuard := now.Sub(st.FirstSeen) < p.ScaleDownWindow
+	if st.Seeded {
+		inGuard = now.Sub(st.SeedAt) < p.ScaleDownWindow
+	}
+
+	// Degradation: a signal that was valid once is out. The ready query
+	// counts only while it is the source of R.
+	var outs, nevers []string
+	for _, s := range Signals() {
+		if s == SignalReady && obs.ReadyKnown {
+			continue
+		}
+		switch rec.Status[s] {
+		case StatusOut:
+			outs = append(outs, s.String())
+		case StatusNever:
+			nevers = append(nevers, s.String())
+		}
+	}
+	rec.Degraded = len(outs) > 0
+
+	// Demand terms.
+	mr := p.ReplicaThroughput * p.TargetUtilization
+	lambda, lambdaOK := rec.Values[SignalRate], rec.Status[SignalRate].usable()
+	queue, queueOK := rec.Values[SignalQueue], rec.Status[SignalQueue].usable()
+	demand, haveDemand := 0.0, false
+	take := func(n float64, t Term) {
+		if !haveDemand || n > demand {
+			demand, rec.Term = n, t
+		}
+		haveDemand = true
+	}
+	if mr > 0 && lambdaOK {
+		n := ceilEps(lambda / mr)
+		rec.NRate = clampReplicas(n, 0, math.MaxInt32)
+		take(n, TermRate)
+	}
+	if mr > 0 && queueOK {
+		l := 0.0
+		if lambdaOK {
+			l = lambda
+		}
+		n := ceilEps((l + queue/p.DrainSeconds) / mr)
+		rec.NDrain = clampReplicas(n, 0, math.MaxInt32)
+		take(n, TermDrain)
+	}
+	if rKnown && rec.Status[SignalActivity].usable() {
+		n := 0.0
+		if r > 0 {
+			a := math.Min(1, rec.Values[SignalActivity]/p.ActivityCeiling)
+			n = ceilEps(float64(r) * a / p.ActivityTarget)
+		}
+		rec.NAct = clampReplicas(n, 0, math.MaxInt32)
+		take(n, TermActivity)
+	}
+
+	// Activation.
+	thresholds := [numSignals]float64{p.ActivationQueue, p.ActivationRate, p.ActivationActivity, 0}
+	var activeWhy []string
+	if p.WarmReplicas > 0 {
+		activeWhy = append(activeWhy, fmt.Sprintf("warm pool %d", p.WarmReplicas))
+	}
+	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
+		if rec.Status[s].usable() && rec.Values[s] > thresholds[s] {
+			activeWhy = append(activeWhy, fmt.Sprintf("%s %g > %g", s, rec.Values[s], thresholds[s]))
+		}
+	}
+	if inGuard && (!st.Seeded || st.SeedReplicas > 0) {
+		activeWhy = append(activeWhy, "first down-window after first sight")
+	}
+	if rec.Degraded && prev.HasLast && prev.Last.Active {
+		activeWhy = append(activeWhy, "degraded, was active")
+	}
+	rec.Active = len(activeWhy) > 0
+
+	cutoff := func(w time.Duration) int64 { return now.Add(-w).UnixNano() }
+	keep := max(p.ScaleUpWindow, p.ScaleDownWindow, p.ScaleDownPeriod)
+	for _, pt := range prev.History {
+		if pt.AtUnixNano > cutoff(keep) || (pt.Seed && pt.AtUnixNano > cutoff(p.ScaleDownWindow)) {
+			st.History = append(st.History, pt)
+		}
+	}
+	if st.Seeded && !prev.Seeded {
+		st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: st.SeedReplicas, Result: st.SeedReplicas, Seed: true})
+	}
+
+	if !haveDemand {
+		rec.Err = fmt.Errorf("%w: %s", ErrNoData, signalSummary(rec))
+		rec.Replicas = lo
+		switch {
+		case prev.HasLast:
+			rec.Replicas = min(max(prev.Last.Replicas, lo), hi)
+		case st.Seeded:
+			rec.Replicas = min(max(st.SeedReplicas, lo), hi)
+		}
+		rec.Reason = "no usable signal: " + signalSummary(rec)
+		if len(outs) > 0 {
+			rec.Reason += "; out past staleAfter " + p.StaleAfter.String() + ": " + strings.Join(outs, ",")
+		}
+		return rec, st
+	}
+
+	rec.Demand = clampReplicas(demand, 0, math.MaxInt32)
+	warm := math.Max(float64(p.WarmReplicas), ceilEps(p.WarmFraction*demand))
+	rec.Warm = clampReplicas(warm, 0, math.MaxInt32)
+	if demand == 0 && warm > 0 {
+		rec.Term = TermWarm
+	}
+	raw := clampReplicas(demand+warm, lo, hi)
+	rec.Raw = raw
+	limit := Term("")
+	switch {
+	case demand+warm < float64(lo):
+		limit = TermMin
+	case demand+warm > float64(hi):
+		limit = TermMax
+	}
+
+	// Windows over the history, the current point included.
+	upMin, downMax := raw, raw
+	fromSeed := false
+	for _, pt := range st.History {
+		if !pt.Seed && pt.AtUnixNano > cutoff(p.ScaleUpWindow) && pt.Raw < upMin {
+			upMin = pt.Raw
+		}
+		if pt.AtUnixNano > cutoff(p.ScaleDownWindow) && pt.Raw > downMax {
+			downMax, fromSeed = pt.Raw, pt.Seed
+		}
+	}
+	cur := raw
+	switch {
+	case prev.HasLast:
+		cur = prev.Last.Replicas
+	case st.Seeded:
+		cur = st.SeedReplicas
+	}
+	desired := cur
+	burst := rKnown && float64(raw) >= p.BurstFactor*float64(r) && raw > cur
+	switch {
+	case burst:
+		desired = raw
+		if raw > upMin {
+			limit = TermBurst
+		}
+	case upMin > cur:
+		desired = upMin
+		if upMin < raw {
+			limit = TermUpWindow
+		}
+	case downMax < cur:
+		desired = downMax
+		if downMax > raw {
+			limit = TermDownWindow
+		}
+	default:
+		if cur != raw {
+			limit = TermUpWindow
+			if cur > raw {
+				limit = TermDownWindow
+				if fromSeed && downMax == cur {
+					limit = TermSeed
+				}
+			}
+		}
+	}
+	// Bounded step-down over the last scaleDownPeriod of answers.
+	if desired < cur {
+		ref := cur
+		for _, pt := range st.History {
+			if !pt.Seed && pt.AtUnixNano > cutoff(p.ScaleDownPeriod) && pt.Result > ref {
+				ref = pt.Result
+			}
+		}
+		step := int32(math.Max(1, math.Floor(float64(ref)*p.ScaleDownMaxFraction+1e-9)))
+		if floor := ref - step; desired < floor {
+			desired, limit = floor, TermStepDown
+		}
+	}
+	if rec.Degraded && desired < prev.LastGoodResult {
+		desired, limit = prev.LastGoodResult, TermDegraded
+	}
+	desired = min(max(desired, lo), hi)
+	rec.Replicas = desired
+	rec.Limit = limit
+	if !rec.Degraded {
+		st.LastGoodResult = desired
+	}
+	st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: raw, Result: desired})
+	rec.Reason = reason(p, rec, lo, hi, activeWhy, outs, nevers)
+	st.Last, st.HasLast = rec, true
+	st.Last.Reason = "" // keep State small; the reason is in the returned Recommendation
+	return rec, st
+}
+
+// evalSignal classifies one signal's sample and updates its last good value.
+func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (SignalStatus, float64) {
+	configured := p.Configured(s)
+	if s == SignalReady {
+		configured = p.ReadyQuery != ""
+	}
+	if !configured {
+		return StatusUnconfigured, 0
+	}
+	valid := smp.Err == nil && !smp.EvaluatedAt.IsZero() && now.Sub(smp.EvaluatedAt) <= p.StaleAfter
+	status, v := StatusFresh, smp.Value
+	if valid && smp.Empty {
+		if p.ZeroWhenAbsent.Has(s) || (noneReady && p.PerPod(s)) {
+			status, v = StatusZero, 0
+		} else {
+			valid = false
+		}
+	}
+	if valid && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+		valid = false
+	}
+	if valid {
+		if smp.EvaluatedAt.After(st.Good[s].At) || st.Good[s].At.IsZero() {
+			st.Good[s] = LastGood{Value: v, At: smp.EvaluatedAt}
+		}
+		return status, v
+	}
+	g := st.Good[s]
+	switch {
+	case g.At.IsZero():
+		return StatusNever, 0
+	case now.Sub(g.At) <= p.StaleAfter:
+		return StatusHeld, g.Value
+	}
+	return StatusOut, 0
+}
+
+func signalSummary(rec Recommendation) string {
+	var parts []string
+	for _, s := range Signals() {
+		switch st := rec.Status[s]; st {
+		case StatusUnconfigured:
+		case StatusFresh, StatusZero, StatusHeld:
+			parts = append(parts, fmt.Sprintf("%s=%g %s", s, rec.Values[s], st))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s", s, st))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func reason(p Policy, rec Recommendation, lo, hi int32, activeWhy, outs, nevers []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "replicas %d", rec.Replicas)
+	if rec.Limit != "" {
+		fmt.Fprintf(&b, " (%s)", rec.Limit)
+	}
+	fmt.Fprintf(&b, "; raw %d = clamp(demand %d [%s] + warm %d, %d, %d)", rec.Raw, rec.Demand, rec.Term, rec.Warm, lo, hi)
+	fmt.Fprintf(&b, "; terms rate=%d drain=%d activity=%d", rec.NRate, rec.NDrain, rec.NAct)
+	fmt.Fprintf(&b, "; %s", signalSummary(rec))
+	if rec.Ready >= 0 {
+		fmt.Fprintf(&b, ", R=%d", rec.Ready)
+	}
+	if rec.Degraded {
+		fmt.Fprintf(&b, "; degraded: %s out past staleAfter %s", strings.Join(outs, ","), p.StaleAfter)
+	}
+	if len(nevers) > 0 {
+		fmt.Fprintf(&b, "; left out (never valid): %s", strings.Join(nevers, ","))
+	}
+	if rec.Active {
+		fmt.Fprintf(&b, "; active: %s", strings.Join(activeWhy, ", "))
+	} else {
+		b.WriteString("; inactive")
+	}
+	return b.String()
+}

@@ -1,0 +1,460 @@
+package scaler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// queuePolicy makes N_raw equal the queue value: μ = ρ = 1, D = 1 s, no
+// rate signal, so N_drain = ⌈Q⌉. Windows are the scenario's parameters.
+func queuePolicy() Policy {
+	p := DefaultPolicy()
+	p.PrometheusAddress = "http://prometheus:9090"
+	p.QueueQuery = "sum(queue)"
+	p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = 1, 1, 1
+	return p
+}
+
+func val(v float64, at time.Time) Sample { return Sample{Value: v, EvaluatedAt: at} }
+
+func obsQueue(q float64, at time.Time) Observation {
+	var o Observation
+	o.Samples[SignalQueue] = val(q, at)
+	return o
+}
+
+func TestRecommendFormulas(t *testing.T) {
+	type want struct {
+		Replicas, Raw, NRate, NDrain, NAct, Warm int32
+		Term, Limit                              Term
+	}
+	base := DefaultPolicy()
+	base.PrometheusAddress = "http://p:9090"
+	with := func(f func(*Policy)) Policy { p := base; f(&p); return p }
+	obs := func(f func(*Observation)) Observation {
+		var o Observation
+		f(&o)
+		return o
+	}
+	tests := []struct {
+		name string
+		p    Policy
+		obs  Observation
+		want want
+	}{
+		{
+			name: "N_rate exact multiple: 7/(1·0.7) is 10, not 11",
+			p:    with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.7 }),
+			obs:  obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
+			want: want{Replicas: 10, Raw: 10, NRate: 10, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate},
+		},
+		{
+			name: "N_drain = ⌈(12 + 90/30)/(5·0.8)⌉ = ⌈3.75⌉",
+			p: with(func(p *Policy) {
+				p.RateQuery, p.QueueQuery, p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = "r", "q", 5, 0.8, 30
+			}),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalQueue] = val(12, t0), val(90, t0)
+			}),
+			want: want{Replicas: 4, Raw: 4, NRate: 3, NDrain: 4, NAct: -1, Warm: 0, Term: TermDrain},
+		},
+		{
+			name: "N_act on a 3g slice: ⌈4 · (0.30/0.33) / 0.7⌉ = ⌈5.19⌉",
+			p:    with(func(p *Policy) { p.ActivityQuery, p.ActivityCeiling = "a", 0.33 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalActivity] = val(0.30, t0)
+				o.ReadyReplicas, o.ReadyKnown = 4, true
+			}),
+			want: want{Replicas: 6, Raw: 6, NRate: -1, NDrain: -1, NAct: 6, Warm: 0, Term: TermActivity},
+		},
+		{
+			name: "activity above the ceiling counts as 1: ⌈7 · 1 / 0.7⌉ = 10",
+			p:    with(func(p *Policy) { p.ActivityQuery, p.ActivityCeiling = "a", 0.33 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalActivity] = val(0.5, t0)
+				o.ReadyReplicas, o.ReadyKnown = 7, true
+			}),
+			want: want{Replicas: 10, Raw: 10, NRate: -1, NDrain: -1, NAct: 10, Warm: 0, Term: TermActivity},
+		},
+		{
+			name: "warm = max(1, ⌈0.5 · 4⌉) on top of demand 4",
+			p: with(func(p *Policy) {
+				p.QueueQuery, p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = "q", 1, 1, 10
+				p.WarmReplicas, p.WarmFraction = 1, 0.5
+			}),
+			obs:  obs(func(o *Observation) { o.Samples[SignalQueue] = val(35, t0) }),
+			want: want{Replicas: 6, Raw: 6, NRate: -1, NDrain: 4, NAct: -1, Warm: 2, Term: TermDrain},
+		},
+		{
+			name: "clamped to max",
+			p:    with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.MaxReplicas = "r", 1, 12 }),
+			obs:  obs(func(o *Observation) { o.Samples[SignalRate] = val(1e6, t0) }),
+			want: want{Replicas: 12, Raw: 12, NRate: 1250000, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate, Limit: TermMax},
+		},
+		{
+			name: "bounds from Kubernetes override metadata",
+			p:    with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.MinReplicas = "r", 1, 0 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate] = val(0, t0)
+				o.MinReplicas, o.MaxReplicas, o.BoundsKnown = 3, 9, true
+			}),
+			want: want{Replicas: 3, Raw: 3, NRate: 0, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate, Limit: TermMin},
+		},
+		{
+			name: "triton preset at zero replicas: empty per-pod series read as zero, warm pool answers",
+			p: with(func(p *Policy) {
+				p.Engine, p.Model, p.ReplicaThroughput, p.WarmReplicas = EngineTriton, "m", 10, 1
+			}),
+			obs: obs(func(o *Observation) {
+				for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
+					o.Samples[s] = Sample{Empty: true, EvaluatedAt: t0}
+				}
+				o.ReadyKnown = true
+			}),
+			want: want{Replicas: 1, Raw: 1, NRate: 0, NDrain: 0, NAct: 0, Warm: 1, Term: TermWarm},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, _ := Recommend(tt.p, tt.obs, State{}, t0)
+			if rec.Err != nil {
+				t.Fatalf("Recommend: %v", rec.Err)
+			}
+			got := want{rec.Replicas, rec.Raw, rec.NRate, rec.NDrain, rec.NAct, rec.Warm, rec.Term, rec.Limit}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("recommendation (-want +got):\n%s\nreason: %s", diff, rec.Reason)
+			}
+		})
+	}
+}
+
+func TestCeilEps(t *testing.T) {
+	tests := []struct {
+		give float64
+		want float64
+	}{
+		{7 / (1 * 0.7), 10}, {10.0000001, 11}, {0, 0}, {0.3 / 0.1, 3}, {2.0000000001, 2}, {1e-12, 0}, {3.2, 4},
+	}
+	for _, tt := range tests {
+		if got := ceilEps(tt.give); got != tt.want {
+			t.Errorf("ceilEps(%v) = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+// step is one instant of a scenario: the observation at t0+at and the answer expected.
+type step struct {
+	at   time.Duration
+	obs  Observation
+	want int32
+}
+
+func runScenario(t *testing.T, p Policy, st State, steps []step) State {
+	t.Helper()
+	for _, s := range steps {
+		rec, next := Recommend(p, s.obs, st, t0.Add(s.at))
+		st = next
+		if rec.Err != nil {
+			t.Fatalf("t0+%v: %v", s.at, rec.Err)
+		}
+		if rec.Replicas != s.want {
+			t.Fatalf("t0+%v: replicas %d, want %d (%s)", s.at, rec.Replicas, s.want, rec.Reason)
+		}
+	}
+	return st
+}
+
+func TestDownWindowHoldsUntil300sAfterLastPeak(t *testing.T) {
+	raws := []float64{2, 8, 8, 8}
+	// 10 s per evaluation; the last 8 is at t0+30s.
+	build := func(p Policy, tail map[time.Duration]int32) []step {
+		var steps []step
+		want := []int32{2, 8, 8, 8}
+		for i, r := range raws {
+			at := time.Duration(i) * 10 * time.Second
+			steps = append(steps, step{at, obsQueue(r, t0.Add(at)), want[i]})
+		}
+		for at := 40 * time.Second; at <= 420*time.Second; at += 10 * time.Second {
+			steps = append(steps, step{at, obsQueue(3, t0.Add(at)), tail[at]})
+		}
+		return steps
+	}
+	t.Run("unbounded step", func(t *testing.T) {
+		p := queuePolicy()
+		p.ScaleDownWindow, p.ScaleDownMaxFraction = 300*time.Second, 1
+		tail := map[time.Duration]int32{}
+		for at := 40 * time.Second; at <= 420*time.Second; at += 10 * time.Second {
+			tail[at] = 8
+			if at >= 330*time.Second { // 300 s after the last 8
+				tail[at] = 3
+			}
+		}
+		runScenario(t, p, State{}, build(p, tail))
+	})
+	t.Run("default step-down: at most half per minute", func(t *testing.T) {
+		p := queuePolicy()
+		p.ScaleDownWindow = 300 * time.Second
+		tail := map[time.Duration]int32{}
+		for at := 40 * time.Second; at <= 420*time.Second; at += 10 * time.Second {
+			switch {
+			case at < 330*time.Second:
+				tail[at] = 8
+			case at < 380*time.Second: // 8 → 4 at +330 s; 4 → 3 once the last 8 (t0+320s) is a minute old
+				tail[at] = 4
+			default:
+				tail[at] = 3
+			}
+		}
+		runScenario(t, p, State{}, build(p, tail))
+	})
+}
+
+func TestUpWindow(t *testing.T) {
+	p := queuePolicy()
+	p.ScaleUpWindow, p.ScaleDownWindow = 30*time.Second, 300*time.Second
+	withReady := func(o Observation, r int32) Observation { o.ReadyReplicas, o.ReadyKnown = r, true; return o }
+
+	t.Run("alternating 2, 8 stays at 2", func(t *testing.T) {
+		p := p
+		p.BurstFactor = 5 // 8 < 5 × 2: no burst
+		var steps []step
+		for i := 0; i < 30; i++ {
+			at := time.Duration(i) * 10 * time.Second
+			q := 2.0
+			if i%2 == 1 {
+				q = 8
+			}
+			steps = append(steps, step{at, withReady(obsQueue(q, t0.Add(at)), 2), 2})
+		}
+		runScenario(t, p, State{}, steps)
+	})
+	t.Run("burst above burstFactor × ready goes up at once", func(t *testing.T) {
+		runScenario(t, p, State{}, []step{
+			{0, withReady(obsQueue(2, t0), 2), 2},
+			{10 * time.Second, withReady(obsQueue(4, t0.Add(10*time.Second)), 2), 4}, // 4 ≥ 2 × 2
+		})
+	})
+	t.Run("below burst the up-window waits 30 s", func(t *testing.T) {
+		runScenario(t, p, State{}, []step{
+			{0, withReady(obsQueue(2, t0), 2), 2},
+			{10 * time.Second, withReady(obsQueue(3, t0.Add(10*time.Second)), 2), 2},
+			{20 * time.Second, withReady(obsQueue(3, t0.Add(20*time.Second)), 2), 2},
+			{30 * time.Second, withReady(obsQueue(3, t0.Add(30*time.Second)), 2), 3}, // the 2 at t0 left the window
+		})
+	})
+}
+
+func TestMissingData(t *testing.T) {
+	p := queuePolicy()
+	p.RateQuery = "sum(rate(x[1m]))"
+	p.ReplicaThroughput = 1
+	p.DrainSeconds = 1
+	p.StaleAfter = 60 * time.Second
+	p.ScaleDownMaxFraction = 1
+	p.ScaleDownWindow = 0 // so that only the degraded floor can hold the answer
+
+	both := func(q, r Sample) Observation {
+		var o Observation
+		o.Samples[SignalQueue], o.Samples[SignalRate] = q, r
+		o.ReadyReplicas, o.ReadyKnown = 3, true
+		return o
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	bad := []struct {
+		name string
+		give Sample
+	}{
+		{"NaN", Sample{Value: math.NaN(), EvaluatedAt: at(10 * time.Second)}},
+		{"+Inf", Sample{Value: math.Inf(1), EvaluatedAt: at(10 * time.Second)}},
+		{"-Inf", Sample{Value: math.Inf(-1), EvaluatedAt: at(10 * time.Second)}},
+		{"negative", Sample{Value: -4, EvaluatedAt: at(10 * time.Second)}},
+		{"empty while replicas are ready", Sample{Empty: true, EvaluatedAt: at(10 * time.Second)}},
+		{"poll error", Sample{Err: errors.New("connection refused"), EvaluatedAt: at(10 * time.Second)}},
+		{"stale sample", Sample{Value: 1, EvaluatedAt: at(-61 * time.Second)}},
+	}
+	for _, b := range bad {
+		t.Run(b.name+" holds the last good value, then degrades, then fails", func(t *testing.T) {
+			// t0: queue 2, rate 3 → N_drain = ⌈3 + 2⌉ = 5.
+			rec, st := Recommend(p, both(val(2, t0), val(3, t0)), State{}, t0)
+			if rec.Replicas != 5 {
+				t.Fatalf("t0: %d (%s)", rec.Replicas, rec.Reason)
+			}
+			// t0+10s: the rate sample is bad; the last good 3 holds.
+			rec, st = Recommend(p, both(val(2, at(10*time.Second)), b.give), st, at(10*time.Second))
+			if rec.Status[SignalRate] != StatusHeld || rec.Replicas != 5 || rec.Degraded {
+				t.Fatalf("t0+10s: status %s replicas %d degraded %v (%s)", rec.Status[SignalRate], rec.Replicas, rec.Degraded, rec.Reason)
+			}
+			// t0+61s: the last good rate is past staleAfter: degraded; the
+			// queue alone says 1, but missing data may not scale down.
+			bad61 := b.give
+			if !bad61.EvaluatedAt.Before(t0) {
+				bad61.EvaluatedAt = at(61 * time.Second)
+			}
+			rec, st = Recommend(p, both(val(1, at(61*time.Second)), bad61), st, at(61*time.Second))
+			if !rec.Degraded || rec.Replicas != 5 || rec.Limit != TermDegraded || !rec.Active {
+				t.Fatalf("t0+61s: degraded %v replicas %d limit %s active %v (%s)", rec.Degraded, rec.Replicas, rec.Limit, rec.Active, rec.Reason)
+			}
+			// Healthy data may still scale up while degraded: queue 9 → 9.
+			rec, st = Recommend(p, both(val(9, at(71*time.Second)), bad61), st, at(71*time.Second))
+			if rec.Replicas != 9 || rec.Err != nil {
+				t.Fatalf("t0+71s: replicas %d err %v (%s)", rec.Replicas, rec.Err, rec.Reason)
+			}
+			// Both signals out: ErrNoData, the RPC fails, nothing scales to 0 or max.
+			rec, _ = Recommend(p, both(Sample{Err: errors.New("down"), EvaluatedAt: at(200 * time.Second)}, bad61), st, at(200*time.Second))
+			if !errors.Is(rec.Err, ErrNoData) {
+				t.Fatalf("t0+200s: err %v, want ErrNoData (%s)", rec.Err, rec.Reason)
+			}
+		})
+	}
+
+	t.Run("empty reads as zero with no ready replica for a per-pod preset series", func(t *testing.T) {
+		pp := DefaultPolicy()
+		pp.Engine, pp.Model, pp.PrometheusAddress, pp.ReplicaThroughput = EngineVLLM, "llama", "http://p:9090", 2
+		var o Observation
+		for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
+			o.Samples[s] = Sample{Empty: true, EvaluatedAt: t0}
+		}
+		o.ReadyKnown = true
+		rec, _ := Recommend(pp, o, State{}, t0)
+		if rec.Err != nil || rec.Replicas != 0 || rec.Active {
+			t.Fatalf("R=0: replicas %d active %v err %v (%s)", rec.Replicas, rec.Active, rec.Err, rec.Reason)
+		}
+		o.ReadyReplicas = 2
+		rec, _ = Recommend(pp, o, State{}, t0)
+		if !errors.Is(rec.Err, ErrNoData) {
+			t.Fatalf("R=2: err %v, want ErrNoData: empty is missing while replicas are ready (%s)", rec.Err, rec.Reason)
+		}
+	})
+	t.Run("zeroWhenAbsent makes empty zero even with replicas ready", func(t *testing.T) {
+		pz := queuePolicy()
+		pz.ZeroWhenAbsent = SignalSet(0).With(SignalQueue)
+		o := obsQueue(0, t0)
+		o.Samples[SignalQueue].Empty = true
+		o.ReadyReplicas, o.ReadyKnown = 4, true
+		rec, _ := Recommend(pz, o, State{}, t0)
+		if rec.Err != nil || rec.Status[SignalQueue] != StatusZero {
+			t.Fatalf("status %s err %v", rec.Status[SignalQueue], rec.Err)
+		}
+	})
+	t.Run("a never-valid signal is reported and left out, not degraded", func(t *testing.T) {
+		pa := queuePolicy()
+		pa.ActivityQuery = "avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE)"
+		o := obsQueue(3, t0)
+		o.Samples[SignalActivity] = Sample{Empty: true, EvaluatedAt: t0}
+		o.ReadyReplicas, o.ReadyKnown = 2, true
+		rec, _ := Recommend(pa, o, State{}, t0)
+		if rec.Err != nil || rec.Degraded || rec.Replicas != 3 || rec.Status[SignalActivity] != StatusNever ||
+			!strings.Contains(rec.Reason, "left out (never valid): activity") {
+			t.Fatalf("replicas %d degraded %v status %s err %v (%s)", rec.Replicas, rec.Degraded, rec.Status[SignalActivity], rec.Err, rec.Reason)
+		}
+	})
+}
+
+func TestRestart(t *testing.T) {
+	p := queuePolicy()
+	p.ScaleDownWindow = 300 * time.Second
+	p.ScaleDownMaxFraction = 1
+	cur := func(q float64, d time.Duration, current int32) Observation {
+		o := obsQueue(q, t0.Add(d))
+		o.CurrentReplicas, o.CurrentKnown = current, true
+		o.ReadyReplicas, o.ReadyKnown = current, true
+		return o
+	}
+	t.Run("fresh state holds the seed and stays active for one down-window", func(t *testing.T) {
+		st := State{}
+		for d := time.Duration(0); d <= 320*time.Second; d += 10 * time.Second {
+			rec, next := Recommend(p, cur(0, d, 6), st, t0.Add(d))
+			st = next
+			wantReplicas, wantActive := int32(6), true
+			if d >= 300*time.Second {
+				wantReplicas, wantActive = 0, false
+			}
+			if rec.Replicas != wantReplicas || rec.Active != wantActive {
+				t.Fatalf("t0+%v: replicas %d active %v, want %d %v (%s)", d, rec.Replicas, rec.Active, wantReplicas, wantActive, rec.Reason)
+			}
+		}
+	})
+	t.Run("a seed of zero may answer inactive at once", func(t *testing.T) {
+		rec, _ := Recommend(p, cur(0, 0, 0), State{}, t0)
+		if rec.Replicas != 0 || rec.Active {
+			t.Fatalf("replicas %d active %v (%s)", rec.Replicas, rec.Active, rec.Reason)
+		}
+	})
+	t.Run("unknown replicas: active through the first down-window, no data no answer", func(t *testing.T) {
+		rec, _ := Recommend(p, Observation{}, State{}, t0)
+		if !errors.Is(rec.Err, ErrNoData) || !rec.Active {
+			t.Fatalf("err %v active %v", rec.Err, rec.Active)
+		}
+	})
+	t.Run("two independent states fed identical data answer identically", func(t *testing.T) {
+		var a, b State
+		for i := 0; i < 200; i++ {
+			d := time.Duration(i) * 5 * time.Second
+			q := float64((i * 7919) % 23)
+			o := cur(q, d, 4)
+			if i%17 == 0 {
+				o.Samples[SignalQueue] = Sample{Value: math.NaN(), EvaluatedAt: t0.Add(d)}
+			}
+			ra, na := Recommend(p, o, a, t0.Add(d))
+			rb, nb := Recommend(p, o, b, t0.Add(d))
+			a, b = na, nb
+			if diff := cmp.Diff(ra, rb, cmp.Comparer(func(x, y error) bool { return fmt.Sprint(x) == fmt.Sprint(y) })); diff != "" {
+				t.Fatalf("t0+%v (-a +b):\n%s", d, diff)
+			}
+		}
+	})
+}
+
+func TestRecommendDoesNotModifyPrev(t *testing.T) {
+	p := queuePolicy()
+	_, st := Recommend(p, obsQueue(5, t0), State{}, t0)
+	_, st = Recommend(p, obsQueue(6, t0.Add(time.Second)), st, t0.Add(time.Second))
+	snapshot := append([]Point(nil), st.History...)
+	Recommend(p, obsQueue(1, t0.Add(2*time.Second)), st, t0.Add(2*time.Second))
+	Recommend(p, obsQueue(9, t0.Add(2*time.Second)), st, t0.Add(2*time.Second))
+	if diff := cmp.Diff(snapshot, st.History); diff != "" {
+		t.Fatalf("prev.History changed (-before +after):\n%s", diff)
+	}
+}
+
+// FuzzRecommendBounds: whatever the data, the answer stays within [min, max].
+func FuzzRecommendBounds(f *testing.F) {
+	f.Add(uint8(0), uint8(10), 1.0, 2.0, 0.5, int8(3), int64(5), uint8(3))
+	f.Add(uint8(2), uint8(3), math.Inf(1), math.NaN(), -1.0, int8(-1), int64(-70), uint8(1))
+	f.Fuzz(func(t *testing.T, lo, hi uint8, q, r, a float64, ready int8, ageSec int64, n uint8) {
+		p := DefaultPolicy()
+		p.PrometheusAddress = "http://p:9090"
+		p.QueueQuery, p.RateQuery, p.ActivityQuery = "q", "r", "a"
+		p.ReplicaThroughput = 1.5
+		p.WarmReplicas = 1
+		p.MinReplicas, p.MaxReplicas = int32(lo), int32(lo)+int32(hi)
+		var st State
+		for i := 0; i < int(n%40)+1; i++ {
+			now := t0.Add(time.Duration(i) * 7 * time.Second)
+			at := now.Add(-time.Duration(ageSec%600) * time.Second)
+			var o Observation
+			o.Samples[SignalQueue] = val(q*float64(i%3), at)
+			o.Samples[SignalRate] = val(r, at)
+			o.Samples[SignalActivity] = Sample{Value: a, Empty: i%4 == 0, EvaluatedAt: at}
+			if ready >= 0 {
+				o.ReadyReplicas, o.ReadyKnown = int32(ready), true
+			}
+			rec, next := Recommend(p, o, st, now)
+			st = next
+			if rec.Replicas < p.MinReplicas || rec.Replicas > p.MaxReplicas {
+				t.Fatalf("replicas %d outside [%d, %d] (%s)", rec.Replicas, p.MinReplicas, p.MaxReplicas, rec.Reason)
+			}
+			if rec.Err == nil && (rec.Raw < p.MinReplicas || rec.Raw > p.MaxReplicas) {
+				t.Fatalf("raw %d outside [%d, %d]", rec.Raw, p.MinReplicas, p.MaxReplicas)
+			}
+		}
+	})
+}
