@@ -1,0 +1,376 @@
+package residency
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// State is a model's state in Triton's repository index.
+type State string
+
+// Triton's model states (RepositoryIndexResponse.ModelIndex.state).
+const (
+	StateReady       State = "READY"
+	StateLoading     State = "LOADING"
+	StateUnloading   State = "UNLOADING"
+	StateUnavailable State = "UNAVAILABLE"
+)
+
+// holdsMemory reports whether a model in state s is accounted: Triton holds its memory while it
+// is loading, ready, or unloading (until it reports UNAVAILABLE).
+func (s State) holdsMemory() bool {
+	return s == StateReady || s == StateLoading || s == StateUnloading
+}
+
+// ModelStatus is what was observed about one model in one loop.
+type ModelStatus struct {
+	// State from Triton's repository index; a model missing from the index is UNAVAILABLE.
+	State State
+	// Reason is Triton's reason text (e.g. "unloaded", an out-of-memory message).
+	Reason string
+	// LoadedSince is when the model was first seen READY (zero: unknown, treated as long ago).
+	LoadedSince time.Time
+	// LastUsed is the model's last inference (Triton's statistics last_inference); zero if never.
+	LastUsed time.Time
+	// MeasuredBytes is the model's measured GPU memory (Triton's memory_usage or NVML); for a
+	// model that is not loaded, the last measurement above its admitted peak, if any. A model
+	// is accounted at the larger of its admitted peak and MeasuredBytes.
+	MeasuredBytes int64
+	// Reloading is set while a LOADING model's previous copy still serves: it is accounted
+	// with its swap overhead on top.
+	Reloading bool
+	// Quarantined models failed to load too often; Plan never loads them.
+	Quarantined bool
+	// BackoffUntil: Plan does not load the model before this time (a failed load backs off).
+	BackoffUntil time.Time
+	// OverPeak is set once the model was measured above its admitted peak (reported, kept).
+	OverPeak bool
+}
+
+// Observed is one loop's view of Triton and the device.
+type Observed struct {
+	// Models by name: every model in Triton's index, plus catalog models with controller
+	// flags (backoff, quarantine). Missing models are UNAVAILABLE.
+	Models map[string]ModelStatus
+	// UnaccountedBytes is device memory in use beyond what the models account for: memory an
+	// unload has not returned yet, leaks, other processes. Counted like the reserve.
+	UnaccountedBytes int64
+}
+
+// Demand is the recent request rate per model in requests per second. Missing, negative, NaN
+// and infinite rates read as 0.
+type Demand map[string]float64
+
+func (d Demand) rate(model string) float64 {
+	r := d[model]
+	if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		return 0
+	}
+	return r
+}
+
+// ActionKind is Load or Unload.
+type ActionKind string
+
+// Action kinds.
+const (
+	ActionLoad   ActionKind = "Load"
+	ActionUnload ActionKind = "Unload"
+)
+
+// Action is one step of a plan.
+type Action struct {
+	Kind  ActionKind
+	Model string
+	// Reason explains the step with the numbers behind it.
+	Reason string
+	// AccountedBytes is the accounted memory once this step (and every step before it) has
+	// completed; never above the budget's TotalBytes when the plan started within budget.
+	AccountedBytes int64
+	// At is the time the plan was made (Plan's now); Apply stamps LoadedSince with it.
+	At time.Time
+}
+
+// Refusal is a wanted load that does not fit even after every allowed eviction.
+type Refusal struct {
+	Model     string
+	NeedBytes int64
+	Reason    string
+}
+
+// Result is Decide's full answer: the plan, the loads it had to refuse, and the accounting.
+type Result struct {
+	Actions []Action
+	Refused []Refusal
+	// StartBytes is the accounted memory before the plan; BudgetBytes the budget's TotalBytes.
+	StartBytes  int64
+	BudgetBytes int64
+}
+
+const gib = float64(1 << 30)
+
+// Value is what keeping model m resident is worth per unit of memory:
+//
+//	value = demand (req/s) × load time (s) ÷ admitted peak (GiB)
+//
+// — the request-seconds of load delay avoided per GiB, the density a knapsack greedy ranks by.
+// A model without an entry for profile is worth 0.
+func Value(m Model, profile string, rateRPS float64) float64 {
+	peak, ok := m.PeakMemoryBytes[profile]
+	if !ok || peak <= 0 {
+		return 0
+	}
+	return rateRPS * m.LoadTime.Seconds() / (float64(peak) / gib)
+}
+
+// ReserveBytes is the reserve Plan keeps back: the larger of the catalog's and the budget's.
+func ReserveBytes(cat Catalog, b Budget) int64 { return max(cat.ReserveBytes, b.ReserveBytes) }
+
+// Accounted returns the accounted memory of obs: the reserve, the unaccounted device memory,
+// and every READY, LOADING and UNLOADING model at the larger of its admitted peak and its
+// measured bytes, plus the swap overhead of a model being reloaded. Models outside the catalog
+// or without a peak for the budget's profile count at their measured bytes.
+func Accounted(cat Catalog, b Budget, obs Observed) int64 {
+	total := ReserveBytes(cat, b) + max(obs.UnaccountedBytes, 0)
+	for name, st := range obs.Models {
+		if st.State.holdsMemory() {
+			total += residentBytes(cat, b.Profile, name, st)
+		}
+	}
+	return total
+}
+
+func residentBytes(cat Catalog, profile, name string, st ModelStatus) int64 {
+	m, ok := cat.Model(name)
+	if !ok {
+		return max(st.MeasuredBytes, 0)
+	}
+	peak, ok := m.Peak(profile)
+	if !ok {
+		return max(st.MeasuredBytes, 0)
+	}
+	n := max(peak, st.MeasuredBytes)
+	if st.State == StateLoading && st.Reloading {
+		n += m.SwapOverheadBytes
+	}
+	return n
+}
+
+// Plan returns the ordered load and unload actions that bring Triton's loaded set to the best
+// set that fits the budget. It is Decide(...).Actions; see Decide.
+func Plan(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) []Action {
+	return Decide(cat, budget, obs, demand, now).Actions
+}
+
+// contender is a model whose residency the plan may change.
+type contender struct {
+	model    Model
+	resident bool
+	bytes    int64
+	value    float64
+	rate     float64
+}
+
+// Decide is the residency decision, a pure function of its arguments.
+//
+// Fixed memory — the reserve, unaccounted device memory, LOADING and UNLOADING models, P0
+// models that are READY, models younger than the catalog's minResidency, and models Plan does
+// not manage (outside the catalog or without a peak for the profile) — is kept. P1/P2 models
+// with no demand, unused for the idle timeout (measured from the later of LastUsed and
+// LoadedSince), are unloaded. Every other READY model and every wanted model that is not loaded
+// (P0 always; P1/P2 with demand > 0; never quarantined or backing off, never without a peak for
+// the profile) is ranked by tier (P0, P1, P2), then by Value (highest first), then by name, and
+// admitted greedily while the accounted memory stays within budget.TotalBytes. READY models
+// left out are evicted — so a victim is always below every load it makes room for, and never
+// P0 or younger than minResidency. Wanted models left out are refused.
+//
+// Actions are ordered unloads first (idle, then evictions lowest-ranked first), then loads
+// (highest-ranked first), so that when the start is within budget, the accounted memory after
+// every step is too. Ties break by name; the result is deterministic, and planning again on
+// Apply(obs, actions) at the same time and demand yields no actions.
+func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) Result {
+	res := Result{StartBytes: Accounted(cat, budget, obs), BudgetBytes: budget.TotalBytes}
+	fixed := ReserveBytes(cat, budget) + max(obs.UnaccountedBytes, 0)
+	var idle []Action
+	var cs []contender
+
+	for name, st := range obs.Models {
+		if _, ok := cat.Model(name); !ok && st.State.holdsMemory() {
+			fixed += max(st.MeasuredBytes, 0)
+		}
+	}
+	for _, m := range cat.Models {
+		st, ok := obs.Models[m.Name]
+		if !ok {
+			st.State = StateUnavailable
+		}
+		peak, placeable := m.Peak(budget.Profile)
+		rate := demand.rate(m.Name)
+		switch {
+		case st.State == StateReady:
+			bytes := residentBytes(cat, budget.Profile, m.Name, st)
+			young := !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency
+			if !placeable || m.Tier == TierP0 || young {
+				fixed += bytes
+				continue
+			}
+			lastActive := st.LastUsed
+			if st.LoadedSince.After(lastActive) {
+				lastActive = st.LoadedSince
+			}
+			if rate == 0 && now.Sub(lastActive) >= cat.IdleTimeout {
+				since := "never used"
+				if !lastActive.IsZero() {
+					since = "unused for " + now.Sub(lastActive).Round(time.Second).String()
+				}
+				idle = append(idle, Action{Kind: ActionUnload, Model: m.Name, At: now,
+					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
+				continue
+			}
+			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(m, budget.Profile, rate), rate: rate})
+		case st.State.holdsMemory(): // LOADING, UNLOADING: in flight, left alone.
+			fixed += residentBytes(cat, budget.Profile, m.Name, st)
+		default:
+			wanted := m.Tier == TierP0 || rate > 0
+			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
+				continue
+			}
+			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(m, budget.Profile, rate), rate: rate})
+		}
+	}
+	slices.SortFunc(cs, func(a, b contender) int {
+		return cmp.Or(cmp.Compare(a.model.Tier.rank(), b.model.Tier.rank()),
+			cmp.Compare(b.value, a.value), strings.Compare(a.model.Name, b.model.Name))
+	})
+
+	used := fixed
+	admitted := make([]bool, len(cs))
+	for i, c := range cs {
+		if used+c.bytes <= budget.TotalBytes {
+			admitted[i] = true
+			used += c.bytes
+		}
+	}
+
+	// Prefix sums over the ranking for the reasons: bytes kept and loads admitted ahead of i.
+	p := newPrefix(cs, admitted)
+	acct := res.StartBytes
+	for _, a := range idle {
+		st := obs.Models[a.Model]
+		acct -= residentBytes(cat, budget.Profile, a.Model, st)
+		a.AccountedBytes = acct
+		res.Actions = append(res.Actions, a)
+	}
+	for i := len(cs) - 1; i >= 0; i-- {
+		c := cs[i]
+		if !c.resident || admitted[i] {
+			continue
+		}
+		acct -= c.bytes
+		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, At: now, AccountedBytes: acct,
+			Reason: p.evictReason(cs, i, fixed, budget.TotalBytes)})
+	}
+	for i, c := range cs {
+		switch {
+		case c.resident:
+		case admitted[i]:
+			acct += c.bytes
+			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
+				Reason: loadReason(c)})
+		default:
+			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
+				Reason: p.refuseReason(cs, i, fixed, budget.TotalBytes)})
+		}
+	}
+	return res
+}
+
+// prefix holds, for each rank i, the bytes admitted above it, the bytes of loads admitted above
+// it, and the number of such loads (loads[k] is the rank of the k-th admitted load).
+type prefix struct {
+	kept, loadBytes []int64
+	nLoads          []int
+	loads           []int
+}
+
+func newPrefix(cs []contender, admitted []bool) prefix {
+	p := prefix{kept: make([]int64, len(cs)+1), loadBytes: make([]int64, len(cs)+1), nLoads: make([]int, len(cs)+1)}
+	for i, c := range cs {
+		p.kept[i+1], p.loadBytes[i+1], p.nLoads[i+1] = p.kept[i], p.loadBytes[i], p.nLoads[i]
+		if admitted[i] {
+			p.kept[i+1] += c.bytes
+			if !c.resident {
+				p.loadBytes[i+1] += c.bytes
+				p.nLoads[i+1]++
+				p.loads = append(p.loads, i)
+			}
+		}
+	}
+	return p
+}
+
+func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
+	c := cs[i]
+	n := p.nLoads[i]
+	if n == 0 {
+		return fmt.Sprintf("evict: %s value %.3g lowest; over budget: fixed %s + higher-ranked models leave no room for %s within %s",
+			c.model.Tier, c.value, fmtBytes(fixed), fmtBytes(c.bytes), fmtBytes(budget))
+	}
+	const show = 3
+	names := make([]string, 0, show)
+	for _, j := range p.loads[:min(n, show)] {
+		names = append(names, cs[j].model.Name)
+	}
+	list := strings.Join(names, ", ")
+	if n > show {
+		list = fmt.Sprintf("%s and %d more", list, n-show)
+	}
+	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, fmtBytes(p.loadBytes[i]), list)
+}
+
+func (p prefix) refuseReason(cs []contender, i int, fixed, budget int64) string {
+	kept := p.kept[i]
+	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
+		fmtBytes(cs[i].bytes), fmtBytes(fixed), fmtBytes(kept), fmtBytes(max(budget-fixed-kept, 0)), fmtBytes(budget))
+}
+
+func loadReason(c contender) string {
+	if c.model.Tier == TierP0 {
+		return fmt.Sprintf("load: P0 pinned; needs %s", fmtBytes(c.bytes))
+	}
+	return fmt.Sprintf("load: %s demand %.3g req/s, value %.3g; needs %s", c.model.Tier, c.rate, c.value, fmtBytes(c.bytes))
+}
+
+// fmtBytes prints bytes in GiB with two decimals (MiB below 1 GiB).
+func fmtBytes(b int64) string {
+	if b < 1<<30 && b > -(1<<30) {
+		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.2fGiB", float64(b)/gib)
+}
+
+// Apply returns obs after every action has completed: a loaded model is READY with
+// LoadedSince = the action's At; an unloaded model is UNAVAILABLE with reason "unloaded". Other
+// fields (LastUsed, MeasuredBytes, flags) are kept. obs is not modified.
+func Apply(obs Observed, actions []Action) Observed {
+	out := Observed{Models: maps.Clone(obs.Models), UnaccountedBytes: obs.UnaccountedBytes}
+	if out.Models == nil {
+		out.Models = make(map[string]ModelStatus, len(actions))
+	}
+	for _, a := range actions {
+		st := out.Models[a.Model]
+		switch a.Kind {
+		case ActionLoad:
+			st.State, st.Reason, st.LoadedSince, st.Reloading = StateReady, "", a.At, false
+		case ActionUnload:
+			st.State, st.Reason, st.LoadedSince, st.Reloading = StateUnavailable, "unloaded", time.Time{}, false
+		}
+		out.Models[a.Model] = st
+	}
+	return out
+}

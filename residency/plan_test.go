@@ -1,0 +1,431 @@
+package residency
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+const gi = int64(1) << 30
+
+const prof = "1g.10gb"
+
+func model(name string, tier Tier, peakGiB float64, load time.Duration) Model {
+	return Model{Name: name, Digest: dgA, Tier: tier, LoadTime: load,
+		PeakMemoryBytes: map[string]int64{prof: int64(peakGiB * float64(gi))}}
+}
+
+func catalog(ms ...Model) Catalog {
+	c := Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: ms}
+	slices.SortFunc(c.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
+	return c
+}
+
+func ready(since time.Time, lastUsed time.Time) ModelStatus {
+	return ModelStatus{State: StateReady, LoadedSince: since, LastUsed: lastUsed}
+}
+
+func TestDecide(t *testing.T) {
+	old := t0.Add(-time.Hour)
+	budget10 := Budget{Profile: prof, TotalBytes: 10 * gi}
+	tests := []struct {
+		name        string
+		cat         Catalog
+		budget      Budget
+		obs         Observed
+		demand      Demand
+		want        []Action
+		wantRefused []Refusal
+	}{
+		{
+			name:   "cold start loads P0 first, then demand; P2 without demand stays out",
+			cat:    catalog(model("b-p1", TierP1, 3, 10*time.Second), model("z-p0", TierP0, 2, 10*time.Second), model("c-p2", TierP2, 1, time.Second)),
+			budget: budget10,
+			demand: Demand{"b-p1": 1},
+			want: []Action{
+				{Kind: ActionLoad, Model: "z-p0", At: t0, AccountedBytes: 2 * gi, Reason: "load: P0 pinned; needs 2.00GiB"},
+				{Kind: ActionLoad, Model: "b-p1", At: t0, AccountedBytes: 5 * gi, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
+			},
+		},
+		{
+			name:   "unload before load: lowest-value victim makes room",
+			cat:    catalog(model("hot", TierP1, 4, 20*time.Second), model("warm", TierP1, 4, 10*time.Second), model("cold", TierP1, 4, 10*time.Second)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"warm": ready(old, t0), "cold": ready(old, t0)}},
+			demand: Demand{"hot": 2, "warm": 1, "cold": 0.5},
+			want: []Action{
+				{Kind: ActionUnload, Model: "cold", At: t0, AccountedBytes: 4 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
+				{Kind: ActionLoad, Model: "hot", At: t0, AccountedBytes: 8 * gi, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
+			},
+		},
+		{
+			name:   "P2 is evicted before a P1 of lower value",
+			cat:    catalog(model("new", TierP1, 4, 10*time.Second), model("p1", TierP1, 4, 10*time.Second), model("p2", TierP2, 4, 10*time.Second)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"p1": ready(old, t0), "p2": ready(old, t0)}},
+			demand: Demand{"new": 2, "p1": 0.1, "p2": 1},
+			want: []Action{
+				{Kind: ActionUnload, Model: "p2", At: t0, AccountedBytes: 4 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
+				{Kind: ActionLoad, Model: "new", At: t0, AccountedBytes: 8 * gi, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
+			},
+		},
+		{
+			name:   "P0 and young models are never victims: the load is refused",
+			cat:    catalog(model("pin", TierP0, 5, time.Second), model("young", TierP2, 4, time.Second), model("want", TierP1, 4, time.Minute)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"pin": ready(old, old), "young": ready(t0.Add(-time.Minute), t0)}},
+			demand: Demand{"want": 5},
+			wantRefused: []Refusal{{Model: "want", NeedBytes: 4 * gi,
+				Reason: "refused: needs 4.00GiB; fixed 9.00GiB + higher-ranked 0.0MiB leave 1.00GiB of 10.00GiB"}},
+		},
+		{
+			name:   "idle P1/P2 unloaded after the idle timeout; P0 and busy models stay",
+			cat:    catalog(model("pin", TierP0, 1, time.Second), model("idle", TierP1, 1, time.Second), model("recent", TierP2, 1, time.Second), model("busy", TierP2, 1, time.Second)),
+			budget: budget10,
+			obs: Observed{Models: map[string]ModelStatus{
+				"pin": ready(old, old), "idle": ready(old, t0.Add(-11*time.Minute)),
+				"recent": ready(old, t0.Add(-9*time.Minute)), "busy": ready(old, old)}},
+			demand: Demand{"busy": 0.01},
+			want: []Action{{Kind: ActionUnload, Model: "idle", At: t0, AccountedBytes: 3 * gi,
+				Reason: "idle: P1 idle, unused for 11m0s ≥ idleTimeout 10m0s"}},
+		},
+		{
+			name:   "no entry for the profile: never loaded",
+			cat:    catalog(Model{Name: "other", Digest: dgA, Tier: TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"2g.20gb": gi}}),
+			budget: budget10,
+		},
+		{
+			name:   "quarantined and backing-off models are not loaded; an expired backoff is",
+			cat:    catalog(model("q", TierP0, 1, time.Second), model("b", TierP0, 1, time.Second), model("done", TierP0, 1, time.Second)),
+			budget: budget10,
+			obs: Observed{Models: map[string]ModelStatus{
+				"q": {State: StateUnavailable, Quarantined: true}, "b": {State: StateUnavailable, BackoffUntil: t0.Add(time.Second)},
+				"done": {State: StateUnavailable, BackoffUntil: t0}}},
+			want: []Action{{Kind: ActionLoad, Model: "done", At: t0, AccountedBytes: gi, Reason: "load: P0 pinned; needs 1.00GiB"}},
+		},
+		{
+			name:   "a reload holds peak plus swap overhead",
+			cat:    catalog(func() Model { m := model("swap", TierP0, 3, time.Second); m.SwapOverheadBytes = 3 * gi; return m }(), model("p1", TierP1, 5, time.Second)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"swap": {State: StateLoading, Reloading: true}}},
+			demand: Demand{"p1": 1},
+			wantRefused: []Refusal{{Model: "p1", NeedBytes: 5 * gi,
+				Reason: "refused: needs 5.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB"}},
+		},
+		{
+			name:   "memory not returned by an unload blocks a load; reserve counts",
+			cat:    Catalog{ReserveBytes: gi, IdleTimeout: time.Minute, Models: []Model{model("m", TierP0, 4, time.Second)}},
+			budget: budget10,
+			obs:    Observed{UnaccountedBytes: 6 * gi},
+			wantRefused: []Refusal{{Model: "m", NeedBytes: 4 * gi,
+				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+		},
+		{
+			name:   "measured above peak is accounted at the measurement",
+			cat:    catalog(model("big", TierP0, 2, time.Second), model("p1", TierP1, 4, time.Second)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"big": {State: StateReady, MeasuredBytes: 7 * gi, OverPeak: true}}},
+			demand: Demand{"p1": 1},
+			wantRefused: []Refusal{{Model: "p1", NeedBytes: 4 * gi,
+				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+		},
+		{
+			name:   "over budget (budget shrank): evict lowest until within",
+			cat:    catalog(model("a", TierP1, 4, time.Second), model("b", TierP2, 4, time.Second)),
+			budget: Budget{Profile: prof, TotalBytes: 6 * gi},
+			obs:    Observed{Models: map[string]ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
+			demand: Demand{"a": 1, "b": 1},
+			want: []Action{{Kind: ActionUnload, Model: "b", At: t0, AccountedBytes: 4 * gi,
+				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"}},
+		},
+		{
+			name:   "models outside the catalog are counted at their measurement and left alone",
+			cat:    catalog(model("m", TierP0, 4, time.Second)),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"foreign": {State: StateReady, MeasuredBytes: 7 * gi}}},
+			wantRefused: []Refusal{{Model: "m", NeedBytes: 4 * gi,
+				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.cat, tt.budget, tt.obs, tt.demand, t0)
+			if diff := cmp.Diff(tt.want, got.Actions); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantRefused, got.Refused); diff != "" {
+				t.Errorf("refused (-want +got):\n%s", diff)
+			}
+			checkPlan(t, tt.cat, tt.budget, tt.obs, tt.demand, t0, got.Actions)
+		})
+	}
+}
+
+// TestPlanScenario walks demand moving between models on one 1g.10gb slice.
+func TestPlanScenario(t *testing.T) {
+	cat := catalog(model("pin", TierP0, 2, 5*time.Second), model("chat", TierP1, 3, 30*time.Second),
+		model("embed", TierP1, 3, 10*time.Second), model("vision", TierP1, 3.5, 20*time.Second))
+	cat.ReserveBytes = gi / 2
+	b := Budget{Profile: prof, TotalBytes: 9856 << 20} // 1g.10gb as NVML reports it
+	obs := Observed{}
+	type step struct {
+		at     time.Duration
+		demand Demand
+		want   []string // "Load x" / "Unload x"
+	}
+	steps := []step{
+		{at: 0, demand: Demand{"chat": 3}, want: []string{"Load pin", "Load chat"}},
+		{at: 10 * time.Second, demand: Demand{"chat": 3, "embed": 1}, want: []string{"Load embed"}},
+		// vision needs 3.5 GiB: 0.5+2+3+3 = 8.5 GiB used of 9.625; embed (value 3.33/GiB) is
+		// lowest but only 50 s old, so vision is refused.
+		{at: time.Minute, demand: Demand{"chat": 3, "embed": 1, "vision": 2}, want: nil},
+		// Past minResidency embed (3.33) is below vision (11.4): evicted.
+		{at: 3 * time.Minute, demand: Demand{"chat": 3, "embed": 1, "vision": 2}, want: []string{"Unload embed", "Load vision"}},
+		// Demand flips back within vision's minimum residency: no thrash.
+		{at: 4 * time.Minute, demand: Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: nil},
+		// Later vision is evictable and below embed.
+		{at: 6 * time.Minute, demand: Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: []string{"Unload vision", "Load embed"}},
+		// Everything but the pinned model goes idle.
+		{at: 20 * time.Minute, demand: Demand{}, want: []string{"Unload chat", "Unload embed"}},
+	}
+	for _, s := range steps {
+		now := t0.Add(s.at)
+		acts := Plan(cat, b, obs, s.demand, now)
+		var got []string
+		for _, a := range acts {
+			got = append(got, string(a.Kind)+" "+a.Model)
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Fatalf("t0+%s (-want +got):\n%s", s.at, diff)
+		}
+		checkPlan(t, cat, b, obs, s.demand, now, acts)
+		obs = Apply(obs, acts)
+		// A minute of use for everything in demand.
+		for name := range s.demand {
+			if st, ok := obs.Models[name]; ok && st.State == StateReady && s.demand[name] > 0 {
+				st.LastUsed = now
+				obs.Models[name] = st
+			}
+		}
+	}
+}
+
+// checkPlan asserts the planner's invariants for a plan made from a start within budget: every
+// step within budget and accounted as stated, no P0 or young model unloaded, no model acted on
+// twice, and planning again after applying yields nothing.
+func checkPlan(t *testing.T, cat Catalog, b Budget, obs Observed, d Demand, now time.Time, acts []Action) {
+	t.Helper()
+	start := Accounted(cat, b, obs)
+	if start > b.TotalBytes {
+		return
+	}
+	cur := obs
+	seen := map[string]bool{}
+	for i, a := range acts {
+		if seen[a.Model] {
+			t.Fatalf("step %d: %s acted on twice: %+v", i, a.Model, acts)
+		}
+		seen[a.Model] = true
+		if a.Kind == ActionUnload {
+			m, _ := cat.Model(a.Model)
+			st := obs.Models[a.Model]
+			if m.Tier == TierP0 {
+				t.Fatalf("step %d unloads P0 model %s", i, a.Model)
+			}
+			if !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency {
+				t.Fatalf("step %d unloads %s loaded %s ago < minResidency %s", i, a.Model, now.Sub(st.LoadedSince), cat.MinResidency)
+			}
+		}
+		cur = Apply(cur, acts[i:i+1])
+		got := Accounted(cat, b, cur)
+		if got != a.AccountedBytes {
+			t.Fatalf("step %d (%s %s): AccountedBytes %d, recomputed %d", i, a.Kind, a.Model, a.AccountedBytes, got)
+		}
+		if got > b.TotalBytes {
+			t.Fatalf("step %d (%s %s): accounted %d > budget %d", i, a.Kind, a.Model, got, b.TotalBytes)
+		}
+	}
+	if again := Plan(cat, b, cur, d, now); len(again) != 0 {
+		t.Fatalf("not idempotent: planning again yields %+v\nafter %+v", again, acts)
+	}
+}
+
+// randomCase builds a random catalog, budget, state and demand from r.
+func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
+	n := 1 + r.IntN(14)
+	cat := Catalog{
+		ReserveBytes: int64(r.IntN(3)) * gi / 2,
+		IdleTimeout:  time.Duration(1+r.IntN(20)) * time.Minute,
+		MinResidency: time.Duration(r.IntN(5)) * time.Minute,
+	}
+	tiers := []Tier{TierP0, TierP1, TierP2}
+	obs := Observed{Models: map[string]ModelStatus{}}
+	d := Demand{}
+	now := t0
+	for i := range n {
+		m := Model{Name: fmt.Sprintf("m%02d", i), Digest: dgA, Tier: tiers[r.IntN(3)],
+			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{},
+			SwapOverheadBytes: int64(r.IntN(3)) * gi}
+		if r.IntN(8) != 0 {
+			m.PeakMemoryBytes[prof] = int64(1+r.IntN(16)) * gi / 4
+		} else {
+			m.PeakMemoryBytes["2g.20gb"] = gi
+		}
+		cat.Models = append(cat.Models, m)
+		st := ModelStatus{State: []State{StateReady, StateReady, StateUnavailable, StateUnavailable, StateLoading, StateUnloading}[r.IntN(6)]}
+		if st.State == StateLoading {
+			st.Reloading = r.IntN(2) == 0
+		}
+		if r.IntN(2) == 0 {
+			st.LoadedSince = now.Add(-time.Duration(r.IntN(600)) * time.Second)
+		}
+		if r.IntN(2) == 0 {
+			st.LastUsed = now.Add(-time.Duration(r.IntN(1800)) * time.Second)
+		}
+		if r.IntN(6) == 0 {
+			st.MeasuredBytes = int64(r.IntN(20)) * gi / 4
+		}
+		st.Quarantined = r.IntN(10) == 0
+		if r.IntN(6) == 0 {
+			st.BackoffUntil = now.Add(time.Duration(r.IntN(120)-60) * time.Second)
+		}
+		if r.IntN(8) != 0 {
+			obs.Models[m.Name] = st
+		}
+		switch r.IntN(4) {
+		case 0:
+		case 1:
+			d[m.Name] = float64(r.IntN(4))
+		default:
+			d[m.Name] = r.Float64() * 10
+		}
+	}
+	if r.IntN(4) == 0 {
+		obs.Models["foreign"] = ModelStatus{State: StateReady, MeasuredBytes: int64(r.IntN(4)) * gi}
+	}
+	if r.IntN(4) == 0 {
+		obs.UnaccountedBytes = int64(r.IntN(4)) * gi / 2
+	}
+	slices.SortFunc(cat.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
+	b := Budget{Profile: prof, TotalBytes: int64(2+r.IntN(40)) * gi / 2}
+	return cat, b, obs, d, now
+}
+
+func TestPlanProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	within, acted := 0, 0
+	for i := range 5000 {
+		cat, b, obs, d, now := randomCase(r)
+		acts := Plan(cat, b, obs, d, now)
+		if diff := cmp.Diff(acts, Plan(cat, b, obs, d, now)); diff != "" {
+			t.Fatalf("case %d not deterministic:\n%s", i, diff)
+		}
+		if Accounted(cat, b, obs) <= b.TotalBytes {
+			within++
+			if len(acts) > 0 {
+				acted++
+			}
+		}
+		t.Run("", func(t *testing.T) { checkPlan(t, cat, b, obs, d, now, acts) })
+		if t.Failed() {
+			t.Fatalf("case %d: cat=%+v budget=%+v obs=%+v demand=%v", i, cat, b, obs, d)
+		}
+	}
+	// The generator must exercise the interesting cases, not only trivial ones.
+	if within < 1000 || acted < 500 {
+		t.Fatalf("generator too weak: %d within budget, %d with actions", within, acted)
+	}
+}
+
+func FuzzPlan(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(42), uint64(7))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
+		cat, b, obs, d, now := randomCase(rand.New(rand.NewPCG(s1, s2)))
+		checkPlan(t, cat, b, obs, d, now, Plan(cat, b, obs, d, now))
+	})
+}
+
+func TestApplyDoesNotModifyInput(t *testing.T) {
+	obs := Observed{Models: map[string]ModelStatus{"a": {State: StateReady}}}
+	got := Apply(obs, []Action{{Kind: ActionUnload, Model: "a"}, {Kind: ActionLoad, Model: "b", At: t0}})
+	want := Observed{Models: map[string]ModelStatus{"a": {State: StateUnavailable, Reason: "unloaded"}, "b": {State: StateReady, LoadedSince: t0}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if obs.Models["a"].State != StateReady {
+		t.Error("Apply modified its input")
+	}
+}
+
+func TestProfileBytes(t *testing.T) {
+	got, ok := ProfileBytes("1g.10gb")
+	if !ok || got != 9856<<20 {
+		t.Errorf("ProfileBytes(1g.10gb) = %d, %v; want %d (go-nvml A100 mock)", got, ok, 9856<<20)
+	}
+	if _, ok := ProfileBytes("9g.1tb"); ok {
+		t.Error("unknown profile found")
+	}
+	if !slices.Contains(Profiles(), "7g.141gb") {
+		t.Error("H200 profiles missing")
+	}
+}
+
+func benchCase(n int) (Catalog, Budget, Observed, Demand) {
+	r := rand.New(rand.NewPCG(7, 7))
+	cat := Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute}
+	obs := Observed{Models: map[string]ModelStatus{}}
+	d := Demand{}
+	for i := range n {
+		m := Model{Name: fmt.Sprintf("model-%03d", i), Digest: dgA, Tier: []Tier{TierP0, TierP1, TierP1, TierP2, TierP2}[i%5],
+			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{"7g.141gb": int64(1+r.IntN(8)) * gi / 4}}
+		if m.Tier == TierP0 && i > 20 {
+			m.Tier = TierP1
+		}
+		cat.Models = append(cat.Models, m)
+		if r.IntN(3) == 0 {
+			obs.Models[m.Name] = ready(t0.Add(-time.Hour), t0.Add(-time.Duration(r.IntN(900))*time.Second))
+		}
+		if r.IntN(2) == 0 {
+			d[m.Name] = r.Float64() * 20
+		}
+	}
+	return cat, Budget{Profile: "7g.141gb", TotalBytes: 138880 << 20}, obs, d
+}
+
+// BenchmarkPlan500 plans for a 500-model catalog (a third resident, half in demand).
+func BenchmarkPlan500(b *testing.B) {
+	cat, bud, obs, d := benchCase(500)
+	b.ReportAllocs()
+	for b.Loop() {
+		Plan(cat, bud, obs, d, t0)
+	}
+}
+
+// BenchmarkSortBaseline500 is the floor to compare BenchmarkPlan500 with: sorting the same 500
+// models by value once.
+func BenchmarkSortBaseline500(b *testing.B) {
+	cat, bud, _, d := benchCase(500)
+	ms := make([]Model, len(cat.Models))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(ms, cat.Models)
+		slices.SortFunc(ms, func(x, y Model) int {
+			vx, vy := Value(x, bud.Profile, d[x.Name]), Value(y, bud.Profile, d[y.Name])
+			switch {
+			case vx > vy:
+				return -1
+			case vx < vy:
+				return 1
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+	}
+}
