@@ -1,0 +1,242 @@
+package replay
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Binned is a workload as per-second totals, for traces too large to replay
+// request by request.
+type Binned struct {
+	Name string
+	// Arrivals[t] is the number of requests arriving in second t.
+	Arrivals []float64
+	// WorkS[t] is their total service time, slot-seconds.
+	WorkS []float64
+}
+
+// TotalWorkS is Σ WorkS.
+func (b *Binned) TotalWorkS() float64 {
+	var s float64
+	for _, v := range b.WorkS {
+		s += v
+	}
+	return s
+}
+
+// TotalRequests is Σ Arrivals.
+func (b *Binned) TotalRequests() float64 {
+	var s float64
+	for _, v := range b.Arrivals {
+		s += v
+	}
+	return s
+}
+
+// BinWorkload sums a per-request workload into one-second bins.
+func BinWorkload(w *Workload) *Binned {
+	n := int(math.Floor(w.DurationS())) + 1
+	b := &Binned{Name: w.Name, Arrivals: make([]float64, n), WorkS: make([]float64, n)}
+	for i, t := range w.ArrivalS {
+		k := int(t)
+		b.Arrivals[k]++
+		b.WorkS[k] += w.ServiceS[i]
+	}
+	return b
+}
+
+// Binned samples per-second arrival counts from the windows. For every
+// model and window, the clients' counts in one second add up to a count
+// with mean Σ rate and variance Σ rate·cv² (a renewal process with rate r
+// and inter-arrival CV c has count variance ≈ r·c²·t over a span t; Cox,
+// Renewal Theory, 1962, §9.2); each second's count is drawn from a Gamma
+// with that mean and variance (PCG seeded with seed). Work per second is
+// count × the rate-weighted mean service time of the window's clients under
+// m. rateScale multiplies every rate (ServeGen's absolute scale is a release
+// artefact; its own generator rescales).
+func (sg *ServeGen) Binned(m ServiceModel, seed uint64, rateScale float64) *Binned {
+	lenS := int(sg.LenS)
+	var endS float64
+	for _, w := range sg.Windows {
+		endS = math.Max(endS, w.StartS+w.LenS)
+	}
+	nWin := int(endS) / lenS
+	mean := make([]float64, nWin)
+	vari := make([]float64, nWin)
+	work := make([]float64, nWin)
+	for _, w := range sg.Windows {
+		k := int(w.StartS) / lenS
+		r := w.RateRPS * rateScale
+		mean[k] += r
+		vari[k] += r * w.IATCV * w.IATCV
+		work[k] += r * m.tokens(w.InputTokens, w.OutputTokens)
+	}
+	b := &Binned{Arrivals: make([]float64, nWin*lenS), WorkS: make([]float64, nWin*lenS)}
+	src := rand.NewPCG(seed, 0x42696e6e)
+	for k := range nWin {
+		if mean[k] <= 0 {
+			continue
+		}
+		svc := work[k] / mean[k]
+		g := distuv.Gamma{Alpha: mean[k] * mean[k] / vari[k], Beta: mean[k] / vari[k], Src: src}
+		for s := k * lenS; s < (k+1)*lenS; s++ {
+			c := mean[k]
+			if vari[k] > 0 {
+				c = math.Round(g.Rand())
+			}
+			b.Arrivals[s] = c
+			b.WorkS[s] = c * svc
+		}
+	}
+	return b
+}
+
+type pending struct {
+	at float64
+	n  int
+}
+
+// simulateBinned replays b on the pool under ctl in one-second steps, as a
+// fluid queue: every second the ready slots serve up to one slot-second
+// each of backlogged work in FIFO order. A second's arrivals wait for the
+// work ahead of them (backlog plus half the second's own work, less half a
+// second of service) divided by the ready slots. Replicas removed while busy
+// are billed as if they drained within the second. This ignores queueing
+// inside a second (an M/G/c effect), so it is optimistic at high
+// utilisation; the per-request mode has no such approximation.
+func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) Result {
+	cold := newColdStarter(cfg)
+	interval := max(1, int(ctl.Interval()/time.Second))
+	slo := cfg.SLO.Seconds()
+	var (
+		res                  Result
+		hist                 waitHist
+		h                    history
+		starting             []pending
+		ready, spec          = max(opt.initial, cfg.MinReplicas), max(opt.initial, cfg.MinReplicas)
+		backlog, backlogN    float64
+		arrived, busyAcc     float64
+		slotAcc, poolAcc     float64
+		sampleArr, sampleBsy float64
+		sampleSlt            float64
+		met, total           float64
+	)
+	n := len(b.Arrivals)
+	for sec := 0; ; sec++ {
+		t := float64(sec)
+		// Replicas that finish their cold start by t.
+		k := 0
+		for _, p := range starting {
+			if p.at <= t {
+				ready += p.n
+			} else {
+				starting[k] = p
+				k++
+			}
+		}
+		starting = starting[:k]
+		a, w := 0.0, 0.0
+		if sec < n {
+			a, w = b.Arrivals[sec], b.WorkS[sec]
+		}
+		capS := float64(ready * cfg.Slots)
+		if a > 0 {
+			var wait float64
+			if capS > 0 {
+				wait = math.Max(0, backlog+w/2-capS/2) / capS
+			} else {
+				wait = math.Inf(1)
+				if len(starting) > 0 {
+					first := starting[0]
+					for _, p := range starting {
+						if p.at < first.at {
+							first = p
+						}
+					}
+					wait = first.at - t + (backlog+w/2)/float64(first.n*cfg.Slots)
+				}
+			}
+			hist.add(wait, a)
+			if wait <= slo {
+				met += a
+			}
+			total += a
+		}
+		served := math.Min(backlog+w, capS)
+		var meanSvc float64
+		if backlogN+a > 0 {
+			meanSvc = (backlog + w) / (backlogN + a)
+		}
+		backlog += w - served
+		if meanSvc > 0 {
+			backlogN = backlog / meanSvc
+		} else {
+			backlogN = 0
+		}
+		if backlog < 1e-9 {
+			backlog, backlogN = 0, 0
+		}
+		arrived += a
+		busyAcc += served
+		slotAcc += capS
+		inService := served
+		if meanSvc > 0 {
+			inService = served / meanSvc * math.Min(1, meanSvc)
+		}
+		poolAcc += backlogN + inService
+		live := ready
+		for _, p := range starting {
+			live += p.n
+		}
+		res.ReplicaSeconds += float64(live)
+		h.push(arrived, busyAcc, slotAcc, poolAcc)
+		if sec%interval == 0 {
+			sig := Signals{Now: time.Duration(sec) * time.Second, Queue: backlogN, Ready: ready, Current: spec, Slots: cfg.Slots}
+			h.signals(&sig)
+			d := max(cfg.MinReplicas, min(cfg.MaxReplicas, ctl.Desired(sig)))
+			if d != spec {
+				res.ScaleEvents++
+			}
+			for ; spec < d; spec++ {
+				res.ColdStarts++
+				at := t + cold.draw()
+				if len(starting) > 0 && starting[len(starting)-1].at == at {
+					starting[len(starting)-1].n++
+				} else {
+					starting = append(starting, pending{at: at, n: 1})
+				}
+			}
+			for spec > d {
+				spec--
+				if m := len(starting); m > 0 {
+					if starting[m-1].n--; starting[m-1].n == 0 {
+						starting = starting[:m-1]
+					}
+				} else {
+					ready--
+				}
+			}
+		}
+		if !opt.noSeries && sec%opt.sampleStepS == 0 && sec > 0 {
+			st := float64(opt.sampleStepS)
+			bf := 0.0
+			if d := slotAcc - sampleSlt; d > 0 {
+				bf = (busyAcc - sampleBsy) / d
+			}
+			res.Series = append(res.Series, Sample{TimeS: t, Arrivals: (arrived - sampleArr) / st, Queue: backlogN, Ready: ready, Replicas: spec, Live: live, BusyFrac: bf})
+			sampleArr, sampleBsy, sampleSlt = arrived, busyAcc, slotAcc
+		}
+		if sec >= n-1 && backlog == 0 || t > float64(n)+opt.maxOverrunS {
+			res.DurationS = t + 1
+			break
+		}
+	}
+	res.Requests = total
+	res.SLOMet = met
+	res.WaitP50, res.WaitP95, res.WaitP99 = hist.quantile(0.5), hist.quantile(0.95), hist.quantile(0.99)
+	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
+	return res
+}

@@ -1,0 +1,23 @@
+// Package replay runs inferscale's decision code offline against recorded
+// request traces and compares it with the autoscalers teams run today.
+//
+// It has four parts:
+//
+//   - trace readers (Azure LLM 2023, a generic CSV, Alibaba GenTD26, the Azure
+//     Functions 2019 per-minute matrix, ServeGen per-client windows), each
+//     streaming, validated, and reporting bad input as a *ParseError that
+//     names the line and the column;
+//   - a pool simulator with a simulated clock, in two modes: per request
+//     (event-driven, FIFO queue, replicas with concurrent slots, cold starts,
+//     drain-before-remove) and binned per second (a fluid model for rate
+//     traces with billions of requests);
+//   - autoscaling policies driven through Kubernetes' own control semantics
+//     (HPA AverageValue rounding, tolerance and behaviour; KEDA activation and
+//     cooldown): inferscale's scaler.Recommend, an HPA on GPU utilisation,
+//     KEDA's Prometheus scaler on queue depth, Knative's stable/panic
+//     autoscaler, static peak provisioning, and a clairvoyant policy;
+//   - a residency replay that drives residency.Plan against LRU, LFU and
+//     Belady's furthest-next-use under the same memory budget.
+//
+// Everything is deterministic for a given seed.
+package replay

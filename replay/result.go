@@ -1,0 +1,169 @@
+package replay
+
+import (
+	"math"
+	"time"
+)
+
+// Signals is what a policy sees at a decision, as Prometheus and the
+// Kubernetes API would show it.
+type Signals struct {
+	// Now is the simulated time since the trace start.
+	Now time.Duration
+	// Queue is the number of requests waiting now (not in service).
+	Queue float64
+	// Rate1m is arrivals per second over the last minute, like
+	// rate(requests_total[1m]).
+	Rate1m float64
+	// Activity is the busy fraction of ready slots over the last 15 s scrape
+	// interval, 0..1: the stand-in for DCGM_FI_PROF_GR_ENGINE_ACTIVE.
+	Activity float64
+	// Concurrency6s and Concurrency60s are the mean number of requests in the
+	// pool (waiting + in service) over the last 6 s and 60 s, the windows
+	// Knative's autoscaler averages.
+	Concurrency6s, Concurrency60s float64
+	// Ready is the number of ready replicas that take work.
+	Ready int
+	// Current is the replica count the scale target's spec holds now
+	// (starting + ready, not draining).
+	Current int
+	// Slots is the concurrency of one replica.
+	Slots int
+}
+
+// Controller decides the replica count of the pool. Implementations keep
+// their own state and are used for one run.
+type Controller interface {
+	// Interval is the decision period; Desired is called at every multiple of
+	// it, from t = 0.
+	Interval() time.Duration
+	// Desired returns the replica count to set now.
+	Desired(s Signals) int
+}
+
+// Sample is one point of a run's time series.
+type Sample struct {
+	TimeS    float64
+	Arrivals float64 // requests per second over the sample step
+	Queue    float64
+	Ready    int
+	Replicas int // spec count (starting + ready)
+	Live     int // billed replicas (starting + ready + draining)
+	BusyFrac float64
+}
+
+// Result is one policy run.
+type Result struct {
+	Policy  string
+	Setting string
+	// Requests is the number of requests served (fractional in binned mode).
+	Requests float64
+	// SLOMet is how many started service within the SLO.
+	SLOMet float64
+	// ReplicaSeconds is billed replica time (cold starts and draining
+	// included).
+	ReplicaSeconds float64
+	// WaitP50, WaitP95, WaitP99 are queue-wait percentiles, seconds.
+	WaitP50, WaitP95, WaitP99 float64
+	// ScaleEvents counts changes of the replica count; ColdStarts counts
+	// replicas created.
+	ScaleEvents, ColdStarts int
+	// DurationS is the simulated span, seconds.
+	DurationS float64
+	// Series samples the run for the CSV and the charts.
+	Series []Sample
+	// MeetsSLO is SLOMet/Requests ≥ the pool's SLOTarget.
+	MeetsSLO bool
+}
+
+// Attainment is the fraction of requests that met the SLO.
+func (r Result) Attainment() float64 {
+	if r.Requests == 0 {
+		return 1
+	}
+	return r.SLOMet / r.Requests
+}
+
+// GPUHours converts billed replica time.
+func (r Result) GPUHours(gpusPerReplica int) float64 {
+	return r.ReplicaSeconds * float64(gpusPerReplica) / 3600
+}
+
+// waitHist is a log-linear histogram of waits: bucket 0 holds zero waits,
+// then 32 buckets per doubling from 1 ms; relative error ≤ 2.2 %.
+type waitHist struct {
+	b     [1 + 32*26]float64
+	total float64
+}
+
+const histMinS = 1e-3
+
+func (h *waitHist) add(w, n float64) {
+	h.total += n
+	if w < histMinS {
+		h.b[0] += n
+		return
+	}
+	i := len(h.b) - 1
+	if w < histMinS*math.Exp2(float64(i-1)/32) {
+		i = 1 + int(math.Log2(w/histMinS)*32)
+	}
+	h.b[i] += n
+}
+
+// quantile returns the upper edge of the bucket holding quantile q.
+func (h *waitHist) quantile(q float64) float64 {
+	if h.total == 0 {
+		return 0
+	}
+	target := q * h.total
+	var c float64
+	for i, v := range h.b {
+		c += v
+		if c >= target && v > 0 {
+			if i == 0 {
+				return 0
+			}
+			return histMinS * math.Exp2(float64(i)/32)
+		}
+	}
+	return histMinS * math.Exp2(float64(len(h.b)-1)/32)
+}
+
+// history keeps per-second cumulative counters for the last 61 seconds.
+type history struct {
+	arr, busy, slots, inPool [61]float64
+	n                        int
+}
+
+func (h *history) push(arr, busy, slots, inPool float64) {
+	i := h.n % 61
+	h.arr[i], h.busy[i], h.slots[i], h.inPool[i] = arr, busy, slots, inPool
+	h.n++
+}
+
+// back returns the index k seconds before the newest entry (clamped to the
+// oldest kept).
+func (h *history) back(k int) (int, int) {
+	k = min(k, h.n-1, 60)
+	return (h.n - 1 - k) % 61, k
+}
+
+func (h *history) signals(s *Signals) {
+	if h.n < 2 {
+		return
+	}
+	last := (h.n - 1) % 61
+	if i, k := h.back(60); k > 0 {
+		s.Rate1m = (h.arr[last] - h.arr[i]) / 60
+		s.Concurrency60s = (h.inPool[last] - h.inPool[i]) / float64(k)
+	}
+	if i, k := h.back(15); k > 0 {
+		if d := h.slots[last] - h.slots[i]; d > 0 {
+			s.Activity = math.Min(1, (h.busy[last]-h.busy[i])/d)
+		}
+	}
+	if i, k := h.back(6); k > 0 {
+		s.Concurrency6s = (h.inPool[last] - h.inPool[i]) / float64(k)
+	}
+}

@@ -1,0 +1,314 @@
+package replay
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Format names a trace file format.
+type Format string
+
+// The trace formats Open understands.
+const (
+	FormatAzureLLM       Format = "azure-llm"
+	FormatGeneric        Format = "generic"
+	FormatGenTD26        Format = "gentd26"
+	FormatAzureFunctions Format = "azure-functions"
+	FormatServeGen       Format = "servegen"
+	// FormatDLRMInstances is Alibaba's cluster-trace-gpu-v2025 instance
+	// lifecycle trace. It has no requests; see ReadInstances.
+	FormatDLRMInstances Format = "dlrm-instances"
+)
+
+// Formats lists every accepted --format value.
+func Formats() []Format {
+	return []Format{FormatAzureLLM, FormatGeneric, FormatGenTD26, FormatAzureFunctions, FormatServeGen, FormatDLRMInstances}
+}
+
+// Unknown marks a token count or execution time the trace does not carry;
+// the service-time model then uses its defaults.
+const Unknown = -1
+
+// Request is one request of a trace.
+type Request struct {
+	// At is the arrival time since the trace's first request.
+	At time.Duration
+	// Model indexes the source's Models(); 0 for single-model traces.
+	Model int32
+	// InputTokens and OutputTokens are prompt and output lengths in tokens,
+	// or Unknown.
+	InputTokens, OutputTokens int32
+	// ExecSeconds is the trace's own execution time in seconds, or Unknown.
+	ExecSeconds float32
+}
+
+// Source streams the requests of a trace in arrival order. Next returns
+// io.EOF after the last request; any other error is a *ParseError or wraps
+// an I/O error.
+type Source interface {
+	Next() (Request, error)
+	// Models names the models requests refer to; index = Request.Model. It
+	// may grow while the source is read.
+	Models() []string
+}
+
+// ErrBadValue is wrapped by a ParseError whose field could not be parsed or
+// is out of range.
+var ErrBadValue = errors.New("bad value")
+
+// ErrBadHeader is returned when a CSV header lacks a required column.
+var ErrBadHeader = errors.New("bad header")
+
+// ErrUnsorted is wrapped by a ParseError whose timestamp goes backwards.
+var ErrUnsorted = errors.New("timestamp before the previous row's")
+
+// ParseError is a problem at one line and column of a trace file.
+type ParseError struct {
+	// Line is 1-based and counts the header.
+	Line int
+	// Column is the column's header name; empty when the row itself is bad.
+	Column string
+	// Value is the offending text.
+	Value string
+	Err   error
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "line %d", e.Line)
+	if e.Column != "" {
+		fmt.Fprintf(&b, ", column %s", e.Column)
+	}
+	if e.Value != "" {
+		fmt.Fprintf(&b, ", value %q", e.Value)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// table reads a CSV with a header row and looks columns up by name.
+type table struct {
+	r      *csv.Reader
+	header []string
+	col    map[string]int
+	rec    []string
+	line   int
+}
+
+// newTable reads the header and checks that every required column is there.
+func newTable(r io.Reader, required ...string) (*table, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+	h, err := cr.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%w: empty file, want columns %s", ErrBadHeader, strings.Join(required, ","))
+	}
+	if err != nil {
+		return nil, csvErr(err)
+	}
+	t := &table{r: cr, header: append([]string(nil), h...), col: map[string]int{}}
+	if len(t.header) > 0 {
+		t.header[0] = strings.TrimPrefix(t.header[0], "\ufeff")
+	}
+	for i, name := range t.header {
+		t.col[strings.TrimSpace(name)] = i
+	}
+	var missing []string
+	for _, c := range required {
+		if _, ok := t.col[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: missing column %s (header is %q)", ErrBadHeader, strings.Join(missing, ","), strings.Join(t.header, ","))
+	}
+	cr.FieldsPerRecord = len(t.header)
+	return t, nil
+}
+
+func csvErr(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &ParseError{Line: pe.Line, Err: fmt.Errorf("%w: %v", ErrBadValue, pe.Err)}
+	}
+	return err
+}
+
+// next reads one row; io.EOF at the end.
+func (t *table) next() error {
+	rec, err := t.r.Read()
+	if err != nil {
+		return csvErr(err)
+	}
+	t.rec = rec
+	t.line, _ = t.r.FieldPos(0)
+	return nil
+}
+
+func (t *table) has(name string) bool { _, ok := t.col[name]; return ok }
+
+func (t *table) str(name string) string {
+	i, ok := t.col[name]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(t.rec[i])
+}
+
+func (t *table) fail(name, value string, format string, args ...any) error {
+	return &ParseError{Line: t.line, Column: name, Value: value, Err: fmt.Errorf("%w: "+format, append([]any{ErrBadValue}, args...)...)}
+}
+
+// intCol parses a non-negative integer column; empty gives Unknown when
+// optional is set.
+func (t *table) intCol(name string, optional bool) (int32, error) {
+	s := t.str(name)
+	if s == "" && (optional || !t.has(name)) {
+		return Unknown, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+		return 0, t.fail(name, s, "want an integer in [0, %d]", math.MaxInt32)
+	}
+	return int32(f), nil
+}
+
+// floatCol parses a finite float within [lo, hi]; empty gives Unknown when
+// optional is set.
+func (t *table) floatCol(name string, optional bool, lo, hi float64) (float64, error) {
+	s := t.str(name)
+	if s == "" && optional {
+		return Unknown, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f < lo || f > hi {
+		return 0, t.fail(name, s, "want a number in [%g, %g]", lo, hi)
+	}
+	return f, nil
+}
+
+// Timestamp layouts accepted by parseTimestamp, in the order tried. Times
+// without a zone are read as UTC; only differences matter to replay.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+}
+
+// parseTimestamp accepts RFC 3339 (with or without fraction),
+// "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fractional digits, UTC), or a
+// plain decimal number of seconds (a Unix time or an offset from any origin).
+func parseTimestamp(s string) (time.Duration, bool) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64)/1e9 {
+			return 0, false
+		}
+		return time.Duration(math.Round(f * 1e9)), true
+	}
+	for _, l := range timeLayouts {
+		if tt, err := time.Parse(l, s); err == nil {
+			return time.Duration(tt.UnixNano()), true
+		}
+	}
+	return 0, false
+}
+
+// clock turns absolute timestamps into offsets from the first one and
+// rejects rows that go backwards.
+type clock struct {
+	started bool
+	origin  time.Duration
+	last    time.Duration
+}
+
+func (c *clock) offset(t *table, name, value string, abs time.Duration) (time.Duration, error) {
+	if !c.started {
+		c.started, c.origin, c.last = true, abs, abs
+	}
+	if abs < c.last {
+		return 0, &ParseError{Line: t.line, Column: name, Value: value, Err: ErrUnsorted}
+	}
+	c.last = abs
+	return abs - c.origin, nil
+}
+
+// Trace is a whole request trace in memory.
+type Trace struct {
+	Name     string
+	Format   Format
+	Models   []string
+	Requests []Request
+}
+
+// ReadAll drains src into a Trace.
+func ReadAll(name string, format Format, src Source) (*Trace, error) {
+	tr := &Trace{Name: name, Format: format}
+	for {
+		r, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		tr.Requests = append(tr.Requests, r)
+	}
+	tr.Models = append([]string(nil), src.Models()...)
+	if len(tr.Models) == 0 {
+		tr.Models = []string{"default"}
+	}
+	return tr, nil
+}
+
+// Duration is the time from the first to the last arrival.
+func (tr *Trace) Duration() time.Duration {
+	if len(tr.Requests) == 0 {
+		return 0
+	}
+	return tr.Requests[len(tr.Requests)-1].At
+}
+
+// FilterModels keeps only requests of the named models (all when names is
+// empty) and renumbers them. It returns an error naming an unknown model.
+func (tr *Trace) FilterModels(names []string) (*Trace, error) {
+	if len(names) == 0 {
+		return tr, nil
+	}
+	idx := map[string]int32{}
+	for i, m := range tr.Models {
+		idx[m] = int32(i)
+	}
+	keep := map[int32]int32{}
+	out := &Trace{Name: tr.Name, Format: tr.Format}
+	for _, n := range names {
+		i, ok := idx[n]
+		if !ok {
+			return nil, fmt.Errorf("model %q is not in the trace (it has %d models, e.g. %s)", n, len(tr.Models), strings.Join(tr.Models[:min(5, len(tr.Models))], ", "))
+		}
+		keep[i] = int32(len(out.Models))
+		out.Models = append(out.Models, n)
+	}
+	var origin time.Duration = -1
+	for _, r := range tr.Requests {
+		j, ok := keep[r.Model]
+		if !ok {
+			continue
+		}
+		if origin < 0 {
+			origin = r.At
+		}
+		r.Model = j
+		r.At -= origin
+		out.Requests = append(out.Requests, r)
+	}
+	return out, nil
+}

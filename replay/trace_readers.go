@@ -1,0 +1,220 @@
+package replay
+
+import (
+	"io"
+	"math"
+	"time"
+)
+
+// Column names of the Azure LLM inference trace 2023 (Splitwise; Patel et
+// al., ISCA 2024; CC BY 4.0).
+const (
+	colAzureTimestamp = "TIMESTAMP"
+	colAzureContext   = "ContextTokens"
+	colAzureGenerated = "GeneratedTokens"
+)
+
+type azureLLM struct {
+	t   *table
+	clk clock
+}
+
+// NewAzureLLM reads AzureLLMInferenceTrace_{code,conv}.csv:
+// TIMESTAMP ("YYYY-MM-DD HH:MM:SS.fffffff", 7 fractional digits),
+// ContextTokens, GeneratedTokens. Rows must be in time order.
+func NewAzureLLM(r io.Reader) (Source, error) {
+	t, err := newTable(r, colAzureTimestamp, colAzureContext, colAzureGenerated)
+	if err != nil {
+		return nil, err
+	}
+	return &azureLLM{t: t}, nil
+}
+
+func (a *azureLLM) Models() []string { return []string{"default"} }
+
+func (a *azureLLM) Next() (Request, error) {
+	if err := a.t.next(); err != nil {
+		return Request{}, err
+	}
+	ts := a.t.str(colAzureTimestamp)
+	abs, ok := parseTimestamp(ts)
+	if !ok {
+		return Request{}, a.t.fail(colAzureTimestamp, ts, "want YYYY-MM-DD HH:MM:SS.fffffff")
+	}
+	at, err := a.clk.offset(a.t, colAzureTimestamp, ts, abs)
+	if err != nil {
+		return Request{}, err
+	}
+	in, err := a.t.intCol(colAzureContext, false)
+	if err != nil {
+		return Request{}, err
+	}
+	out, err := a.t.intCol(colAzureGenerated, false)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{At: at, InputTokens: in, OutputTokens: out, ExecSeconds: Unknown}, nil
+}
+
+// Column names of the generic CSV.
+const (
+	colGenTimestamp = "timestamp"
+	colGenModel     = "model"
+	colGenInput     = "input_tokens"
+	colGenOutput    = "output_tokens"
+)
+
+// models interns model names.
+type models struct {
+	names []string
+	index map[string]int32
+}
+
+func (m *models) id(name string) int32 {
+	if m.index == nil {
+		m.index = map[string]int32{}
+	}
+	if i, ok := m.index[name]; ok {
+		return i
+	}
+	i := int32(len(m.names))
+	m.index[name] = i
+	m.names = append(m.names, name)
+	return i
+}
+
+type generic struct {
+	t   *table
+	clk clock
+	m   models
+}
+
+// NewGeneric reads a CSV with the header columns timestamp (required),
+// model, input_tokens and output_tokens (each optional, in any order; extra
+// columns are ignored). timestamp is RFC 3339, "YYYY-MM-DD HH:MM:SS[.frac]"
+// (UTC, up to 9 fractional digits) or a decimal number of seconds (Unix time
+// or any offset). Rows must be in time order. An empty model is "default";
+// empty token counts are Unknown.
+func NewGeneric(r io.Reader) (Source, error) {
+	t, err := newTable(r, colGenTimestamp)
+	if err != nil {
+		return nil, err
+	}
+	return &generic{t: t}, nil
+}
+
+func (g *generic) Models() []string { return g.m.names }
+
+func (g *generic) Next() (Request, error) {
+	if err := g.t.next(); err != nil {
+		return Request{}, err
+	}
+	ts := g.t.str(colGenTimestamp)
+	abs, ok := parseTimestamp(ts)
+	if !ok {
+		return Request{}, g.t.fail(colGenTimestamp, ts, "want RFC 3339, YYYY-MM-DD HH:MM:SS[.frac] or seconds")
+	}
+	at, err := g.clk.offset(g.t, colGenTimestamp, ts, abs)
+	if err != nil {
+		return Request{}, err
+	}
+	name := g.t.str(colGenModel)
+	if name == "" {
+		name = "default"
+	}
+	in, err := g.t.intCol(colGenInput, true)
+	if err != nil {
+		return Request{}, err
+	}
+	out, err := g.t.intCol(colGenOutput, true)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{At: at, Model: g.m.id(name), InputTokens: in, OutputTokens: out, ExecSeconds: Unknown}, nil
+}
+
+// Column names of GenTD26's lora_request_trace.csv (Alibaba
+// cluster-trace-v2026-GenAI; Lin et al., SoCC '25).
+const (
+	colTDCreate = "gmt_create"
+	colTDExec   = "exec_time_seconds"
+	colTDModel  = "checkpoint_model_version_id"
+)
+
+type gentd26 struct {
+	t   *table
+	clk clock
+	m   models
+}
+
+// NewGenTD26 reads GenTD26 lora_request_trace.csv: gmt_create
+// ("YYYY-MM-DD HH:MM:SS"), exec_time_seconds (the request's own execution
+// time, s, ≥ 0; empty = Unknown) and checkpoint_model_version_id (the base
+// model, one Model per checkpoint). Other columns are ignored.
+func NewGenTD26(r io.Reader) (Source, error) {
+	t, err := newTable(r, colTDCreate, colTDExec, colTDModel)
+	if err != nil {
+		return nil, err
+	}
+	return &gentd26{t: t}, nil
+}
+
+func (g *gentd26) Models() []string { return g.m.names }
+
+func (g *gentd26) Next() (Request, error) {
+	if err := g.t.next(); err != nil {
+		return Request{}, err
+	}
+	ts := g.t.str(colTDCreate)
+	abs, ok := parseTimestamp(ts)
+	if !ok {
+		return Request{}, g.t.fail(colTDCreate, ts, "want YYYY-MM-DD HH:MM:SS")
+	}
+	at, err := g.clk.offset(g.t, colTDCreate, ts, abs)
+	if err != nil {
+		return Request{}, err
+	}
+	exec, err := g.t.floatCol(colTDExec, true, 0, 7*24*3600)
+	if err != nil {
+		return Request{}, err
+	}
+	name := g.t.str(colTDModel)
+	if name == "" {
+		return Request{}, g.t.fail(colTDModel, name, "want a checkpoint id")
+	}
+	return Request{At: at, Model: g.m.id(name), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: float32(exec)}, nil
+}
+
+// Column names of GenTD26's monitoring files.
+const (
+	colMonTime  = "timestamp_anon"
+	colMonValue = "value"
+)
+
+// ReadLoadTimes reads GenTD26 basemodel_update_latency_anon.csv
+// (timestamp_anon, value in ms, container_ip) and returns the load
+// latencies, in file order. They are the empirical cold-start and
+// model-load distribution (median about 23 s, p99 about 52 s).
+func ReadLoadTimes(r io.Reader) ([]time.Duration, error) {
+	t, err := newTable(r, colMonTime, colMonValue)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for {
+		if err := t.next(); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		ms, err := t.floatCol(colMonValue, false, 0, 24*3600*1000)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, time.Duration(math.Round(ms*1e6)))
+	}
+	if len(out) == 0 {
+		return nil, &ParseError{Line: 1, Column: colMonValue, Err: ErrBadValue}
+	}
+	return out, nil
+}

@@ -1,0 +1,311 @@
+package replay
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// FunctionsMatrix is the Azure Functions 2019 per-minute invocation matrix
+// (vHive In-Vitro sample; Shahrad et al., ATC '20; CC BY 4.0): one row per
+// function, Counts[f][m] invocations in minute m.
+type FunctionsMatrix struct {
+	Names  []string
+	Counts [][]int32
+}
+
+// ReadFunctionsMatrix reads a matrix with the columns HashFunction, then any
+// number of identifier columns, then minute_1 ... minute_N in order. Counts
+// are non-negative integers. A function name that repeats gets "#<line>"
+// appended so that every row stays a separate series.
+func ReadFunctionsMatrix(r io.Reader) (*FunctionsMatrix, error) {
+	t, err := newTable(r, "HashFunction", "minute_1")
+	if err != nil {
+		return nil, err
+	}
+	first := t.col["minute_1"]
+	for i := first; i < len(t.header); i++ {
+		if want := "minute_" + strconv.Itoa(i-first+1); t.header[i] != want {
+			return nil, fmt.Errorf("%w: column %d is %q, want %q", ErrBadHeader, i+1, t.header[i], want)
+		}
+	}
+	fm := &FunctionsMatrix{}
+	seen := map[string]bool{}
+	for {
+		if err := t.next(); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		name := t.str("HashFunction")
+		if name == "" {
+			return nil, t.fail("HashFunction", name, "want a function id")
+		}
+		if seen[name] {
+			name += "#" + strconv.Itoa(t.line)
+		}
+		seen[name] = true
+		row := make([]int32, len(t.header)-first)
+		for i := range row {
+			v, err := t.intCol(t.header[first+i], false)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = v
+		}
+		fm.Names = append(fm.Names, name)
+		fm.Counts = append(fm.Counts, row)
+	}
+	return fm, nil
+}
+
+// Requests streams the matrix as requests: each function is one model, and
+// the invocations of a minute are placed uniformly at random within it
+// (PCG seeded with seed), so a run is reproducible.
+func (fm *FunctionsMatrix) Requests(seed uint64) Source {
+	return &functionsSource{fm: fm, rng: rand.New(rand.NewPCG(seed, 0x46756e6373))}
+}
+
+type functionsSource struct {
+	fm     *FunctionsMatrix
+	rng    *rand.Rand
+	minute int
+	buf    []Request
+	pos    int
+}
+
+func (s *functionsSource) Models() []string { return s.fm.Names }
+
+func (s *functionsSource) Next() (Request, error) {
+	for s.pos >= len(s.buf) {
+		if len(s.fm.Counts) == 0 || s.minute >= len(s.fm.Counts[0]) {
+			return Request{}, io.EOF
+		}
+		s.buf, s.pos = s.buf[:0], 0
+		base := time.Duration(s.minute) * time.Minute
+		for f, row := range s.fm.Counts {
+			for range row[s.minute] {
+				at := base + time.Duration(s.rng.Int64N(int64(time.Minute)))
+				s.buf = append(s.buf, Request{At: at, Model: int32(f), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown})
+			}
+		}
+		slices.SortStableFunc(s.buf, func(a, b Request) int { return cmp.Compare(a.At, b.At) })
+		s.minute++
+	}
+	r := s.buf[s.pos]
+	s.pos++
+	return r, nil
+}
+
+// Window is one ServeGen per-client rate window (Xiang et al., ServeGen,
+// arXiv:2505.09999; Apache-2.0).
+type Window struct {
+	Model  int32
+	Client int32
+	// StartS and LenS are the window's start and length, seconds.
+	StartS, LenS float64
+	// RateRPS is the client's mean request rate in the window, req/s.
+	RateRPS float64
+	// IATCV is the coefficient of variation of inter-arrival times.
+	IATCV float64
+	// Weibull selects Weibull(shape P1, scale P2); otherwise Gamma(shape P1,
+	// scale P2), scipy conventions.
+	Weibull bool
+	P1, P2  float64
+	// InputTokens and OutputTokens are the 6-hour block's means, or Unknown.
+	InputTokens, OutputTokens float64
+}
+
+// ServeGen is a whole ServeGen window file.
+type ServeGen struct {
+	Models  []string
+	Windows []Window
+	// LenS is the common window length, seconds.
+	LenS float64
+}
+
+// ReadServeGen reads the long ServeGen CSV (category, model, client_id,
+// window_start_s, window_len_s, rate_rps, iat_cv, arrival_dist, dist_p1,
+// dist_p2, mean_input_tokens, mean_output_tokens). Every window must have
+// the same length and start on a multiple of it; rates are ≥ 0; shape and
+// scale > 0; arrival_dist is Gamma or Weibull.
+func ReadServeGen(r io.Reader) (*ServeGen, error) {
+	t, err := newTable(r, "model", "client_id", "window_start_s", "window_len_s", "rate_rps", "iat_cv", "arrival_dist", "dist_p1", "dist_p2")
+	if err != nil {
+		return nil, err
+	}
+	sg := &ServeGen{}
+	var m models
+	for {
+		if err := t.next(); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		var w Window
+		name := t.str("model")
+		if name == "" {
+			return nil, t.fail("model", name, "want a model name")
+		}
+		w.Model = m.id(name)
+		c, err := t.intCol("client_id", false)
+		if err != nil {
+			return nil, err
+		}
+		w.Client = c
+		if w.StartS, err = t.floatCol("window_start_s", false, 0, 1e9); err != nil {
+			return nil, err
+		}
+		if w.LenS, err = t.floatCol("window_len_s", false, 1, 1e6); err != nil {
+			return nil, err
+		}
+		if sg.LenS == 0 {
+			sg.LenS = w.LenS
+		}
+		if w.LenS != sg.LenS {
+			return nil, t.fail("window_len_s", t.str("window_len_s"), "want %g like the first row", sg.LenS)
+		}
+		if math.Mod(w.StartS, w.LenS) != 0 {
+			return nil, t.fail("window_start_s", t.str("window_start_s"), "want a multiple of window_len_s %g", w.LenS)
+		}
+		if w.RateRPS, err = t.floatCol("rate_rps", false, 0, 1e7); err != nil {
+			return nil, err
+		}
+		if w.IATCV, err = t.floatCol("iat_cv", false, 0, 1e4); err != nil {
+			return nil, err
+		}
+		switch d := t.str("arrival_dist"); strings.ToLower(d) {
+		case "gamma":
+		case "weibull":
+			w.Weibull = true
+		default:
+			return nil, t.fail("arrival_dist", d, "want Gamma or Weibull")
+		}
+		if w.P1, err = t.floatCol("dist_p1", false, 1e-6, 1e6); err != nil {
+			return nil, err
+		}
+		if w.P2, err = t.floatCol("dist_p2", false, 1e-12, 1e12); err != nil {
+			return nil, err
+		}
+		if w.InputTokens, err = t.floatCol("mean_input_tokens", true, 0, 1e7); err != nil {
+			return nil, err
+		}
+		if w.OutputTokens, err = t.floatCol("mean_output_tokens", true, 0, 1e7); err != nil {
+			return nil, err
+		}
+		sg.Windows = append(sg.Windows, w)
+	}
+	sg.Models = m.names
+	slices.SortStableFunc(sg.Windows, func(a, b Window) int { return cmp.Compare(a.StartS, b.StartS) })
+	return sg, nil
+}
+
+// ExpectedRequests is Σ rate × length over all windows.
+func (sg *ServeGen) ExpectedRequests() float64 {
+	var n float64
+	for _, w := range sg.Windows {
+		n += w.RateRPS * w.LenS
+	}
+	return n
+}
+
+// FilterModels keeps the named models' windows (all when names is empty).
+func (sg *ServeGen) FilterModels(names []string) (*ServeGen, error) {
+	if len(names) == 0 {
+		return sg, nil
+	}
+	out := &ServeGen{LenS: sg.LenS}
+	re := map[int32]int32{}
+	for _, n := range names {
+		i := slices.Index(sg.Models, n)
+		if i < 0 {
+			return nil, fmt.Errorf("model %q is not in the trace (models: %s)", n, strings.Join(sg.Models, ", "))
+		}
+		re[int32(i)] = int32(len(out.Models))
+		out.Models = append(out.Models, n)
+	}
+	for _, w := range sg.Windows {
+		if j, ok := re[w.Model]; ok {
+			w.Model = j
+			out.Windows = append(out.Windows, w)
+		}
+	}
+	return out, nil
+}
+
+// Requests synthesizes arrivals: inside each window, a renewal process
+// whose inter-arrival times follow the window's fitted distribution with
+// its shape kept and its scale rescaled so that the mean is exactly
+// 1/rate_rps (the rate is authoritative; ServeGen's own generator also
+// rescales to the requested load). The first arrival is placed a uniform
+// fraction of one inter-arrival time after the window start. Token counts
+// are the window's means. Deterministic for a seed.
+func (sg *ServeGen) Requests(seed uint64) Source {
+	pcg := rand.NewPCG(seed, 0x5365727665)
+	return &servegenSource{sg: sg, src: pcg, rng: rand.New(pcg)}
+}
+
+type servegenSource struct {
+	sg  *ServeGen
+	src rand.Source
+	rng *rand.Rand
+	i   int // next window
+	buf []Request
+	pos int
+}
+
+func (s *servegenSource) Models() []string { return s.sg.Models }
+
+func (s *servegenSource) Next() (Request, error) {
+	for s.pos >= len(s.buf) {
+		if s.i >= len(s.sg.Windows) {
+			return Request{}, io.EOF
+		}
+		s.buf, s.pos = s.buf[:0], 0
+		start := s.sg.Windows[s.i].StartS
+		for ; s.i < len(s.sg.Windows) && s.sg.Windows[s.i].StartS == start; s.i++ {
+			s.buf = s.window(s.sg.Windows[s.i], s.buf)
+		}
+		slices.SortStableFunc(s.buf, func(a, b Request) int { return cmp.Compare(a.At, b.At) })
+	}
+	r := s.buf[s.pos]
+	s.pos++
+	return r, nil
+}
+
+func tokens(f float64) int32 {
+	if f < 0 {
+		return Unknown
+	}
+	return int32(math.Round(f))
+}
+
+func (s *servegenSource) window(w Window, buf []Request) []Request {
+	if w.RateRPS <= 0 {
+		return buf
+	}
+	var draw func() float64
+	if w.Weibull {
+		d := distuv.Weibull{K: w.P1, Lambda: 1 / (w.RateRPS * math.Gamma(1+1/w.P1)), Src: s.src}
+		draw = d.Rand
+	} else {
+		d := distuv.Gamma{Alpha: w.P1, Beta: w.P1 * w.RateRPS, Src: s.src}
+		draw = d.Rand
+	}
+	in, out := tokens(w.InputTokens), tokens(w.OutputTokens)
+	end := w.StartS + w.LenS
+	t := w.StartS + s.rng.Float64()*draw()
+	for t < end {
+		buf = append(buf, Request{At: time.Duration(t * 1e9), Model: w.Model, InputTokens: in, OutputTokens: out, ExecSeconds: Unknown})
+		t += draw()
+	}
+	return buf
+}
