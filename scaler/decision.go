@@ -248,7 +248,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// Degradation: a signal that was valid once is out. The ready query
 	// counts only while it is the source of R.
 	var outs, nevers []string
-	for _, s := range Signals() {
+	for _, s := range AllSignals() {
 		if s == SignalReady && obs.ReadyKnown {
 			continue
 		}
@@ -436,11 +436,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 
 // evalSignal classifies one signal's sample and updates its last good value.
 func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (SignalStatus, float64) {
-	configured := p.Configured(s)
-	if s == SignalReady {
-		configured = p.ReadyQuery != ""
-	}
-	if !configured {
+	if !p.Configured(s) {
 		return StatusUnconfigured, 0
 	}
 	valid := smp.Err == nil && !smp.EvaluatedAt.IsZero() && now.Sub(smp.EvaluatedAt) <= p.StaleAfter
@@ -473,7 +469,7 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 
 func signalSummary(rec Recommendation) string {
 	var parts []string
-	for _, s := range Signals() {
+	for _, s := range AllSignals() {
 		switch st := rec.Status[s]; st {
 		case StatusUnconfigured:
 		case StatusFresh, StatusZero, StatusHeld:

@@ -39,8 +39,8 @@ func (s Signal) String() string {
 	return signalNames[s]
 }
 
-// Signals lists every signal in index order.
-func Signals() []Signal { return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady} }
+// AllSignals lists every signal in index order.
+func AllSignals() []Signal { return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady} }
 
 // SignalSet is a set of signals, a bit per Signal.
 type SignalSet uint8
@@ -54,7 +54,7 @@ func (ss SignalSet) With(s Signal) SignalSet { return ss | 1<<uint(s) }
 // String returns the set as a comma list in signal order, the zeroWhenAbsent syntax.
 func (ss SignalSet) String() string {
 	var names []string
-	for _, s := range Signals() {
+	for _, s := range AllSignals() {
 		if ss.Has(s) {
 			names = append(names, s.String())
 		}
@@ -226,13 +226,10 @@ func (p Policy) Query(s Signal) string {
 }
 
 // Configured reports whether signal s has a query: an override, or a preset
-// query. Presets supply queue, rate and activity; ready comes from
-// Kubernetes or readyQuery.
+// query. Presets supply all four; the ready query (readyQuery or the
+// preset's pod count) is used only when Kubernetes does not know R.
 func (p Policy) Configured(s Signal) bool {
-	if p.Query(s) != "" {
-		return true
-	}
-	return p.HasPreset() && s != SignalReady
+	return p.Query(s) != "" || p.HasPreset()
 }
 
 // PerPod reports whether an empty result of s while no replica is ready

@@ -1,0 +1,63 @@
+// Command scaler is inferscale's KEDA external scaler: a gRPC server KEDA
+// calls for every ScaledObject trigger of type external or external-push.
+//
+//	scaler --listen=:9090 --prometheus-address=http://prometheus:9090 --metrics-listen=:8080 --refresh-interval=5s
+//
+// See docs/scaler.md for the metadata keys and example ScaledObjects.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/inferscale/inferscale/scaler"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "scaler:", err)
+		os.Exit(1)
+	}
+}
+
+// flags binds every Config field to a flag, defaults from scaler.DefaultConfig.
+func flags(fs *flag.FlagSet, c *scaler.Config) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "gRPC address KEDA calls (host:port)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "HTTP address of /metrics and /healthz")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "default Prometheus base URL for ScaledObjects without prometheusAddress")
+	fs.DurationVar(&c.RefreshInterval, "refresh-interval", c.RefreshInterval, "how often queries are evaluated and decisions refreshed [100ms, 10m]")
+	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "timeout of one Prometheus query [100ms, 5m]")
+	fs.IntVar(&c.QueryConcurrency, "query-concurrency", c.QueryConcurrency, "Prometheus queries in flight at once [1, 256]")
+	fs.DurationVar(&c.ForgetAfter, "forget-after", c.ForgetAfter, "drop a ScaledObject trigger KEDA has not called about for this long")
+	fs.StringVar(&c.NamespaceLabel, "namespace-label", c.NamespaceLabel, "series label carrying the Kubernetes namespace (query confinement)")
+	fs.StringVar(&c.PodLabel, "pod-label", c.PodLabel, "series label carrying the pod name")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig path; empty: in-cluster config in a pod, no Kubernetes access otherwise")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "serve gRPC over TLS with this certificate (PEM)")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "private key of --tls-cert-file (PEM)")
+	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "require client certificates signed by this CA (mTLS)")
+	fs.DurationVar(&c.GracefulStopTimeout, "graceful-stop-timeout", c.GracefulStopTimeout, "wait this long for in-flight RPCs on SIGTERM [0s, 5m]")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
+}
+
+func run(args []string) error {
+	cfg := scaler.DefaultConfig()
+	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
+	flags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid flags:\n%w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return scaler.Run(ctx, cfg)
+}

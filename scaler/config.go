@@ -1,0 +1,137 @@
+package scaler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Config configures the scaler process (cmd/scaler's flags; the Helm chart's
+// scaler values). DefaultConfig holds the defaults the chart is tested against.
+type Config struct {
+	// Listen is the gRPC address KEDA calls (host:port). Default ":9090".
+	Listen string
+	// MetricsListen is the HTTP address of /metrics and /healthz. Default ":8080".
+	MetricsListen string
+	// PrometheusAddress is the default Prometheus base URL for ScaledObjects
+	// that set no prometheusAddress. Default "" (every ScaledObject must set one).
+	PrometheusAddress string
+	// RefreshInterval: every distinct query is evaluated, and every trigger
+	// re-decided, once per interval. Default 5s, range [100ms, 10m].
+	RefreshInterval time.Duration
+	// QueryTimeout bounds one Prometheus query. Default 10s, range [100ms, 5m].
+	QueryTimeout time.Duration
+	// QueryConcurrency is how many queries run at once. Default 8, range [1, 256].
+	QueryConcurrency int
+	// ForgetAfter drops a ScaledObject trigger (and its queries) that KEDA
+	// has not called about for this long. Default 10m, ≥ RefreshInterval.
+	ForgetAfter time.Duration
+	// NamespaceLabel is the series label carrying the Kubernetes namespace;
+	// every query is confined by it. Default "namespace".
+	NamespaceLabel string
+	// PodLabel is the series label carrying the pod name. Default "pod".
+	PodLabel string
+	// Kubeconfig is a kubeconfig path; empty means in-cluster config when
+	// running in a pod, and no Kubernetes access otherwise (bounds from
+	// metadata, ready replicas from readyQuery).
+	Kubeconfig string
+	// TLSCertFile and TLSKeyFile serve gRPC over TLS (both or neither). KEDA
+	// verifies the certificate with its `caCert` auth parameter.
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile, with TLS, requires client certificates signed by this
+	// CA (mTLS; KEDA's `tlsClientCert`/`tlsClientKey`).
+	TLSClientCAFile string
+	// GracefulStopTimeout bounds the wait for in-flight RPCs on shutdown.
+	// Default 10s, range [0s, 5m].
+	GracefulStopTimeout time.Duration
+	// LogLevel is debug, info, warn or error. Default "info".
+	LogLevel string
+	// LogFormat is json or text. Default "json".
+	LogFormat string
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:              ":9090",
+		MetricsListen:       ":8080",
+		RefreshInterval:     5 * time.Second,
+		QueryTimeout:        10 * time.Second,
+		QueryConcurrency:    8,
+		ForgetAfter:         10 * time.Minute,
+		NamespaceLabel:      "namespace",
+		PodLabel:            "pod",
+		GracefulStopTimeout: 10 * time.Second,
+		LogLevel:            "info",
+		LogFormat:           "json",
+	}
+}
+
+// Validate returns every violation, each naming the field and the accepted range.
+func (c Config) Validate() error {
+	var errs []error
+	addr := func(field, v string) {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: must be host:port (e.g. \":9090\"): %v", field, v, err))
+		}
+	}
+	addr("Listen", c.Listen)
+	addr("MetricsListen", c.MetricsListen)
+	if c.PrometheusAddress != "" {
+		if u, err := url.Parse(c.PrometheusAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("PrometheusAddress %q: must be empty or an http:// or https:// URL with a host", c.PrometheusAddress))
+		}
+	}
+	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("RefreshInterval %v: must be in [100ms, 10m]", c.RefreshInterval))
+	}
+	if c.QueryTimeout < 100*time.Millisecond || c.QueryTimeout > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("QueryTimeout %v: must be in [100ms, 5m]", c.QueryTimeout))
+	}
+	if c.QueryConcurrency < 1 || c.QueryConcurrency > 256 {
+		errs = append(errs, fmt.Errorf("QueryConcurrency %d: must be in [1, 256]", c.QueryConcurrency))
+	}
+	if c.ForgetAfter < c.RefreshInterval {
+		errs = append(errs, fmt.Errorf("ForgetAfter %v: must be ≥ RefreshInterval (%v)", c.ForgetAfter, c.RefreshInterval))
+	}
+	for _, l := range []struct{ field, v string }{{"NamespaceLabel", c.NamespaceLabel}, {"PodLabel", c.PodLabel}} {
+		if !model.LegacyValidation.IsValidLabelName(l.v) {
+			errs = append(errs, fmt.Errorf("%s %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", l.field, l.v))
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, fmt.Errorf("TLSCertFile and TLSKeyFile: must be set together (got cert %q, key %q)", c.TLSCertFile, c.TLSKeyFile))
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		errs = append(errs, errors.New("TLSClientCAFile: requires TLSCertFile and TLSKeyFile (mTLS is TLS with client certificates)"))
+	}
+	if c.GracefulStopTimeout < 0 || c.GracefulStopTimeout > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("GracefulStopTimeout %v: must be in [0s, 5m]", c.GracefulStopTimeout))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("LogFormat %q: must be json or text", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("LogLevel %q: must be one of debug, info, warn, error", s)
+}

@@ -1,0 +1,122 @@
+package scaler
+
+import (
+	"context"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+)
+
+// decisionCollector exports every trigger's last decision at scrape time
+// from the server's snapshot: no per-series state is kept between scrapes,
+// so 10,000 ScaledObjects cost no memory here.
+type decisionCollector struct {
+	s                                            *Server
+	desired, raw, active, degraded, ready, term  *prometheus.Desc
+	signal, signalStatus, info, triggers, noData *prometheus.Desc
+}
+
+var triggerLabels = []string{"namespace", "scaledobject", "metric"}
+
+func newDecisionCollector(s *Server) *decisionCollector {
+	d := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc("inferscale_scaler_"+name, help, append(append([]string(nil), triggerLabels...), extra...), nil)
+	}
+	return &decisionCollector{
+		s:            s,
+		desired:      d("desired_replicas", "Replica count answered to KEDA (GetMetrics value, target 1)."),
+		raw:          d("raw_replicas", "N_raw = clamp(N_demand + warm, min, max), before windows."),
+		active:       d("active", "IsActive answer (1 active, 0 inactive)."),
+		degraded:     d("degraded", "1 when a signal that was once valid is out past staleAfter."),
+		ready:        d("ready_replicas", "R as used by the decision (absent when unknown)."),
+		term:         d("term_replicas", "Formula terms: rate, drain, activity, warm, demand (absent when not computed).", "term"),
+		signal:       d("signal_value", "Signal value used by the decision (last good value when held).", "signal"),
+		signalStatus: d("signal_status", "1 for the signal's status (fresh, zero, held, out, never).", "signal", "status"),
+		info:         d("decision_info", "1, labelled with what decided the number: the demand term and the shaping limit (empty: none); the reason text is in the logs.", "term", "limit"),
+		noData:       d("no_data", "1 when the last evaluation had no usable signal (RPCs answer Unavailable)."),
+		triggers:     prometheus.NewDesc("inferscale_scaler_triggers", "Registered ScaledObject triggers.", nil, nil),
+	}
+}
+
+func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.desired, c.raw, c.active, c.degraded, c.ready, c.term, c.signal, c.signalStatus, c.info, c.noData, c.triggers} {
+		ch <- d
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.triggers, prometheus.GaugeValue, float64(c.s.Triggers()))
+	c.s.eachTrigger(func(tr *trigger, rec Recommendation) {
+		l := []string{tr.namespace, tr.name, tr.metric}
+		g := func(d *prometheus.Desc, v float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(l[:3:3], extra...)...)
+		}
+		g(c.noData, b2f(rec.Err != nil))
+		g(c.desired, float64(rec.Replicas))
+		g(c.active, b2f(rec.Active))
+		g(c.degraded, b2f(rec.Degraded))
+		if rec.Ready >= 0 {
+			g(c.ready, float64(rec.Ready))
+		}
+		for _, s := range AllSignals() {
+			st := rec.Status[s]
+			if st == "" || st == StatusUnconfigured {
+				continue
+			}
+			g(c.signalStatus, 1, s.String(), string(st))
+			if st.usable() {
+				g(c.signal, rec.Values[s], s.String())
+			}
+		}
+		if rec.Err != nil {
+			return
+		}
+		g(c.raw, float64(rec.Raw))
+		for _, t := range []struct {
+			name string
+			v    int32
+		}{{"rate", rec.NRate}, {"drain", rec.NDrain}, {"activity", rec.NAct}, {"warm", rec.Warm}, {"demand", rec.Demand}} {
+			if t.v >= 0 {
+				g(c.term, float64(t.v), t.name)
+			}
+		}
+		g(c.info, 1, string(rec.Term), string(rec.Limit))
+	})
+}
+
+// rpcMetrics counts RPCs by method and gRPC code.
+type rpcMetrics struct{ total *prometheus.CounterVec }
+
+func newRPCMetrics(reg prometheus.Registerer) (*rpcMetrics, error) {
+	m := &rpcMetrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "inferscale_scaler_rpcs_total",
+		Help: "gRPC calls handled, by method and status code.",
+	}, []string{"method", "code"})}
+	if err := reg.Register(m.total); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func shortMethod(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
+
+func (m *rpcMetrics) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	m.total.WithLabelValues(shortMethod(info.FullMethod), status.Code(err).String()).Inc()
+	return resp, err
+}
+
+func (m *rpcMetrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	err := h(srv, ss)
+	m.total.WithLabelValues(shortMethod(info.FullMethod), status.Code(err).String()).Inc()
+	return err
+}

@@ -1,0 +1,190 @@
+package scaler
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/inferscale/inferscale/scaler/prom"
+)
+
+// NewLogger returns the structured logger cfg asks for, writing to w.
+func NewLogger(cfg Config, w io.Writer) (*slog.Logger, error) {
+	lvl, err := parseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}
+
+// Run serves the scaler until ctx is done, then stops gracefully (in-flight
+// RPCs get GracefulStopTimeout) and returns nil; it returns an error when cfg
+// is invalid or a listener or dependency cannot start. Logs go to stderr.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log, err := NewLogger(cfg, os.Stderr)
+	if err != nil {
+		return err
+	}
+	grpcLis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	httpLis, err := net.Listen("tcp", cfg.MetricsListen)
+	if err != nil {
+		grpcLis.Close()
+		return fmt.Errorf("listen %s: %w", cfg.MetricsListen, err)
+	}
+	return serve(ctx, cfg, log, grpcLis, httpLis, nil)
+}
+
+// serve runs everything on the given listeners (closed on return). signals,
+// when non-nil, replaces the Prometheus poller (tests).
+func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis net.Listener, signals Signals) (err error) {
+	defer grpcLis.Close()
+	defer httpLis.Close()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	g, gctx := errgroup.WithContext(ctx)
+	if signals == nil {
+		poller, err := prom.NewPoller(prom.PollerConfig{
+			DefaultAddress:  cfg.PrometheusAddress,
+			RefreshInterval: cfg.RefreshInterval,
+			QueryTimeout:    cfg.QueryTimeout,
+			Concurrency:     cfg.QueryConcurrency,
+			ForgetAfter:     cfg.ForgetAfter,
+			NamespaceLabel:  cfg.NamespaceLabel,
+			PodLabel:        cfg.PodLabel,
+		}, reg, log.With("component", "poller"))
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return poller.Run(gctx) })
+		signals = PollerSignals(poller)
+	}
+
+	targets, err := startTargets(gctx, g, cfg, log.With("component", "kube"))
+	if err != nil {
+		return err
+	}
+
+	hs := health.NewServer()
+	srv, err := NewServer(ServerConfig{
+		Defaults:        Defaults{PrometheusAddress: cfg.PrometheusAddress},
+		RefreshInterval: cfg.RefreshInterval,
+		ForgetAfter:     cfg.ForgetAfter,
+	}, signals, targets, log.With("component", "server"), hs)
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(newDecisionCollector(srv))
+	rm, err := newRPCMetrics(reg)
+	if err != nil {
+		return err
+	}
+
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(rm.unary), grpc.ChainStreamInterceptor(rm.stream)}
+	if cfg.TLSCertFile != "" {
+		creds, err := serverTLS(cfg)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, grpc.Creds(creds))
+	}
+	gs := grpc.NewServer(opts...)
+	pb.RegisterExternalScalerServer(gs, srv)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error {
+		if err := gs.Serve(grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("grpc: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := hsrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("metrics http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		hs.Shutdown()
+		srv.Stop()
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		t := time.NewTimer(cfg.GracefulStopTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			log.Warn("graceful stop timed out; closing connections", "timeout", cfg.GracefulStopTimeout)
+			gs.Stop()
+			<-done
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return hsrv.Shutdown(sctx)
+	})
+	log.Info("scaler serving", "grpc", grpcLis.Addr().String(), "metrics", httpLis.Addr().String(),
+		"prometheusAddress", cfg.PrometheusAddress, "refreshInterval", cfg.RefreshInterval,
+		"tls", cfg.TLSCertFile != "", "mtls", cfg.TLSClientCAFile != "", "kubernetes", targets != nil)
+	return g.Wait()
+}
+
+// serverTLS loads the server certificate and, for mTLS, the client CA.
+func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLSCertFile/TLSKeyFile: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cfg.TLSClientCAFile != "" {
+		pemBytes, err := os.ReadFile(cfg.TLSClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLSClientCAFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemBytes) {
+			return nil, fmt.Errorf("TLSClientCAFile %q: no PEM certificate found", cfg.TLSClientCAFile)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(tc), nil
+}

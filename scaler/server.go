@@ -1,0 +1,471 @@
+package scaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/scaler/prom"
+)
+
+// SignalHandle reads one subscribed signal's latest snapshot. Result must
+// never wait on Prometheus.
+type SignalHandle interface {
+	Result() prom.Result
+	// Close releases the subscription.
+	Close()
+}
+
+// Signals is the server's view of the background poller (scaler/prom):
+// Subscribe registers a signal once per trigger; its errors (bad PromQL,
+// bad address) are the user's and wrap prom.ErrBadRequest.
+type Signals interface {
+	Subscribe(prom.Request) (SignalHandle, error)
+}
+
+// Target is what Kubernetes knows of a ScaledObject: its bounds and its
+// scale target's replicas.
+type Target struct {
+	MinReplicas, MaxReplicas int32
+	// ReadyReplicas is the scale target's ready replicas; CurrentReplicas its
+	// spec.replicas. Each is meaningful only when its Known flag is set.
+	ReadyReplicas   int32
+	ReadyKnown      bool
+	CurrentReplicas int32
+	CurrentKnown    bool
+}
+
+// Targets looks up ScaledObjects in Kubernetes (scaler/kube's informers).
+// Lookup must not block; ok is false when the ScaledObject is unknown, and
+// the metadata bounds and readyQuery apply instead.
+type Targets interface {
+	Lookup(namespace, name string) (Target, bool)
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Defaults are the process-wide metadata defaults (--prometheus-address).
+	Defaults Defaults
+	// RefreshInterval is how often every trigger is re-evaluated, > 0.
+	RefreshInterval time.Duration
+	// ForgetAfter drops a trigger no RPC has asked about for this long
+	// (deleted ScaledObjects), ≥ RefreshInterval.
+	ForgetAfter time.Duration
+}
+
+// Server implements KEDA's externalscaler.ExternalScalerServer. RPCs read
+// the last evaluation of their trigger and never wait on Prometheus; Run
+// re-evaluates every trigger once per RefreshInterval with Recommend.
+type Server struct {
+	pb.UnimplementedExternalScalerServer
+
+	cfg     ServerConfig
+	signals Signals
+	targets Targets // nil: no Kubernetes access
+	log     *slog.Logger
+	now     func() time.Time
+	health  healthSetter
+
+	mu       sync.RWMutex
+	triggers map[string]*trigger // by metric name
+	quit     chan struct{}       // closed by Stop: ends streams
+	stopOnce sync.Once
+}
+
+type healthSetter interface {
+	SetServingStatus(service string, st healthpb.HealthCheckResponse_ServingStatus)
+}
+
+// trigger is one ScaledObject trigger: its policy, subscriptions and
+// decision state.
+type trigger struct {
+	namespace, name, metric string
+	policy                  Policy
+	handles                 [numSignals]SignalHandle
+	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
+
+	mu      sync.Mutex
+	state   State
+	rec     Recommendation
+	have    bool          // rec holds an evaluation
+	changed chan struct{} // closed and replaced when rec.Active changes
+}
+
+// NewServer returns a Server reading signals from signals and bounds from
+// targets (nil when the scaler runs without Kubernetes). log may be nil.
+// health, when non-nil, is set SERVING or NOT_SERVING after every refresh
+// by data freshness.
+func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Logger, health healthSetter) (*Server, error) {
+	var errs []error
+	if cfg.RefreshInterval <= 0 {
+		errs = append(errs, fmt.Errorf("RefreshInterval %v: must be > 0", cfg.RefreshInterval))
+	}
+	if cfg.ForgetAfter < cfg.RefreshInterval {
+		errs = append(errs, fmt.Errorf("ForgetAfter %v: must be ≥ RefreshInterval (%v)", cfg.ForgetAfter, cfg.RefreshInterval))
+	}
+	if signals == nil {
+		errs = append(errs, errors.New("signals: must not be nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg:      cfg,
+		signals:  signals,
+		targets:  targets,
+		log:      log,
+		now:      time.Now,
+		health:   health,
+		triggers: map[string]*trigger{},
+		quit:     make(chan struct{}),
+	}, nil
+}
+
+// kinds maps Signal to the poller's Kind.
+var kinds = [numSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
+
+// metadataKeyOf names the metadata key of a signal's query for errors.
+var metadataKeyOf = [numSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
+
+// ensure returns the trigger for ref, registering it (parse, subscribe,
+// first evaluation) the first time. Errors are gRPC statuses.
+func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
+	if ref == nil || ref.GetName() == "" || ref.GetNamespace() == "" {
+		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef: name and namespace are required")
+	}
+	name := MetricName(ref.GetNamespace(), ref.GetName(), ref.GetScalerMetadata())
+	now := s.now()
+	s.mu.RLock()
+	tr, ok := s.triggers[name]
+	s.mu.RUnlock()
+	if ok {
+		tr.lastUsed.Store(now.UnixNano())
+		return tr, nil
+	}
+
+	p, err := ParseMetadata(ref.GetScalerMetadata(), s.cfg.Defaults)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
+	}
+	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{})}
+	for _, sig := range AllSignals() {
+		// R comes from Kubernetes when the ScaledObject is found there;
+		// readyQuery (or the preset's pod count) stands in otherwise.
+		if !p.Configured(sig) {
+			continue
+		}
+		h, err := s.signals.Subscribe(prom.Request{
+			Address:   p.PrometheusAddress,
+			Namespace: tr.namespace,
+			Kind:      kinds[sig],
+			Engine:    p.Engine,
+			Model:     p.Model,
+			Query:     p.Query(sig),
+		})
+		if err != nil {
+			tr.close()
+			code := codes.Internal
+			if errors.Is(err, prom.ErrBadRequest) {
+				code = codes.InvalidArgument
+			}
+			return nil, status.Errorf(code, "ScaledObject %s/%s: %s: %v", tr.namespace, tr.name, metadataKeyOf[sig], err)
+		}
+		tr.handles[sig] = h
+	}
+	tr.lastUsed.Store(now.UnixNano())
+
+	s.mu.Lock()
+	if old, ok := s.triggers[name]; ok { // registered concurrently
+		s.mu.Unlock()
+		tr.close()
+		old.lastUsed.Store(now.UnixNano())
+		return old, nil
+	}
+	s.triggers[name] = tr
+	s.mu.Unlock()
+	s.log.Info("trigger registered", "namespace", tr.namespace, "scaledObject", tr.name, "metric", name,
+		"engine", p.Engine, "model", p.Model)
+	s.evaluate(tr, now)
+	return tr, nil
+}
+
+func (t *trigger) close() {
+	for _, h := range t.handles {
+		if h != nil {
+			h.Close()
+		}
+	}
+}
+
+// observe reads the trigger's snapshot and Kubernetes view into an Observation.
+func (s *Server) observe(tr *trigger) Observation {
+	var o Observation
+	for sig, h := range tr.handles {
+		if h == nil {
+			continue
+		}
+		r := h.Result()
+		o.Samples[sig] = Sample{Value: r.Value, Empty: r.Empty, Err: r.Err, EvaluatedAt: r.EvaluatedAt}
+	}
+	if s.targets != nil {
+		if t, ok := s.targets.Lookup(tr.namespace, tr.name); ok {
+			o.MinReplicas, o.MaxReplicas, o.BoundsKnown = t.MinReplicas, t.MaxReplicas, true
+			o.ReadyReplicas, o.ReadyKnown = t.ReadyReplicas, t.ReadyKnown
+			o.CurrentReplicas, o.CurrentKnown = t.CurrentReplicas, t.CurrentKnown
+		}
+	}
+	return o
+}
+
+// evaluate runs Recommend for tr at now and stores the answer.
+func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
+	obs := s.observe(tr)
+	tr.mu.Lock()
+	prev := tr.rec
+	hadPrev := tr.have
+	rec, st := Recommend(tr.policy, obs, tr.state, now)
+	tr.state, tr.rec, tr.have = st, rec, true
+	if !hadPrev || prev.Active != rec.Active {
+		close(tr.changed)
+		tr.changed = make(chan struct{})
+	}
+	tr.mu.Unlock()
+
+	attrs := []any{"namespace", tr.namespace, "scaledObject", tr.name, "metric", tr.metric,
+		"replicas", rec.Replicas, "raw", rec.Raw, "active", rec.Active, "degraded", rec.Degraded,
+		"term", string(rec.Term), "limit", string(rec.Limit), "reason", rec.Reason}
+	switch {
+	case rec.Err != nil && (!hadPrev || prev.Err == nil):
+		s.log.Warn("no usable data: RPCs answer Unavailable", append(attrs, "err", rec.Err)...)
+	case rec.Err == nil && (!hadPrev || prev.Err != nil || prev.Replicas != rec.Replicas || prev.Active != rec.Active || prev.Degraded != rec.Degraded):
+		s.log.Info("decision", attrs...)
+	default:
+		s.log.Debug("decision", attrs...)
+	}
+	return rec
+}
+
+// snapshot returns the trigger's last answer.
+func (tr *trigger) snapshot() (Recommendation, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.rec, tr.have
+}
+
+// answer returns the last evaluation or a gRPC status for no data.
+func (s *Server) answer(tr *trigger) (Recommendation, error) {
+	rec, ok := tr.snapshot()
+	if !ok {
+		rec = s.evaluate(tr, s.now())
+	}
+	if rec.Err != nil {
+		return rec, status.Errorf(codes.Unavailable, "ScaledObject %s/%s: %v", tr.namespace, tr.name, rec.Err)
+	}
+	return rec, nil
+}
+
+// IsActive answers KEDA's 0 ↔ 1 question from the last evaluation.
+func (s *Server) IsActive(_ context.Context, ref *pb.ScaledObjectRef) (*pb.IsActiveResponse, error) {
+	tr, err := s.ensure(ref)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.answer(tr)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.IsActiveResponse{Result: rec.Active}, nil
+}
+
+// StreamIsActive sends the activation state when first known and then on
+// every change, until the client goes away or the server stops.
+func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStreamingServer[pb.IsActiveResponse]) error {
+	tr, err := s.ensure(ref)
+	if err != nil {
+		return err
+	}
+	sent, last := false, false
+	for {
+		tr.mu.Lock()
+		rec, have, changed := tr.rec, tr.have, tr.changed
+		tr.mu.Unlock()
+		tr.lastUsed.Store(s.now().UnixNano())
+		if have && rec.Err == nil && (!sent || rec.Active != last) {
+			if err := stream.Send(&pb.IsActiveResponse{Result: rec.Active}); err != nil {
+				return err
+			}
+			sent, last = true, rec.Active
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-s.quit:
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// GetMetricSpec advertises one metric per trigger, target 1, independent of live data.
+func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.GetMetricSpecResponse, error) {
+	tr, err := s.ensure(ref)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.GetMetricSpecResponse{MetricSpecs: []*pb.MetricSpec{{
+		MetricName:      tr.metric,
+		TargetSize:      1,
+		TargetSizeFloat: 1,
+	}}}, nil
+}
+
+// GetMetrics returns the desired replica count as the metric value (the HPA,
+// with target 1 and AverageValue, lands on it): metricValueFloat and
+// metricValue carry the same integer. An unknown metric name is NotFound.
+func (s *Server) GetMetrics(_ context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
+	tr, err := s.ensure(req.GetScaledObjectRef())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetMetricName() != tr.metric {
+		return nil, status.Errorf(codes.NotFound, "metric %q is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
+			req.GetMetricName(), tr.namespace, tr.name, tr.metric)
+	}
+	rec, err := s.answer(tr)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.GetMetricsResponse{MetricValues: []*pb.MetricValue{{
+		MetricName:       tr.metric,
+		MetricValue:      int64(rec.Replicas),
+		MetricValueFloat: float64(rec.Replicas),
+	}}}, nil
+}
+
+// Run re-evaluates every trigger once per RefreshInterval, forgets triggers
+// unused for ForgetAfter and updates health, until ctx is done; then it ends
+// open streams. It returns nil.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Stop()
+	t := time.NewTicker(s.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.Refresh(s.now())
+		}
+	}
+}
+
+// Stop ends every open stream (GracefulStop waits for handlers).
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.quit) }) }
+
+// Refresh evaluates every trigger at now (Run calls it; tests step it).
+func (s *Server) Refresh(now time.Time) {
+	s.mu.Lock()
+	all := make([]*trigger, 0, len(s.triggers))
+	cutoff := now.Add(-s.cfg.ForgetAfter).UnixNano()
+	for name, tr := range s.triggers {
+		if tr.lastUsed.Load() < cutoff {
+			delete(s.triggers, name)
+			tr.close()
+			s.log.Info("trigger forgotten (no RPC for ForgetAfter)", "namespace", tr.namespace, "scaledObject", tr.name,
+				"metric", name, "forgetAfter", s.cfg.ForgetAfter)
+			continue
+		}
+		all = append(all, tr)
+	}
+	s.mu.Unlock()
+	// A fixed order keeps logs reproducible.
+	sort.Slice(all, func(i, j int) bool { return all[i].metric < all[j].metric })
+	fresh := 0
+	for _, tr := range all {
+		if s.evaluate(tr, now).Err == nil {
+			fresh++
+		}
+	}
+	if s.health != nil {
+		st := healthpb.HealthCheckResponse_SERVING
+		if len(all) > 0 && fresh == 0 {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		s.health.SetServingStatus("", st)
+		s.health.SetServingStatus(pb.ExternalScaler_ServiceDesc.ServiceName, st)
+	}
+}
+
+// Triggers returns the number of registered triggers.
+func (s *Server) Triggers() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.triggers)
+}
+
+// eachTrigger calls f for every trigger's last answer (for metrics).
+func (s *Server) eachTrigger(f func(tr *trigger, rec Recommendation)) {
+	s.mu.RLock()
+	all := make([]*trigger, 0, len(s.triggers))
+	for _, tr := range s.triggers {
+		all = append(all, tr)
+	}
+	s.mu.RUnlock()
+	for _, tr := range all {
+		if rec, ok := tr.snapshot(); ok {
+			f(tr, rec)
+		}
+	}
+}
+
+// PollerSignals adapts a *prom.Poller to Signals. Handles share the
+// poller's keys (ScaledObjects of one namespace, engine and model read one
+// grouped series), so Close does not unsubscribe: the poller forgets keys
+// nobody reads after its ForgetAfter. A key the poller forgot while still in
+// use is subscribed again on the next read.
+func PollerSignals(p *prom.Poller) Signals { return pollerSignals{p} }
+
+type pollerSignals struct{ p *prom.Poller }
+
+func (ps pollerSignals) Subscribe(r prom.Request) (SignalHandle, error) {
+	k, err := ps.p.Subscribe(r)
+	if err != nil {
+		return nil, err
+	}
+	h := &pollerHandle{p: ps.p, req: r}
+	h.key.Store(&k)
+	return h, nil
+}
+
+type pollerHandle struct {
+	p   *prom.Poller
+	req prom.Request
+	key atomic.Pointer[prom.Key]
+}
+
+func (h *pollerHandle) Result() prom.Result {
+	r := h.p.Result(*h.key.Load())
+	if errors.Is(r.Err, prom.ErrNotSubscribed) {
+		if k, err := h.p.Subscribe(h.req); err == nil {
+			h.key.Store(&k)
+			r = h.p.Result(k)
+		}
+	}
+	return r
+}
+
+func (h *pollerHandle) Close() {}
