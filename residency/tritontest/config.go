@@ -1,0 +1,185 @@
+package tritontest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/inferscale/inferscale/residency/triton"
+)
+
+// ErrInvalidConfig is wrapped by every Config.Validate violation.
+var ErrInvalidConfig = errors.New("tritontest: invalid config")
+
+// Mode is Triton's --model-control-mode.
+type Mode string
+
+const (
+	// ModeExplicit: models load and unload only through the repository API
+	// (and the startup list); the mode the residency controller needs.
+	ModeExplicit Mode = "explicit"
+	// ModeNone is Triton's default: every repository model loads at start
+	// and repository load/unload calls fail with Unavailable.
+	ModeNone Mode = "none"
+)
+
+// Fault is misbehaviour injected into one model. The zero Fault is a
+// well-behaved model.
+type Fault struct {
+	// FailLoad, when not empty, makes loads fail after the model's LoadTime
+	// with this text as the error (e.g. "Internal: CUDA error: an illegal
+	// memory access"); the model ends UNAVAILABLE with the reason kept.
+	FailLoad string `json:"failLoad,omitempty"`
+	// FailLoadCount limits FailLoad to the next n loads; 0 means every load.
+	FailLoadCount int `json:"failLoadCount,omitempty"`
+	// HangLoad keeps loads LOADING, holding their memory, until the fault is
+	// cleared with SetFault (the load then takes its LoadTime) or the server
+	// restarts or closes.
+	HangLoad bool `json:"hangLoad,omitempty"`
+	// UnloadLeakBytes stay allocated on the device after each unload, until
+	// Restart. Range: 0..MemoryBytes.
+	UnloadLeakBytes int64 `json:"unloadLeakBytes,omitempty"`
+	// ExtraServiceTime is added to every request's compute time (slow
+	// responses). Range: >= 0.
+	ExtraServiceTime time.Duration `json:"extraServiceTime,omitempty"`
+}
+
+// Model is one model of the fake's repository.
+type Model struct {
+	// Name as clients address it. Required, unique.
+	Name string `json:"name"`
+	// Version reported once loaded; "" means "1".
+	Version string `json:"version,omitempty"`
+	// MemoryBytes of GPU memory the model holds from the start of its load
+	// until its unload completes. Range: >= 0.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// LoadTime a load takes. Range: >= 0.
+	LoadTime time.Duration `json:"loadTime,omitempty"`
+	// ServiceTime one request executes for. Range: >= 0.
+	ServiceTime time.Duration `json:"serviceTime,omitempty"`
+	// Concurrency is how many requests execute at once (Triton's instance
+	// count); more wait in the model's queue. Range: >= 0, 0 means 1.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Fault injected into this model from the start.
+	Fault Fault `json:"fault,omitempty"`
+}
+
+func (m Model) version() string {
+	if m.Version == "" {
+		return "1"
+	}
+	return m.Version
+}
+
+func (m Model) concurrency() int {
+	return max(1, m.Concurrency)
+}
+
+// Config describes the fake server: its mode, its device and its repository.
+type Config struct {
+	// ModelControlMode is explicit or none (Triton's default).
+	ModelControlMode Mode `json:"modelControlMode"`
+	// DeviceMemoryBytes is the GPU's capacity; a load that does not fit
+	// fails out of memory. Range: > 0.
+	DeviceMemoryBytes int64 `json:"deviceMemoryBytes"`
+	// DeviceID is the GPU id in memory_usage. Range: >= 0.
+	DeviceID int64 `json:"deviceID,omitempty"`
+	// GPUUUID labels the nv_gpu_memory_* metrics; "" means a fixed fake UUID.
+	GPUUUID string `json:"gpuUUID,omitempty"`
+	// Models is the repository.
+	Models []Model `json:"models"`
+	// StartupModels load, instantly, when the server starts and restarts
+	// (Triton's --load-model). In ModeNone every model does. Each must be
+	// in Models, and together they must fit the device.
+	StartupModels []string `json:"startupModels,omitempty"`
+	// Clock drives load, service and queue time; nil means real time.
+	Clock triton.Clock `json:"-"`
+}
+
+// DefaultConfig is an explicit-mode server with a 10 GiB device and an
+// empty repository.
+func DefaultConfig() Config {
+	return Config{ModelControlMode: ModeExplicit, DeviceMemoryBytes: 10 << 30}
+}
+
+// Validate returns every violation, each naming the field and its range.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.ModelControlMode != ModeExplicit && c.ModelControlMode != ModeNone {
+		bad("modelControlMode is %q, want %q or %q", c.ModelControlMode, ModeExplicit, ModeNone)
+	}
+	if c.DeviceMemoryBytes <= 0 {
+		bad("deviceMemoryBytes is %d, want > 0", c.DeviceMemoryBytes)
+	}
+	if c.DeviceID < 0 {
+		bad("deviceID is %d, want >= 0", c.DeviceID)
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Models {
+		field := fmt.Sprintf("models[%d]", i)
+		if m.Name == "" {
+			bad("%s.name is empty, want a model name", field)
+		} else if seen[m.Name] {
+			bad("%s.name %q is repeated, want unique names", field, m.Name)
+		}
+		seen[m.Name] = true
+		if m.MemoryBytes < 0 {
+			bad("%s.memoryBytes is %d, want >= 0", field, m.MemoryBytes)
+		}
+		if m.LoadTime < 0 {
+			bad("%s.loadTime is %v, want >= 0", field, m.LoadTime)
+		}
+		if m.ServiceTime < 0 {
+			bad("%s.serviceTime is %v, want >= 0", field, m.ServiceTime)
+		}
+		if m.Concurrency < 0 {
+			bad("%s.concurrency is %d, want >= 0 (0 means 1)", field, m.Concurrency)
+		}
+		if err := m.Fault.validate(m.MemoryBytes); err != nil {
+			bad("%s.fault.%v", field, err)
+		}
+	}
+	var startup int64
+	for i, name := range c.StartupModels {
+		if !seen[name] {
+			bad("startupModels[%d] is %q, want a name listed in models", i, name)
+		}
+	}
+	for _, m := range c.startupModels() {
+		startup += m.MemoryBytes
+	}
+	if c.DeviceMemoryBytes > 0 && startup > c.DeviceMemoryBytes {
+		bad("startup models need %d bytes, more than deviceMemoryBytes %d", startup, c.DeviceMemoryBytes)
+	}
+	return errors.Join(errs...)
+}
+
+func (f Fault) validate(memoryBytes int64) error {
+	switch {
+	case f.FailLoadCount < 0:
+		return fmt.Errorf("failLoadCount is %d, want >= 0", f.FailLoadCount)
+	case f.UnloadLeakBytes < 0 || f.UnloadLeakBytes > max(memoryBytes, 0):
+		return fmt.Errorf("unloadLeakBytes is %d, want 0..%d (memoryBytes)", f.UnloadLeakBytes, memoryBytes)
+	case f.ExtraServiceTime < 0:
+		return fmt.Errorf("extraServiceTime is %v, want >= 0", f.ExtraServiceTime)
+	}
+	return nil
+}
+
+// startupModels returns the models loaded at start, in repository order.
+func (c Config) startupModels() []Model {
+	want := map[string]bool{}
+	for _, n := range c.StartupModels {
+		want[n] = true
+	}
+	var out []Model
+	for _, m := range c.Models {
+		if c.ModelControlMode == ModeNone || want[m.Name] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
