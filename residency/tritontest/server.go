@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/inferscale/inferscale/proto/inference"
@@ -201,8 +202,9 @@ func (s *Server) Listen(grpcAddr, metricsAddr string) error {
 	return s.Serve(gl, hl)
 }
 
-// Serve serves gRPC on gl and GET /metrics on hl, in the background, until
-// Close or Shutdown; it takes ownership of both listeners.
+// Serve serves gRPC on gl (with server reflection) and GET /metrics on hl,
+// in the background, until Close or Shutdown; it takes ownership of both
+// listeners.
 func (s *Server) Serve(gl, hl net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,6 +213,7 @@ func (s *Server) Serve(gl, hl net.Listener) error {
 	}
 	s.grpc = grpc.NewServer()
 	s.Register(s.grpc)
+	reflection.Register(s.grpc) // lets grpcurl list and call the service
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.MetricsHandler())
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
