@@ -228,19 +228,7 @@ func (c *Comparison) Section() (Section, error) {
 	if err := c.WriteTable(&tb); err != nil {
 		return Section{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(tb.String()), "\n")
-	s := Section{Heading: "Autoscaling: " + c.Trace, Intro: lines[0]}
-	for i, l := range lines[2:] {
-		cells := strings.Split(strings.Trim(l, "| "), " | ")
-		if i == 0 {
-			s.Header = cells
-			continue
-		}
-		if i == 1 {
-			continue
-		}
-		s.Rows = append(s.Rows, cells)
-	}
+	s := tableSection("Autoscaling: "+c.Trace, tb.String())
 	ch, err := c.demandPlot()
 	if err != nil {
 		return Section{}, err
@@ -248,6 +236,10 @@ func (c *Comparison) Section() (Section, error) {
 	s.Charts = append(s.Charts, ch)
 	return s, nil
 }
+
+func bytesLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+func splitRow(l string) []string { return strings.Split(strings.Trim(l, "| "), " | ") }
 
 // WriteHTML writes a self-contained report (inline SVG, no scripts, no
 // external resources).

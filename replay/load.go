@@ -1,0 +1,148 @@
+package replay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnknownFormat is returned when a file's header matches no format.
+var ErrUnknownFormat = errors.New("unknown trace format")
+
+// ErrNotRequests is returned for a file that is not a request trace.
+var ErrNotRequests = errors.New("not a request trace")
+
+// DetectFormat guesses a trace's format from its CSV header line.
+func DetectFormat(header string) (Format, error) {
+	h := strings.TrimPrefix(strings.TrimSpace(header), "\ufeff")
+	cols := map[string]bool{}
+	for _, c := range strings.Split(h, ",") {
+		cols[strings.TrimSpace(c)] = true
+	}
+	switch {
+	case cols[colAzureTimestamp] && cols[colAzureContext]:
+		return FormatAzureLLM, nil
+	case cols[colTDCreate] && cols[colTDModel]:
+		return FormatGenTD26, nil
+	case cols["HashFunction"] && cols["minute_1"]:
+		return FormatAzureFunctions, nil
+	case cols["window_start_s"] && cols["rate_rps"]:
+		return FormatServeGen, nil
+	case cols["instance_sn"] && cols["creation_time"]:
+		return FormatDLRMInstances, nil
+	case cols[colMonTime] && cols[colMonValue]:
+		return "", fmt.Errorf("%w: header %q is a GenTD26 monitoring file (timestamp_anon,value); a load-latency file such as basemodel_update_latency_anon.csv is a cold-start distribution: pass it as --cold-start=FILE", ErrNotRequests, h)
+	case cols[colGenTimestamp]:
+		return FormatGeneric, nil
+	}
+	return "", fmt.Errorf("%w: header %q; pass --format (one of %v)", ErrUnknownFormat, h, Formats())
+}
+
+// requestFiles are the request traces a trace folder may hold, in the order
+// ResolvePath prefers them.
+var requestFiles = []string{
+	"AzureLLMInferenceTrace_code.csv",
+	"lora_request_trace.csv",
+	"azure2019_1350func_invocations_per_minute.csv",
+	"servegen_clients_m-large_m-small_mm-image.csv",
+	"disaggregated_DLRM_trace.csv",
+}
+
+// ResolvePath turns a folder into the request trace inside it (a file is
+// returned unchanged).
+func ResolvePath(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	for _, f := range requestFiles {
+		p := filepath.Join(path, f)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(path, "*.csv"))
+	if len(matches) == 1 {
+		return matches[0], nil
+	}
+	return "", fmt.Errorf("%s is a folder with %d CSV files and none of the known request traces; name the file", path, len(matches))
+}
+
+// Loaded is a trace file read into memory in the form its format needs.
+type Loaded struct {
+	Format Format
+	Name   string
+	// Trace is set for per-request formats (and azure-functions).
+	Trace *Trace
+	// ServeGen is set for the servegen format.
+	ServeGen *ServeGen
+	// Instances is set for dlrm-instances.
+	Instances *Instances
+}
+
+// Load opens path and reads it as format (detected from the header when
+// empty). seed drives synthesized arrivals (azure-functions spreads each
+// minute's invocations; servegen synthesizes requests lazily later).
+func Load(path string, format Format, seed uint64) (*Loaded, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	if format == "" {
+		line, err := br.Peek(min(br.Size(), 64<<10))
+		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+		first, _, _ := strings.Cut(string(line), "\n")
+		if format, err = DetectFormat(first); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	name := filepath.Base(path)
+	l := &Loaded{Format: format, Name: name}
+	wrap := func(err error) error { return fmt.Errorf("%s (%s): %w", path, format, err) }
+	var src Source
+	switch format {
+	case FormatAzureLLM:
+		src, err = NewAzureLLM(br)
+	case FormatGeneric:
+		src, err = NewGeneric(br)
+	case FormatGenTD26:
+		src, err = NewGenTD26(br)
+	case FormatAzureFunctions:
+		var fm *FunctionsMatrix
+		if fm, err = ReadFunctionsMatrix(br); err == nil {
+			src = fm.Requests(seed)
+		}
+	case FormatServeGen:
+		l.ServeGen, err = ReadServeGen(br)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		return l, nil
+	case FormatDLRMInstances:
+		l.Instances, err = ReadInstances(br)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		return l, nil
+	default:
+		return nil, fmt.Errorf("%w %q: want one of %v", ErrUnknownFormat, format, Formats())
+	}
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if l.Trace, err = ReadAll(name, format, src); err != nil {
+		return nil, wrap(err)
+	}
+	return l, nil
+}

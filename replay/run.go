@@ -1,0 +1,254 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// RunConfig is everything cmd/replay passes in.
+type RunConfig struct {
+	// TracePath is a trace file or folder; empty replays the embedded Azure
+	// LLM code trace.
+	TracePath string
+	// Format is the trace format; empty detects it from the header.
+	Format Format
+	// Mode is "auto", "request" or "binned". auto picks binned for ServeGen
+	// traces above BinnedThreshold expected requests, request otherwise.
+	Mode string
+	// Models keeps only these models (all when empty).
+	Models []string
+	// Policies are the families to compare.
+	Policies []string
+	// Pool is the simulated pool and SLO.
+	Pool PoolConfig
+	// ColdStartFile, when set, is a GenTD26 load-latency CSV whose values
+	// replace Pool.ColdStart as an empirical distribution.
+	ColdStartFile string
+	// RateScale multiplies ServeGen rates.
+	RateScale float64
+	// OutDir receives table.md, timeseries.csv and report.html.
+	OutDir string
+	// Progress shows a progress bar on Stderr.
+	Progress bool
+	// Residency replays model residency on multi-model traces.
+	Residency bool
+	// ResidencyBudgetModels sizes the residency memory budget as this many
+	// median-sized models.
+	ResidencyBudgetModels float64
+	Stdout, Stderr        io.Writer
+}
+
+// BinnedThreshold is the expected request count above which auto mode
+// replays a ServeGen trace in binned mode.
+const BinnedThreshold = 20_000_000
+
+// DefaultRunConfig returns the defaults cmd/replay documents.
+func DefaultRunConfig() RunConfig {
+	return RunConfig{Mode: "auto", Policies: Families(), Pool: DefaultPoolConfig(), RateScale: 1, OutDir: "out", Residency: true, ResidencyBudgetModels: 4, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// Validate reports every field out of range.
+func (c RunConfig) Validate() error {
+	var errs []error
+	if err := c.Pool.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if !slices.Contains([]string{"auto", string(ModeRequest), string(ModeBinned)}, c.Mode) {
+		errs = append(errs, fmt.Errorf("mode %q: want auto, request or binned", c.Mode))
+	}
+	if c.Format != "" && !slices.Contains(Formats(), c.Format) {
+		errs = append(errs, fmt.Errorf("format %q: want one of %v (or empty to detect)", c.Format, Formats()))
+	}
+	if len(c.Policies) == 0 {
+		errs = append(errs, fmt.Errorf("policies: want at least one of %s", strings.Join(Families(), ",")))
+	}
+	for _, p := range c.Policies {
+		if !slices.Contains(Families(), p) {
+			errs = append(errs, fmt.Errorf("policy %q: want one of %s", p, strings.Join(Families(), ",")))
+		}
+	}
+	if !(c.RateScale > 0 && c.RateScale <= 1e6) {
+		errs = append(errs, fmt.Errorf("rate scale %g: want (0, 1e6]", c.RateScale))
+	}
+	if !(c.ResidencyBudgetModels >= 1 && c.ResidencyBudgetModels <= 1e4) {
+		errs = append(errs, fmt.Errorf("residency budget %g models: want [1, 10000]", c.ResidencyBudgetModels))
+	}
+	if c.OutDir == "" {
+		errs = append(errs, errors.New("out: want a directory"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run loads the trace, runs the comparison (and the residency replay on
+// multi-model traces), prints the tables and writes table.md,
+// timeseries.csv and report.html into OutDir.
+func Run(cfg RunConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	pool := cfg.Pool
+	if cfg.ColdStartFile != "" {
+		f, err := os.Open(cfg.ColdStartFile)
+		if err != nil {
+			return err
+		}
+		pool.ColdStartSamples, err = ReadLoadTimes(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cold-start file %s: %w", cfg.ColdStartFile, err)
+		}
+	}
+	var l *Loaded
+	if cfg.TracePath == "" {
+		tr, err := DemoTrace()
+		if err != nil {
+			return err
+		}
+		l = &Loaded{Format: FormatAzureLLM, Name: tr.Name, Trace: tr}
+	} else {
+		p, err := ResolvePath(cfg.TracePath)
+		if err != nil {
+			return err
+		}
+		if l, err = Load(p, cfg.Format, pool.Seed); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return err
+	}
+	var table bytes.Buffer
+	var sections []Section
+	if l.Instances != nil {
+		if err := l.Instances.WriteTable(&table, 15); err != nil {
+			return err
+		}
+		sections = append(sections, tableSection("Recorded replica trajectories: "+l.Name, table.String()))
+		return finish(cfg, table.Bytes(), nil, sections, l.Name)
+	}
+
+	wl := Workloads{Name: l.Name}
+	var resTrace *Trace
+	switch {
+	case l.ServeGen != nil:
+		sg, err := l.ServeGen.FilterModels(cfg.Models)
+		if err != nil {
+			return err
+		}
+		mode := ModeRequest
+		if cfg.Mode == string(ModeBinned) || cfg.Mode == "auto" && sg.ExpectedRequests()*cfg.RateScale > BinnedThreshold {
+			mode = ModeBinned
+		}
+		if mode == ModeBinned {
+			wl.Bins = sg.Binned(pool.Service, pool.Seed, cfg.RateScale)
+		} else {
+			if cfg.RateScale != 1 {
+				return fmt.Errorf("rate scale %g: only binned mode rescales ServeGen rates; pass --mode=binned", cfg.RateScale)
+			}
+			tr, err := ReadAll(l.Name, FormatServeGen, sg.Requests(pool.Seed))
+			if err != nil {
+				return err
+			}
+			wl.Requests = NewWorkload(tr, pool.Service)
+			resTrace = tr
+		}
+	default:
+		tr, err := l.Trace.FilterModels(cfg.Models)
+		if err != nil {
+			return err
+		}
+		resTrace = tr
+		w := NewWorkload(tr, pool.Service)
+		if cfg.Mode == string(ModeBinned) {
+			wl.Bins = BinWorkload(w)
+		} else {
+			wl.Requests = w
+		}
+	}
+	var progress func(int, int)
+	// A bar only for long runs: per-request traces above 200,000 requests
+	// or binned mode.
+	if cfg.Progress && (wl.Bins != nil || len(wl.Requests.ArrivalS) > 200_000) {
+		var bar *progressbar.ProgressBar
+		progress = func(done, total int) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(cfg.Stderr), progressbar.OptionSetDescription("replay runs"),
+					progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+			}
+			_ = bar.Set(done)
+			if done == total {
+				_ = bar.Finish()
+			}
+		}
+	}
+	c, err := Compare(pool, wl, cfg.Policies, progress)
+	if err != nil {
+		return err
+	}
+	if err := c.WriteTable(&table); err != nil {
+		return err
+	}
+	sec, err := c.Section()
+	if err != nil {
+		return err
+	}
+	sections = append(sections, sec)
+	var csvBuf bytes.Buffer
+	if err := c.WriteCSV(&csvBuf); err != nil {
+		return err
+	}
+	if cfg.Residency && resTrace != nil && len(resTrace.Models) > 1 {
+		rc := DefaultResidencyConfig()
+		rc.Seed = pool.Seed
+		rc.BudgetModels = cfg.ResidencyBudgetModels
+		if len(pool.ColdStartSamples) > 0 {
+			rc.LoadTimeSamples = pool.ColdStartSamples
+		}
+		rr, err := CompareResidency(resTrace, rc)
+		if err != nil {
+			return err
+		}
+		table.WriteString("\n")
+		if err := rr.WriteTable(&table); err != nil {
+			return err
+		}
+		rs, err := rr.Section()
+		if err != nil {
+			return err
+		}
+		sections = append(sections, rs)
+	}
+	return finish(cfg, table.Bytes(), csvBuf.Bytes(), sections, l.Name)
+}
+
+func finish(cfg RunConfig, table, csvData []byte, sections []Section, name string) error {
+	if _, err := cfg.Stdout.Write(table); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, "table.md"), table, 0o644); err != nil {
+		return err
+	}
+	if csvData != nil {
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, "timeseries.csv"), csvData, 0o644); err != nil {
+			return err
+		}
+	}
+	var html bytes.Buffer
+	footer := "Generated by inferscale replay (go run ./cmd/replay). Azure LLM inference trace 2023: Patel et al., Splitwise, ISCA 2024, CC BY 4.0. Azure Functions 2019: Shahrad et al., ATC '20, CC BY 4.0. ServeGen: Xiang et al., arXiv:2505.09999, Apache-2.0. Alibaba GenTD26 and DLRM traces: research use only."
+	if err := WriteHTML(&html, name, footer, sections); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, "report.html"), html.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Stderr, "wrote %s, %s and %s\n", filepath.Join(cfg.OutDir, "table.md"), filepath.Join(cfg.OutDir, "timeseries.csv"), filepath.Join(cfg.OutDir, "report.html"))
+	return nil
+}
