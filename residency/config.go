@@ -1,0 +1,160 @@
+package residency
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+)
+
+// ErrConfig is wrapped by Config.Validate's error.
+var ErrConfig = errors.New("invalid residency config")
+
+// Config configures the residency sidecar. Every duration is a time.Duration; the flag of each
+// field is named in its comment (cmd/residency).
+type Config struct {
+	// TritonAddress is Triton's gRPC endpoint, host:port (--triton-address).
+	TritonAddress string
+	// TritonMetricsURL is Triton's Prometheus endpoint, read while draining for pending and
+	// request counts (--triton-metrics-url). Empty: drain reads only statistics.
+	TritonMetricsURL string
+	// CatalogPath is the catalog YAML (--catalog).
+	CatalogPath string
+	// BudgetBytes, when > 0, sets the budget instead of NVML (--budget-bytes).
+	BudgetBytes int64
+	// MIGProfile is the pod's profile (--mig-profile): it selects catalog peaks, and without
+	// NVML or BudgetBytes it sets the budget from the profile table (ProfileBytes). With NVML
+	// on a MIG device it defaults to the device's profile.
+	MIGProfile string
+	// ReserveBytes is the budget's reserve (--reserve-bytes); Plan keeps back the larger of it
+	// and the catalog's reserveBytes. -1 leaves the catalog's alone. Range [-1, budget).
+	ReserveBytes int64
+	// PrometheusAddress is the Prometheus base URL for demand of models not loaded here
+	// (--prometheus-address). Empty: those models have no demand (only P0 models load until
+	// they are requested through Triton).
+	PrometheusAddress string
+	// Namespace is the pod's namespace, which demand queries are confined to (--namespace,
+	// default $POD_NAMESPACE).
+	Namespace string
+	// ListenAddress serves /readyz, /healthz, /metrics and /drain (--listen).
+	ListenAddress string
+	// LoopInterval is the period of observe-plan-act (--loop-interval). Range [100ms, 10m].
+	LoopInterval time.Duration
+	// DemandWindow is the window over which statistics deltas give a loaded model's demand
+	// (--demand-window). Range [LoopInterval, 1h].
+	DemandWindow time.Duration
+	// MaxConcurrentLoads bounds loads in flight (--max-concurrent-loads). Range [1, 16].
+	MaxConcurrentLoads int
+	// FailureBackoff is the first wait after a failed load; it doubles per consecutive
+	// failure up to FailureBackoffMax (--failure-backoff, --failure-backoff-max).
+	// Ranges [100ms, 1h] and [FailureBackoff, 24h].
+	FailureBackoff    time.Duration
+	FailureBackoffMax time.Duration
+	// QuarantineAfter consecutive failed loads quarantine a model until restart
+	// (--quarantine-after). Range [1, 100].
+	QuarantineAfter int
+	// DrainTimeout bounds a drain after the propagation delay (--drain-timeout).
+	// Range [1s, 1h].
+	DrainTimeout time.Duration
+	// PropagationDelay is waited after turning not-ready so endpoint removal reaches every
+	// load balancer before the queue is watched (--propagation-delay). Range [0, 5m].
+	PropagationDelay time.Duration
+	// DrainPollInterval is the period between drain's reads of Triton's queue and counters
+	// (--drain-poll-interval). Range [10ms, 1m].
+	DrainPollInterval time.Duration
+}
+
+// DefaultConfig returns the defaults: Triton at localhost:8001 (metrics at
+// http://localhost:8002/metrics), listen on :8090, reserve from the catalog only (-1), 5s loop,
+// 1m demand window, 1 load at a time, 10s backoff doubling to 5m, quarantine after 3
+// failures, 5s propagation delay, 60s drain timeout, 1s drain poll.
+func DefaultConfig() Config {
+	return Config{
+		TritonAddress:      "localhost:8001",
+		TritonMetricsURL:   "http://localhost:8002/metrics",
+		CatalogPath:        "/etc/inferscale/catalog.yaml",
+		ReserveBytes:       -1,
+		ListenAddress:      ":8090",
+		LoopInterval:       5 * time.Second,
+		DemandWindow:       time.Minute,
+		MaxConcurrentLoads: 1,
+		FailureBackoff:     10 * time.Second,
+		FailureBackoffMax:  5 * time.Minute,
+		QuarantineAfter:    3,
+		DrainTimeout:       60 * time.Second,
+		PropagationDelay:   5 * time.Second,
+		DrainPollInterval:  time.Second,
+	}
+}
+
+// Validate returns every violation (errors.Join), each naming the field and its accepted range,
+// wrapped in ErrConfig.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, _, err := net.SplitHostPort(c.TritonAddress); err != nil {
+		add("TritonAddress (--triton-address): %q: want host:port", c.TritonAddress)
+	}
+	if c.TritonMetricsURL != "" && !httpURL(c.TritonMetricsURL) {
+		add("TritonMetricsURL (--triton-metrics-url): %q: want an http(s) URL or empty", c.TritonMetricsURL)
+	}
+	if c.CatalogPath == "" {
+		add("CatalogPath (--catalog): empty; want the catalog YAML's path")
+	}
+	if c.BudgetBytes < 0 || c.BudgetBytes > MaxMemoryBytes {
+		add("BudgetBytes (--budget-bytes): %d out of range [0, %d] (0: from NVML or --mig-profile)", c.BudgetBytes, MaxMemoryBytes)
+	}
+	if c.MIGProfile != "" && !profileRE.MatchString(c.MIGProfile) {
+		add("MIGProfile (--mig-profile): %q is not a profile name (lower case, e.g. 1g.10gb; table: %v)", c.MIGProfile, Profiles())
+	}
+	if c.ReserveBytes < -1 || c.ReserveBytes > MaxMemoryBytes {
+		add("ReserveBytes (--reserve-bytes): %d out of range [-1, %d] (-1: the catalog's reserveBytes)", c.ReserveBytes, MaxMemoryBytes)
+	}
+	if c.PrometheusAddress != "" && !httpURL(c.PrometheusAddress) {
+		add("PrometheusAddress (--prometheus-address): %q: want an http(s) URL or empty", c.PrometheusAddress)
+	}
+	if c.PrometheusAddress != "" && c.Namespace == "" {
+		add("Namespace (--namespace): empty; required with --prometheus-address (demand queries are confined to it)")
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		add("ListenAddress (--listen): %q: want [host]:port", c.ListenAddress)
+	}
+	inRange := func(name string, d, lo, hi time.Duration) {
+		if d < lo || d > hi {
+			add("%s: %s out of range [%s, %s]", name, d, lo, hi)
+		}
+	}
+	inRange("LoopInterval (--loop-interval)", c.LoopInterval, 100*time.Millisecond, 10*time.Minute)
+	inRange("DemandWindow (--demand-window)", c.DemandWindow, max(c.LoopInterval, 100*time.Millisecond), time.Hour)
+	if c.MaxConcurrentLoads < 1 || c.MaxConcurrentLoads > 16 {
+		add("MaxConcurrentLoads (--max-concurrent-loads): %d out of range [1, 16]", c.MaxConcurrentLoads)
+	}
+	inRange("FailureBackoff (--failure-backoff)", c.FailureBackoff, 100*time.Millisecond, time.Hour)
+	inRange("FailureBackoffMax (--failure-backoff-max)", c.FailureBackoffMax, max(c.FailureBackoff, 100*time.Millisecond), 24*time.Hour)
+	if c.QuarantineAfter < 1 || c.QuarantineAfter > 100 {
+		add("QuarantineAfter (--quarantine-after): %d out of range [1, 100]", c.QuarantineAfter)
+	}
+	inRange("DrainTimeout (--drain-timeout)", c.DrainTimeout, time.Second, time.Hour)
+	inRange("PropagationDelay (--propagation-delay)", c.PropagationDelay, 0, 5*time.Minute)
+	inRange("DrainPollInterval (--drain-poll-interval)", c.DrainPollInterval, 10*time.Millisecond, time.Minute)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// Backoff returns the wait after the n-th consecutive failed load (n ≥ 1):
+// FailureBackoff × 2^(n-1), capped at FailureBackoffMax.
+func (c Config) Backoff(n int) time.Duration {
+	d := c.FailureBackoff
+	for i := 1; i < n && d < c.FailureBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, c.FailureBackoffMax)
+}

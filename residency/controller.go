@@ -1,0 +1,369 @@
+package residency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/inferscale/inferscale/residency/triton"
+)
+
+// Triton is the part of *triton.Client the controller uses.
+type Triton interface {
+	Index(ctx context.Context, readyOnly bool) ([]triton.ModelIndex, error)
+	Load(ctx context.Context, name string, opts triton.LoadOptions) error
+	Unload(ctx context.Context, name string, opts triton.UnloadOptions) error
+	Statistics(ctx context.Context, name string) ([]triton.ModelStats, error)
+}
+
+// DemandSource gives the request rates (req/s) of models that are not loaded in this pod, which
+// Triton's statistics cannot see. Models it has no value for are left out of the map.
+type DemandSource interface {
+	Rates(ctx context.Context, models []string) (map[string]float64, error)
+}
+
+// Events records Kubernetes events about the pod (see NewKubeEvents); nil records none.
+type Events interface {
+	Event(warning bool, reason, message string)
+}
+
+// Deps are the controller's connections to the world. Triton is required.
+type Deps struct {
+	Triton Triton
+	// Demand of models not loaded here; nil: none (they load only when P0).
+	Demand DemandSource
+	// DeviceUsedBytes reads the device's memory in use (gpu.Device.UsedBytes); nil without NVML.
+	DeviceUsedBytes func() (int64, error)
+	// Clock drives the loop and every timestamp; nil: the wall clock.
+	Clock triton.Clock
+	// Log; nil: slog.Default().
+	Log *slog.Logger
+	// Metrics; nil: collectors on a throwaway registry.
+	Metrics *Metrics
+	// Events; nil: none.
+	Events Events
+}
+
+// Status is the controller's latest view, for the HTTP endpoints.
+type Status struct {
+	// At is when Triton was last observed; Err is set when that failed.
+	At  time.Time
+	Err error
+	// P0NotReady lists the P0 models that are not READY (sorted).
+	P0NotReady []string
+	// Unplaceable lists catalog models without a peak for the pod's profile (sorted).
+	Unplaceable []string
+	// Result is the last plan.
+	Result Result
+}
+
+// Controller keeps Triton's loaded models within the budget: every loop it observes Triton,
+// asks Decide, and carries out the first step of the plan — all unloads, or up to
+// MaxConcurrentLoads loads — then observes again, so that an unload counts only once the index
+// shows the model UNAVAILABLE and the device shows its memory back.
+type Controller struct {
+	cfg    Config
+	cat    Catalog
+	budget Budget
+	deps   Deps
+	m      *Metrics
+
+	draining atomic.Bool
+
+	mu           sync.Mutex
+	firstReady   map[string]time.Time
+	samples      map[string][]countSample
+	failures     map[string]int
+	backoffUntil map[string]time.Time
+	quarantined  map[string]bool
+	overPeak     map[string]int64
+	refused      map[string]bool
+	status       Status
+}
+
+// NewController validates its inputs and returns a controller; Run starts it.
+func NewController(cfg Config, cat Catalog, budget Budget, deps Deps) (*Controller, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cat.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := budget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if deps.Triton == nil {
+		errs = append(errs, errors.New("deps.Triton: nil; want a Triton client"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if deps.Clock == nil {
+		deps.Clock = triton.RealClock{}
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Metrics == nil {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		deps.Metrics = m
+	}
+	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics,
+		firstReady: map[string]time.Time{}, samples: map[string][]countSample{}, failures: map[string]int{},
+		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{},
+		refused: map[string]bool{}}
+	c.status.Unplaceable = cat.Unplaceable(budget.Profile)
+	c.status.Err = errors.New("not observed yet")
+	c.m.BudgetBytes.Set(float64(budget.TotalBytes))
+	c.m.UnplaceableModels.Set(float64(len(c.status.Unplaceable)))
+	if len(c.status.Unplaceable) > 0 {
+		c.deps.Log.Warn("catalog models have no peak for this pod's profile and are never loaded here",
+			"profile", budget.Profile, "models", c.status.Unplaceable)
+		c.event(true, "Unplaceable", fmt.Sprintf("models without a peak for profile %s are never loaded here: %s",
+			budget.Profile, strings.Join(c.status.Unplaceable, ", ")))
+	}
+	return c, nil
+}
+
+func (c *Controller) event(warning bool, reason, msg string) {
+	if c.deps.Events != nil {
+		c.deps.Events.Event(warning, reason, msg)
+	}
+}
+
+// Status returns the latest status.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Ready reports whether the pod should receive traffic: Triton was observed in the last loop,
+// every P0 model is READY, and no drain is under way. The string says why not.
+func (c *Controller) Ready() (bool, string) {
+	if c.draining.Load() {
+		return false, "draining"
+	}
+	st := c.Status()
+	switch {
+	case st.Err != nil:
+		return false, "triton not observed: " + st.Err.Error()
+	case len(st.P0NotReady) > 0:
+		return false, "P0 models not READY: " + strings.Join(st.P0NotReady, ", ")
+	}
+	return true, "ok"
+}
+
+// StartDrain marks the pod not-ready and stops new loads (the drain itself is Drainer's).
+func (c *Controller) StartDrain() {
+	c.draining.Store(true)
+	c.m.Ready.Set(0)
+}
+
+// Run loops until ctx is done: Step, then wait LoopInterval (a short settle time when the
+// step acted, so a plan's next step follows quickly). It returns nil when ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	settle := min(c.cfg.LoopInterval, 250*time.Millisecond)
+	for {
+		acted, err := c.Step(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.deps.Log.Warn("residency loop", "err", err)
+		}
+		wait := c.cfg.LoopInterval
+		if acted {
+			wait = settle
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.deps.Clock.After(wait):
+		}
+	}
+}
+
+// Step runs one loop: observe, decide, and act on the plan's first step. It reports whether it
+// acted; an error means Triton could not be observed (nothing was done).
+func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
+	now := c.deps.Clock.Now()
+	o, err := c.observe(ctx, now)
+	if err != nil {
+		c.m.LoopErrors.Inc()
+		c.mu.Lock()
+		c.status.At, c.status.Err = now, err
+		c.mu.Unlock()
+		c.m.Ready.Set(0)
+		return false, err
+	}
+	c.flagOverPeak(o.obs)
+	res := Decide(c.cat, c.budget, o.obs, o.demand, now)
+	c.record(now, o, res)
+	if c.draining.Load() {
+		return false, nil
+	}
+	var unloads, loads []Action
+	for _, a := range res.Actions {
+		if a.Kind == ActionUnload {
+			unloads = append(unloads, a)
+		} else {
+			loads = append(loads, a)
+		}
+	}
+	// Unloads first, alone: their memory counts as free only once a later observation shows
+	// the model UNAVAILABLE and the device's memory back.
+	if len(unloads) > 0 {
+		for _, a := range unloads {
+			c.unload(ctx, a)
+		}
+		return true, nil
+	}
+	if len(loads) == 0 {
+		return false, nil
+	}
+	loads = loads[:min(len(loads), c.cfg.MaxConcurrentLoads)]
+	var g errgroup.Group
+	for _, a := range loads {
+		g.Go(func() error { c.load(ctx, a); return nil })
+	}
+	_ = g.Wait()
+	return true, nil
+}
+
+// record publishes the observation and plan in metrics and the status.
+func (c *Controller) record(now time.Time, o observation, res Result) {
+	resident := 0
+	var p0NotReady []string
+	for _, m := range c.cat.Models {
+		st := o.obs.Models[m.Name]
+		if m.Tier == TierP0 && st.State != StateReady {
+			p0NotReady = append(p0NotReady, m.Name)
+		}
+	}
+	for _, st := range o.obs.Models {
+		if st.State == StateReady {
+			resident++
+		}
+	}
+	c.m.ResidentModels.Set(float64(resident))
+	c.m.AccountedBytes.Set(float64(res.StartBytes))
+	if o.usedBytes >= 0 {
+		c.m.MeasuredBytes.Set(float64(o.usedBytes))
+	} else {
+		c.m.MeasuredBytes.Set(float64(o.statsBytes))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refusedNow := make(map[string]bool, len(res.Refused))
+	for _, r := range res.Refused {
+		refusedNow[r.Model] = true
+		if !c.refused[r.Model] {
+			c.m.RefusedLoads.Inc()
+			c.deps.Log.Warn("load refused", "model", r.Model, "need_bytes", r.NeedBytes, "reason", r.Reason)
+			c.event(true, "LoadRefused", r.Model+": "+r.Reason)
+		}
+	}
+	c.refused = refusedNow
+	c.m.Quarantined.Set(float64(len(c.quarantined)))
+	c.status = Status{At: now, P0NotReady: p0NotReady, Unplaceable: c.status.Unplaceable, Result: res}
+	if len(p0NotReady) == 0 && !c.draining.Load() {
+		c.m.Ready.Set(1)
+	} else {
+		c.m.Ready.Set(0)
+	}
+}
+
+// flagOverPeak reports READY models measured above their admitted peak, once per model.
+func (c *Controller) flagOverPeak(obs Observed) {
+	names := make([]string, 0, len(obs.Models))
+	for name := range obs.Models {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range names {
+		st := obs.Models[name]
+		m, ok := c.cat.Model(name)
+		peak, hasPeak := m.Peak(c.budget.Profile)
+		if !ok || !hasPeak || st.State != StateReady || st.MeasuredBytes <= peak || st.MeasuredBytes <= c.overPeak[name] {
+			continue
+		}
+		c.overPeak[name] = st.MeasuredBytes
+		c.m.OverPeak.WithLabelValues(name).Set(float64(st.MeasuredBytes - peak))
+		msg := fmt.Sprintf("%s measured %s, above its admitted peak %s for %s; accounted at the measurement from now on",
+			name, fmtBytes(st.MeasuredBytes), fmtBytes(peak), c.budget.Profile)
+		c.deps.Log.Warn("model above admitted peak", "model", name, "measured_bytes", st.MeasuredBytes, "peak_bytes", peak)
+		c.event(true, "OverPeak", msg)
+	}
+}
+
+func (c *Controller) unload(ctx context.Context, a Action) {
+	start := c.deps.Clock.Now()
+	if err := c.deps.Triton.Unload(ctx, a.Model, triton.UnloadOptions{}); err != nil {
+		c.deps.Log.Warn("unload failed", "model", a.Model, "reason", a.Reason, "err", err)
+		return
+	}
+	kind := "evict"
+	if strings.HasPrefix(a.Reason, "idle") {
+		kind = "idle"
+	} else {
+		c.m.Evictions.Inc()
+	}
+	c.m.Unloads.WithLabelValues(kind).Inc()
+	c.deps.Log.Info("unload", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes,
+		"took", c.deps.Clock.Now().Sub(start))
+	c.event(false, "Unload", a.Model+": "+a.Reason)
+}
+
+func (c *Controller) load(ctx context.Context, a Action) {
+	start := c.deps.Clock.Now()
+	c.deps.Log.Info("load", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes)
+	err := c.deps.Triton.Load(ctx, a.Model, triton.LoadOptions{})
+	took := c.deps.Clock.Now().Sub(start)
+	switch {
+	case err == nil:
+		c.m.Loads.WithLabelValues("success").Inc()
+		c.m.LoadSeconds.Observe(took.Seconds())
+		c.mu.Lock()
+		delete(c.failures, a.Model)
+		delete(c.backoffUntil, a.Model)
+		c.mu.Unlock()
+		c.deps.Log.Info("loaded", "model", a.Model, "took", took)
+		c.event(false, "Loaded", fmt.Sprintf("%s loaded in %s: %s", a.Model, took, a.Reason))
+	case ctx.Err() != nil || errors.Is(err, triton.ErrUnavailable):
+		// Triton restarted or went away: not the model's fault, no backoff; the next loop
+		// observes the new state.
+		c.deps.Log.Warn("load interrupted", "model", a.Model, "took", took, "err", err)
+	default:
+		c.m.Loads.WithLabelValues("failure").Inc()
+		c.mu.Lock()
+		c.failures[a.Model]++
+		n := c.failures[a.Model]
+		var msg string
+		if n >= c.cfg.QuarantineAfter {
+			c.quarantined[a.Model] = true
+			delete(c.backoffUntil, a.Model)
+			msg = fmt.Sprintf("%s failed to load %d times; quarantined until the sidecar restarts: %v", a.Model, n, err)
+		} else {
+			wait := c.cfg.Backoff(n)
+			c.backoffUntil[a.Model] = c.deps.Clock.Now().Add(wait)
+			msg = fmt.Sprintf("%s failed to load (%d of %d before quarantine); next try in %s: %v", a.Model, n, c.cfg.QuarantineAfter, wait, err)
+		}
+		c.m.Quarantined.Set(float64(len(c.quarantined)))
+		c.mu.Unlock()
+		c.deps.Log.Warn("load failed", "model", a.Model, "failures", n, "took", took, "detail", msg)
+		c.event(true, "LoadFailed", msg)
+	}
+}

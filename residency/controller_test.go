@@ -1,0 +1,375 @@
+package residency
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/triton"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// staticDemand is a DemandSource the test sets, standing in for Prometheus.
+type staticDemand struct {
+	mu    sync.Mutex
+	rates map[string]float64
+}
+
+func (d *staticDemand) set(name string, r float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.rates[name] = r
+}
+
+func (d *staticDemand) Rates(_ context.Context, models []string) (map[string]float64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]float64{}
+	for _, m := range models {
+		if r, ok := d.rates[m]; ok {
+			out[m] = r
+		}
+	}
+	return out, nil
+}
+
+type harness struct {
+	t      *testing.T
+	clock  *tritontest.FakeClock
+	srv    *tritontest.Server
+	client *triton.Client
+	ctl    *Controller
+	m      *Metrics
+	demand *staticDemand
+	infer  inference.GRPCInferenceServiceClient
+}
+
+// newHarness starts a fake Triton with fake, and a controller over it with the device probe
+// reading the fake's device memory (as NVML would).
+func newHarness(t *testing.T, fake tritontest.Config, cat Catalog, budget Budget) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: tritontest.NewFakeClock(t0), demand: &staticDemand{rates: map[string]float64{}}}
+	fake.Clock = h.clock
+	h.srv = tritontest.Start(t, fake)
+	tcfg := triton.DefaultConfig()
+	tcfg.Clock = h.clock
+	var err error
+	h.client, err = triton.Dial(h.srv.GRPCAddr(), tcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.client.Close() })
+	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	h.infer = inference.NewGRPCInferenceServiceClient(conn)
+	h.m, err = NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	h.ctl, err = NewController(cfg, cat, budget, Deps{
+		Triton: h.client, Demand: h.demand, Clock: h.clock, Metrics: h.m,
+		Log:             slog.New(slog.DiscardHandler),
+		DeviceUsedBytes: func() (int64, error) { return h.srv.DeviceUsedBytes(), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) step() bool {
+	h.t.Helper()
+	acted, err := h.ctl.Step(context.Background())
+	if err != nil {
+		h.t.Fatalf("Step: %v", err)
+	}
+	return acted
+}
+
+func (h *harness) state(name string) triton.State {
+	st, _ := h.srv.Model(name)
+	return st.State
+}
+
+// requests sends n inferences to model (the fake serves them at once: ServiceTime 0).
+func (h *harness) requests(model string, n int) {
+	h.t.Helper()
+	for range n {
+		if _, err := h.infer.ModelInfer(context.Background(), &inference.ModelInferRequest{ModelName: model}); err != nil {
+			h.t.Fatalf("infer %s: %v", model, err)
+		}
+	}
+}
+
+func fakeModel(name string, gib float64) tritontest.Model {
+	return tritontest.Model{Name: name, MemoryBytes: int64(gib * float64(gi))}
+}
+
+func TestControllerLoadsP0ThenReady(t *testing.T) {
+	cat := catalog(model("pin", TierP0, 2, time.Second), model("chat", TierP1, 3, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("chat", 3)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	if ok, why := h.ctl.Ready(); ok {
+		t.Fatalf("ready before any observation (%s)", why)
+	}
+	h.demand.set("chat", 1)
+	if !h.step() || h.state("pin") != triton.StateReady || h.state("chat") != triton.StateUnavailable && h.state("chat") != "" {
+		t.Fatalf("first step: pin %q chat %q; want P0 loaded first, alone", h.state("pin"), h.state("chat"))
+	}
+	if ok, _ := h.ctl.Ready(); ok {
+		t.Fatal("ready before the loaded P0 model was observed READY")
+	}
+	h.step()
+	if ok, why := h.ctl.Ready(); !ok || h.state("chat") != triton.StateReady {
+		t.Fatalf("second step: ready %v (%s), chat %q", ok, why, h.state("chat"))
+	}
+	if h.step() {
+		t.Fatal("third step acted; want a fixed point")
+	}
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("success")); got != 2 {
+		t.Errorf("loads_total{success} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(h.m.AccountedBytes); got != float64(5*gi) {
+		t.Errorf("accounted_bytes = %v, want %v", got, 5*gi)
+	}
+	if got := testutil.ToFloat64(h.m.ResidentModels); got != 2 {
+		t.Errorf("resident_models = %v, want 2", got)
+	}
+}
+
+func TestControllerMissingP0KeepsNotReady(t *testing.T) {
+	unplaceable := Model{Name: "elsewhere", Digest: dgA, Tier: TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"7g.80gb": gi}}
+	cat := catalog(model("pin", TierP0, 2, time.Second), unplaceable)
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("elsewhere", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step()
+	h.step()
+	ok, why := h.ctl.Ready()
+	if ok || why != "P0 models not READY: elsewhere" {
+		t.Fatalf("Ready = %v, %q; want not ready naming the P0 model without a peak for %s", ok, why, prof)
+	}
+	if h.state("elsewhere") == triton.StateReady {
+		t.Fatal("a model without a peak for the profile was loaded")
+	}
+	if got := testutil.ToFloat64(h.m.UnplaceableModels); got != 1 {
+		t.Errorf("unplaceable_models = %v, want 1", got)
+	}
+	if diff := h.ctl.Status().Unplaceable; len(diff) != 1 || diff[0] != "elsewhere" {
+		t.Errorf("Status.Unplaceable = %v", diff)
+	}
+}
+
+func TestControllerTritonRestartMidLoad(t *testing.T) {
+	cat := catalog(model("pin", TierP0, 2, 30*time.Second))
+	slow := fakeModel("pin", 2)
+	slow.LoadTime = 30 * time.Second
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{slow}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	done := make(chan error, 1)
+	go func() { _, err := h.ctl.Step(ctx); done <- err }()
+	if err := h.srv.Await(ctx, func() bool { return h.state("pin") == triton.StateLoading }); err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Restart() // Triton crashes mid-load and forgets everything
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 0 {
+		t.Fatalf("a restart counted as %v load failures; want 0 (no backoff for Triton's restart)", got)
+	}
+	// The next loop sees the new, empty state and loads again at once.
+	go func() { _, err := h.ctl.Step(ctx); done <- err }()
+	if err := h.srv.Await(ctx, func() bool { return h.state("pin") == triton.StateLoading }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(30 * time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	if ok, why := h.ctl.Ready(); !ok {
+		t.Fatalf("not ready after reloading past the restart: %s", why)
+	}
+	var pb dto.Metric
+	if err := h.m.LoadSeconds.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := pb.GetHistogram().GetSampleCount(), pb.GetHistogram().GetSampleSum(); c != 1 || s != 30 {
+		t.Errorf("load_duration_seconds count %d sum %v; want the one 30s load (the interrupted one is not a success)", c, s)
+	}
+}
+
+func TestControllerFailedLoadsBackOffThenQuarantine(t *testing.T) {
+	cat := catalog(model("bad", TierP0, 2, time.Second))
+	broken := fakeModel("bad", 2)
+	broken.Fault.FailLoad = "Internal: CUDA error: an illegal memory access"
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{broken}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	failures := func() float64 { return testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")) }
+	// Default backoff: 10s, doubling; quarantine after 3 failures.
+	steps := []struct {
+		advance      time.Duration
+		wantFailures float64
+	}{
+		{0, 1},                // first try fails: back off 10s
+		{0, 1},                // within backoff: no retry storm
+		{9 * time.Second, 1},  // still within
+		{time.Second, 2},      // 10s later: second failure, back off 20s
+		{19 * time.Second, 2}, // within
+		{time.Second, 3},      // third failure: quarantined
+		{time.Hour, 3},        // never again
+	}
+	for i, s := range steps {
+		h.clock.Advance(s.advance)
+		h.step()
+		if got := failures(); got != s.wantFailures {
+			t.Fatalf("step %d (+%s): load failures %v, want %v", i, s.advance, got, s.wantFailures)
+		}
+	}
+	if got := testutil.ToFloat64(h.m.Quarantined); got != 1 {
+		t.Errorf("quarantined_models = %v, want 1", got)
+	}
+	if ok, why := h.ctl.Ready(); ok || why != "P0 models not READY: bad" {
+		t.Errorf("Ready = %v, %q", ok, why)
+	}
+}
+
+func TestControllerDoesNotLoadIntoLeakedMemory(t *testing.T) {
+	cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
+	leaky := fakeModel("old", 4)
+	leaky.Fault.UnloadLeakBytes = 4 * gi
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step()                          // sees old READY since t0
+	h.clock.Advance(11 * time.Minute) // idle past the 10m timeout
+	if !h.step() || h.state("old") != triton.StateUnavailable {
+		t.Fatalf("idle model not unloaded: %q", h.state("old"))
+	}
+	h.demand.set("big", 5)
+	h.step() // the device still shows 4 GiB in use: 4 + 8 > 10
+	if h.state("big") != triton.StateUnavailable && h.state("big") != "" {
+		t.Fatalf("big is %q: loaded into memory the unload did not return", h.state("big"))
+	}
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 0 {
+		t.Errorf("load failures %v: the controller tried a load that could not fit", got)
+	}
+	if got := testutil.ToFloat64(h.m.RefusedLoads); got != 1 {
+		t.Errorf("refused_loads_total = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(h.m.Unloads.WithLabelValues("idle")); got != 1 {
+		t.Errorf("unloads_total{idle} = %v, want 1", got)
+	}
+	if h.srv.MaxDeviceUsedBytes() > 10*gi {
+		t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+	}
+}
+
+func TestControllerReloadNeedsOldPlusNew(t *testing.T) {
+	cat := catalog(model("a", TierP0, 4, time.Minute), model("b", TierP1, 3, time.Second))
+	a := fakeModel("a", 4)
+	a.LoadTime = time.Minute
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{a, fakeModel("b", 3)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Someone reloads a (a new version in the repository): old and new copy both hold 4 GiB.
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- h.client.Load(ctx, "a", triton.LoadOptions{}) }()
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("a"); return st.HeldBytes == 8*gi }); err != nil {
+		t.Fatal(err)
+	}
+	h.demand.set("b", 2)
+	h.step() // 8 GiB in use + 3 > 10: b must wait
+	if h.state("b") == triton.StateReady {
+		t.Fatal("b loaded while the reload held old + new memory")
+	}
+	if err := h.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	if h.state("b") != triton.StateReady {
+		t.Fatalf("b is %q after the swap freed the old copy", h.state("b"))
+	}
+	if h.srv.MaxDeviceUsedBytes() > 10*gi {
+		t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+	}
+}
+
+func TestControllerNoThrashWithinMinResidency(t *testing.T) {
+	// Two 6 GiB models on a 10 GiB slice: only one fits. Demand alternates every 30s.
+	cat := catalog(model("a", TierP1, 6, 10*time.Second), model("b", TierP1, 6, 10*time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step()
+	for i := range 4 { // 2 minutes = minResidency
+		h.clock.Advance(30 * time.Second)
+		if i%2 == 0 {
+			h.demand.set("b", 10) // b hot, a cold
+		} else {
+			h.demand.set("b", 0)
+			h.requests("a", 300) // a hot: 10 req/s
+		}
+		h.step()
+		h.step()
+	}
+	sa, _ := h.srv.Model("a")
+	sb, _ := h.srv.Model("b")
+	if sa.Unloads != 0 || sb.Loads != 0 {
+		t.Fatalf("thrash inside minResidency: a unloaded %d times, b loaded %d times", sa.Unloads, sb.Loads)
+	}
+	// Past minResidency with b hot and a cold for a whole demand window, b replaces a once.
+	h.demand.set("b", 10)
+	h.clock.Advance(61 * time.Second)
+	h.step() // unload a
+	h.step() // load b
+	sa, _ = h.srv.Model("a")
+	sb, _ = h.srv.Model("b")
+	if sa.Unloads != 1 || sb.Loads != 1 || h.state("b") != triton.StateReady {
+		t.Fatalf("after minResidency: a unloads %d, b loads %d, b %q; want one swap", sa.Unloads, sb.Loads, h.state("b"))
+	}
+	if got := testutil.ToFloat64(h.m.Evictions); got != 1 {
+		t.Errorf("evictions_total = %v, want 1", got)
+	}
+}
+
+func TestControllerFlagsOverPeak(t *testing.T) {
+	cat := catalog(model("fat", TierP0, 2, time.Second), model("p1", TierP1, 6, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("fat", 3), fakeModel("p1", 6)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step() // loads fat, which really takes 3 GiB
+	h.step() // observes memory_usage 3 GiB > 2 GiB peak
+	if got := testutil.ToFloat64(h.m.OverPeak.WithLabelValues("fat")); got != float64(gi) {
+		t.Errorf("model_over_peak_bytes{fat} = %v, want %v", got, gi)
+	}
+	h.demand.set("p1", 1)
+	h.step() // 3 (measured) + 6 ≤ 10: fits; at the 2 GiB peak it would also have fit
+	if got := testutil.ToFloat64(h.m.AccountedBytes); got != float64(3*gi) {
+		t.Errorf("accounted_bytes = %v, want the 3 GiB measurement", got)
+	}
+}
