@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type gateway struct {
 	conns  map[string]*grpc.ClientConn
 	fails  []string
 	rr     int
+	perPod map[string]int // requests in flight per pod
 	closed bool
 
 	sent, ok, failed, unavailable atomic.Int64
@@ -56,7 +58,7 @@ type gateway struct {
 
 func startGateway(k *kubelet, ns string, prom *promServer) (*gateway, error) {
 	g := &gateway{k: k, ns: ns, rates: map[string]float64{}, conns: map[string]*grpc.ClientConn{},
-		stopCh: make(chan struct{}), loopDone: make(chan struct{})}
+		perPod: map[string]int{}, stopCh: make(chan struct{}), loopDone: make(chan struct{})}
 	reg := prometheus.NewRegistry()
 	g.queue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: gatewayQueueMetric,
 		Help: "Requests waiting in the gateway for a ready pod."}, []string{"model"})
@@ -133,6 +135,7 @@ func (g *gateway) handle(model string) {
 			g.mu.Lock()
 			ep = eps[g.rr%len(eps)]
 			g.rr++
+			g.perPod[ep.pod]++
 			g.mu.Unlock()
 			break
 		}
@@ -149,6 +152,11 @@ func (g *gateway) handle(model string) {
 		}
 	}
 	q.Dec()
+	defer func() {
+		g.mu.Lock()
+		g.perPod[ep.pod]--
+		g.mu.Unlock()
+	}()
 	conn, err := g.conn(ep.grpcAddr)
 	if err != nil {
 		g.fail(model, ep.pod, err)
@@ -239,3 +247,30 @@ func (g *gateway) stop() {
 
 // ceilDiv is ⌈a/b⌉ for the expected-replica arithmetic in scenarios.
 func ceilDiv(a, b float64) int { return int(math.Ceil(a/b - 1e-9)) }
+
+// totalRate is the scripted arrival rate summed over models.
+func (g *gateway) totalRate() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var r float64
+	for _, v := range g.rates {
+		r += v
+	}
+	return r
+}
+
+// busiest returns the pod with the most requests in flight, and how many.
+func (g *gateway) busiest() (string, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	best, n := "", 0
+	for p, k := range g.perPod {
+		if k > n || (k == n && p < best) {
+			best, n = p, k
+		}
+	}
+	return best, n
+}
+
+// joinLines joins lines with newlines.
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }

@@ -28,9 +28,9 @@ import (
 // pairLauncher starts the processes of one pool pod: the Triton fake and
 // its residency sidecar. Implemented in pair_test.go.
 type pairLauncher interface {
-	// launch starts the pair for pod name and returns it once the
+	// launch starts the pair for the pod and returns it once the
 	// processes run (not yet ready).
-	launch(ctx context.Context, name string) (*pair, error)
+	launch(ctx context.Context, pod *corev1.Pod) (*pair, error)
 }
 
 // pair is one pod's running processes and addresses.
@@ -152,7 +152,7 @@ func (k *kubelet) sync() {
 			k.pods[p.UID] = rt
 			k.started++
 			k.wg.Add(1)
-			go k.run(ctx, rt)
+			go k.run(ctx, rt, p.DeepCopy())
 		}
 	}
 	for uid, rt := range k.pods {
@@ -166,7 +166,7 @@ func (k *kubelet) sync() {
 
 // run starts the pod's pair after the cold start and acts as its
 // readiness probe until the pod is deleted.
-func (k *kubelet) run(ctx context.Context, rt *podRuntime) {
+func (k *kubelet) run(ctx context.Context, rt *podRuntime, pod *corev1.Pod) {
 	defer k.wg.Done()
 	defer close(rt.done)
 	select { // image pull, container start: the cold start before the pair exists
@@ -174,7 +174,7 @@ func (k *kubelet) run(ctx context.Context, rt *podRuntime) {
 		return
 	case <-time.After(k.coldStart):
 	}
-	pr, err := k.launcher.launch(ctx, rt.name)
+	pr, err := k.launcher.launch(ctx, pod)
 	if err != nil {
 		logf("kubelet: pod %s: %v", rt.name, err)
 		return
