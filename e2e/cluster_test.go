@@ -40,9 +40,9 @@ const (
 // binaries are the paths of every executable the suite runs.
 type binaries struct {
 	etcd, apiserver, controllerManager, scheduler string
-	kedaOperator, kedaAdapter                    string
-	prometheus                                   string
-	scaler, tritonfake, residency                string
+	kedaOperator, kedaAdapter                     string
+	prometheus                                    string
+	scaler, tritonfake, residency                 string
 }
 
 // cluster is a loopback control plane: etcd, kube-apiserver,
