@@ -1,0 +1,198 @@
+{{/* Chart name, truncated to a DNS label. */}}
+{{- define "inferscale.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: the release name, plus the chart name unless the release name contains it. */}}
+{{- define "inferscale.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "inferscale.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "inferscale.labels" -}}
+helm.sh/chart: {{ include "inferscale.chart" . }}
+app.kubernetes.io/name: {{ include "inferscale.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: inferscale
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "inferscale.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "inferscale.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Image reference from an image block; call with (dict "image" $img "root" $). */}}
+{{- define "inferscale.image" -}}
+{{- $img := .image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default .root.Chart.AppVersion $img.tag | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* ---------------- scaler ---------------- */}}
+
+{{- define "inferscale.scaler.fullname" -}}
+{{- printf "%s-scaler" (include "inferscale.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "inferscale.scaler.selectorLabels" -}}
+{{ include "inferscale.selectorLabels" . }}
+app.kubernetes.io/component: scaler
+{{- end }}
+
+{{- define "inferscale.scaler.serviceAccountName" -}}
+{{- if .Values.scaler.serviceAccount.create }}
+{{- default (include "inferscale.scaler.fullname" .) .Values.scaler.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.scaler.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* host:port KEDA dials; the scaler's TLS certificate must name this host. */}}
+{{- define "inferscale.scaler.address" -}}
+{{- printf "%s.%s.svc:%d" (include "inferscale.scaler.fullname" .) .Release.Namespace (int .Values.scaler.config.grpcPort) }}
+{{- end }}
+
+{{- define "inferscale.scaler.prometheusAddress" -}}
+{{- default .Values.prometheus.address .Values.scaler.config.prometheusAddress }}
+{{- end }}
+
+{{- define "inferscale.scaler.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "inferscale.scaler.fullname" .)) .Values.scaler.tls.existingSecret }}
+{{- end }}
+
+{{- define "inferscale.scaler.clientTLSSecretName" -}}
+{{- default (printf "%s-client-tls" (include "inferscale.scaler.fullname" .)) .Values.scaler.tls.existingClientSecret }}
+{{- end }}
+
+{{- define "inferscale.scaler.triggerAuthName" -}}
+{{- printf "%s-tls" (include "inferscale.scaler.fullname" .) }}
+{{- end }}
+
+{{/* ---------------- pools ----------------
+Pool helpers take (dict "root" $ "pool" $pool). */}}
+
+{{- define "inferscale.pool.fullname" -}}
+{{- printf "%s-%s" (include "inferscale.fullname" .root) .pool.name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "inferscale.pool.selectorLabels" -}}
+{{ include "inferscale.selectorLabels" .root }}
+app.kubernetes.io/component: pool
+inferscale.io/pool: {{ .pool.name }}
+{{- end }}
+
+{{- define "inferscale.pool.serviceAccountName" -}}
+{{- printf "%s-pool" (include "inferscale.fullname" .root) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The pool runs the residency sidecar: Triton pools unless residency.enabled is false. */}}
+{{- define "inferscale.pool.hasSidecar" -}}
+{{- $r := .pool.residency | default dict }}
+{{- if and (eq (.pool.engine | default "triton") "triton") (ne (toString (index $r "enabled")) "false") }}true{{- end }}
+{{- end }}
+
+{{/* Regex (PromQL, fully anchored) matching the names of the pool's pods. */}}
+{{- define "inferscale.pool.podRegex" -}}
+{{- printf "%s-[a-z0-9]+-[a-z0-9]+" (include "inferscale.pool.fullname" .) }}
+{{- end }}
+
+{{/* Residency flags of the pool: residency.config merged with pools[].residency.config; YAML. */}}
+{{- define "inferscale.pool.residencyConfig" -}}
+{{- $r := .pool.residency | default dict }}
+{{- toYaml (mergeOverwrite (deepCopy .root.Values.residency.config) (deepCopy (index $r "config" | default dict))) }}
+{{- end }}
+
+{{/* KEDA settings of the pool: keda merged with pools[].keda; YAML. */}}
+{{- define "inferscale.pool.keda" -}}
+{{- toYaml (mergeOverwrite (deepCopy .root.Values.keda) (deepCopy (.pool.keda | default dict))) }}
+{{- end }}
+
+{{/* Scaler metadata of the pool: scaling merged with pools[].scaling; engine and model from the
+pool unless the pool's scaling names them; YAML. */}}
+{{- define "inferscale.pool.scaling" -}}
+{{- $s := mergeOverwrite (deepCopy .root.Values.scaling) (deepCopy (.pool.scaling | default dict)) }}
+{{- if not (hasKey $s "engine") }}
+{{- $_ := set $s "engine" (.pool.engine | default "triton") }}
+{{- end }}
+{{- if and (not (hasKey $s "model")) .pool.model }}
+{{- $_ := set $s "model" .pool.model }}
+{{- end }}
+{{- toYaml $s }}
+{{- end }}
+
+{{/* One metadata value as KEDA wants it: a string. Whole floats print without exponent or
+decimals (10737418240, not 1.073741824e+10). */}}
+{{- define "inferscale.metaValue" -}}
+{{- if kindIs "float64" . }}
+{{- if eq (floor .) . }}{{ printf "%d" (int64 .) }}{{ else }}{{ toString . }}{{ end }}
+{{- else if or (kindIs "int" .) (kindIs "int64" .) }}
+{{- printf "%d" (int64 .) }}
+{{- else }}
+{{- toString . }}
+{{- end }}
+{{- end }}
+
+{{/* Extended resource name of the pool's GPU: gpuResource, else nvidia.com/mig-<migProfile>,
+else nvidia.com/gpu. */}}
+{{- define "inferscale.pool.gpuResource" -}}
+{{- if .pool.gpuResource }}
+{{- .pool.gpuResource }}
+{{- else if .pool.migProfile }}
+{{- printf "nvidia.com/mig-%s" .pool.migProfile }}
+{{- else }}
+{{- "nvidia.com/gpu" }}
+{{- end }}
+{{- end }}
+
+{{/* Whole seconds (rounded up) of a Go duration string such as "1m30s" or "500ms";
+values.schema.json guarantees the format. */}}
+{{- define "inferscale.durationSeconds" -}}
+{{- $mult := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 }}
+{{- $total := 0.0 }}
+{{- range (regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" (toString .) -1) }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . }}
+{{- $total = addf $total (mulf (float64 $num) (index $mult (trimPrefix $num .))) }}
+{{- end }}
+{{- ceil $total | int }}
+{{- end }}
+
+{{/* Seconds the sidecar's drain may take: --propagation-delay + --drain-timeout (the drain
+timeout starts after the propagation delay). Call with the pool's residency config. */}}
+{{- define "inferscale.drainSeconds" -}}
+{{- add (include "inferscale.durationSeconds" .propagationDelay | int) (include "inferscale.durationSeconds" .drainTimeout | int) }}
+{{- end }}
+
+{{/* terminationGracePeriodSeconds of the pool. Kubernetes signals every container at once
+and kills them all when the grace period ends, so it must outlast the whole drain:
+with the sidecar, propagationDelay + drainTimeout + marginSeconds; without it,
+preStopSleepSeconds + marginSeconds. pools[].drain overrides drain. */}}
+{{- define "inferscale.pool.gracePeriod" -}}
+{{- $d := mergeOverwrite (deepCopy .root.Values.drain) (deepCopy (.pool.drain | default dict)) }}
+{{- if include "inferscale.pool.hasSidecar" . }}
+{{- $rc := include "inferscale.pool.residencyConfig" . | fromYaml }}
+{{- add (include "inferscale.drainSeconds" $rc | int) (int $d.marginSeconds) }}
+{{- else }}
+{{- add (int $d.preStopSleepSeconds) (int $d.marginSeconds) }}
+{{- end }}
+{{- end }}

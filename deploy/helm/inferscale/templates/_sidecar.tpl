@@ -1,0 +1,76 @@
+{{/* The residency sidecar container; call with (dict "root" $ "pool" $pool "rc" $residencyConfig).
+Its flags are cmd/residency's. */}}
+{{- define "inferscale.pool.sidecar" -}}
+{{- $root := .root }}
+{{- $pool := .pool }}
+{{- $rc := .rc }}
+{{- $r := $root.Values.residency }}
+{{- $res := $pool.residency | default dict }}
+{{- $ports := mergeOverwrite (dict "http" 8000 "grpc" 8001 "metrics" 8002) (deepCopy ($pool.ports | default dict)) }}
+- name: residency
+  image: {{ include "inferscale.image" (dict "image" $r.image "root" $root) }}
+  imagePullPolicy: {{ $r.image.pullPolicy }}
+  args:
+    - --triton-address=localhost:{{ $ports.grpc }}
+    - --triton-metrics-url=http://localhost:{{ $ports.metrics }}/metrics
+    - --catalog=/etc/inferscale/catalog.yaml
+    {{- if $res.budgetBytes }}
+    - --budget-bytes={{ $res.budgetBytes | int64 }}
+    {{- end }}
+    {{- with ($res.migProfile | default $pool.migProfile) }}
+    - --mig-profile={{ . }}
+    {{- end }}
+    - --reserve-bytes={{ $rc.reserveBytes | int64 }}
+    {{- with ($res.prometheusAddress | default $root.Values.prometheus.address) }}
+    - --prometheus-address={{ . }}
+    {{- end }}
+    - --listen=:{{ $rc.port }}
+    - --loop-interval={{ $rc.loopInterval }}
+    - --demand-window={{ $rc.demandWindow }}
+    - --max-concurrent-loads={{ $rc.maxConcurrentLoads }}
+    - --failure-backoff={{ $rc.failureBackoff }}
+    - --failure-backoff-max={{ $rc.failureBackoffMax }}
+    - --quarantine-after={{ $rc.quarantineAfter }}
+    - --drain-timeout={{ $rc.drainTimeout }}
+    - --propagation-delay={{ $rc.propagationDelay }}
+    - --drain-poll-interval={{ $rc.drainPollInterval }}
+    {{- with $r.extraArgs }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  env:
+    - name: POD_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+    - name: POD_NAMESPACE
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.namespace
+    {{- with $r.env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  ports:
+    - name: residency
+      containerPort: {{ $rc.port }}
+      protocol: TCP
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: residency
+    periodSeconds: 10
+    timeoutSeconds: 3
+    failureThreshold: 3
+  resources:
+    {{- toYaml $r.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $r.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: catalog
+      mountPath: /etc/inferscale
+      readOnly: true
+    - name: tmp
+      mountPath: /tmp
+    - name: kube-api-access
+      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+      readOnly: true
+{{- end }}
