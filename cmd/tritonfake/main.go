@@ -74,6 +74,11 @@ func loadConfig(path string) (tritontest.Config, error) {
 	if err != nil {
 		return tritontest.Config{}, fmt.Errorf("read --config: %w", err)
 	}
+	return parseConfig(data, path)
+}
+
+// parseConfig parses and validates a YAML config; name prefixes errors.
+func parseConfig(data []byte, path string) (tritontest.Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 		return tritontest.Config{}, fmt.Errorf("parse %s: %w", path, err)

@@ -180,3 +180,23 @@ models:
 		t.Errorf("logs lack the stop message:\n%s", logs.String())
 	}
 }
+
+// FuzzParseConfig: any input gives a config that validates, or an error;
+// never a panic.
+func FuzzParseConfig(f *testing.F) {
+	example, err := os.ReadFile("example.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(example)
+	f.Add([]byte("deviceMemoryBytes: 1\nmodels: [{name: a, memoryBytes: 2, loadTime: 1s}]\nstartupModels: [a]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := parseConfig(data, "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("parseConfig accepted a config that does not validate: %v", err)
+		}
+	})
+}
