@@ -122,6 +122,8 @@ func (l *pairLauncherImpl) sidecarArgs(ctx context.Context, pod *corev1.Pod, pr 
 			a = "--listen=" + pr.sidecarAddr
 		case "--triton-address":
 			a = "--triton-address=" + pr.grpcAddr
+		case "--triton-metrics-url":
+			a = "--triton-metrics-url=http://" + pr.metricsAddr + "/metrics"
 		case "--catalog":
 			a = "--catalog=" + catalogPath
 		}

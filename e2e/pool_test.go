@@ -78,10 +78,11 @@ func (p poolParams) chartValues(promURL string) map[string]any {
 		"prometheus": map[string]any{"address": promURL},
 		"scaler":     map[string]any{"config": map[string]any{"refreshInterval": "1s"}},
 		"residency": map[string]any{"config": map[string]any{
-			"drainTimeoutSeconds":     int(p.drainTimeout.Seconds()),
-			"propagationDelaySeconds": int(p.propagationDelay.Seconds()),
-			"loopInterval":            "1s",
-			"reserveBytes":            0,
+			"drainTimeout":      p.drainTimeout.String(),
+			"propagationDelay":  p.propagationDelay.String(),
+			"drainPollInterval": "200ms",
+			"loopInterval":      "1s",
+			"reserveBytes":      0,
 		}},
 		"pools": []any{map[string]any{
 			"name":            "pool",
