@@ -67,7 +67,9 @@ func (c *FakeClock) Advance(d time.Duration) {
 	c.notifyLocked()
 }
 
-// Waiters returns how many After channels are waiting to fire.
+// Waiters returns how many After channels are waiting to fire. A channel
+// nobody receives from any more (its waiter gave up) still counts until the
+// clock passes its time.
 func (c *FakeClock) Waiters() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
