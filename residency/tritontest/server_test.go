@@ -182,7 +182,9 @@ func TestReloadNeedsOldPlusNewMemory(t *testing.T) {
 
 func TestUnloadOfBusyModelHoldsMemoryUntilRequestsFinish(t *testing.T) {
 	f := start(t, explicit([]tritontest.Model{{Name: "a", MemoryBytes: 4 * gib, ServiceTime: 2 * time.Second}}, "a"))
-	first, second := f.inferAsync("a"), f.inferAsync("a")
+	first := f.inferAsync("a")
+	f.await(t, "one executing", func() bool { return f.model("a").Executing == 1 })
+	second := f.inferAsync("a")
 	f.await(t, "one executing, one queued", func() bool {
 		st := f.model("a")
 		return st.Executing == 1 && st.Pending == 1
