@@ -655,7 +655,9 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 	}
 	if m.state != triton.StateReady {
 		s.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "Request for unknown model: '%s' has no available versions (state %s)", name, stateText(m.state))
+		// Triton's text and code (NOT_FOUND; HTTP 404) for a model with no
+		// version loaded, whether never loaded, unloading or unloaded.
+		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' has no available versions", name)
 	}
 	restarted := s.restarted
 	arrived := s.clock.Now()

@@ -199,8 +199,8 @@ func TestUnloadOfBusyModelHoldsMemoryUntilRequestsFinish(t *testing.T) {
 		t.Errorf("DeviceUsedBytes while unloading = %d, want %d held", got, 4*gib)
 	}
 	_, err := f.infer.ModelInfer(f.ctx, &inference.ModelInferRequest{ModelName: "a"})
-	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "'a'") {
-		t.Errorf("new request to an unloading model: %v, want Unavailable naming 'a'", err)
+	if status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "Request for unknown model: 'a' has no available versions") {
+		t.Errorf("new request to an unloading model: %v, want NotFound naming 'a'", err)
 	}
 	if err := f.clock.BlockUntil(f.ctx, 1); err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func TestInferErrorsNameTheModel(t *testing.T) {
 		wantCode codes.Code
 		wantText string
 	}{
-		{name: "not ready", model: "never-loaded", wantCode: codes.Unavailable, wantText: "'never-loaded'"},
+		{name: "not ready", model: "never-loaded", wantCode: codes.NotFound, wantText: "Request for unknown model: 'never-loaded' has no available versions"},
 		{name: "unknown", model: "nope", wantCode: codes.NotFound, wantText: "Request for unknown model: 'nope' is not found"},
 	}
 	for _, tt := range tests {
