@@ -38,6 +38,38 @@ func Confine(query, namespace, label string) (string, error) {
 	return expr.String(), nil
 }
 
+// checkConfined parses out again and reports whether every selector carries exactly the
+// pin matcher on label. It guards against a printer/parser round trip that would lose the
+// matcher, so confinement holds by construction, not by trust in the printer.
+func checkConfined(out, namespace, label string) error {
+	expr, err := promqlParser.ParseExpr(out)
+	if err != nil {
+		return fmt.Errorf("re-parse confined query %q: %w", out, err)
+	}
+	var bad error
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok || bad != nil {
+			return nil
+		}
+		n := 0
+		for _, m := range vs.LabelMatchers {
+			if m.Name != label {
+				continue
+			}
+			n++
+			if m.Type != labels.MatchEqual || m.Value != namespace {
+				bad = fmt.Errorf("selector %s has matcher %s", vs, m)
+			}
+		}
+		if n != 1 && bad == nil {
+			bad = fmt.Errorf("selector %s has %d matchers on %q, want 1", vs, n, label)
+		}
+		return nil
+	})
+	return bad
+}
+
 // confineExpr parses query and pins every selector to namespace; see [Confine].
 func confineExpr(query, namespace, label string) (parser.Expr, error) {
 	if namespace == "" {
@@ -66,5 +98,8 @@ func confineExpr(query, namespace, label string) (parser.Expr, error) {
 		vs.LabelMatchers = append(kept, pin)
 		return nil
 	})
+	if err := checkConfined(expr.String(), namespace, label); err != nil {
+		return nil, fmt.Errorf("%w: %q cannot be confined to namespace %q: %w", ErrBadQuery, query, namespace, err)
+	}
 	return expr, nil
 }

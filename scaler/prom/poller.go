@@ -493,3 +493,11 @@ func (p *Poller) snapshotAge() time.Duration {
 	}
 	return p.now().Sub(p.lastRefresh)
 }
+
+// Queries returns the number of distinct queries currently subscribed; the next full refresh
+// evaluates exactly these.
+func (p *Poller) Queries() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.queries)
+}

@@ -1,0 +1,218 @@
+package prom
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/model"
+)
+
+var testLabels = Labels{Namespace: "namespace", Pod: "pod"}
+
+func TestPresetQuery(t *testing.T) {
+	tests := []struct {
+		engine string
+		kind   Kind
+		want   string
+	}{
+		{EngineTriton, KindQueue, `sum by (namespace, model) (nv_inference_pending_request_count)`},
+		{EngineTriton, KindRate, `sum by (namespace, model) (rate({__name__=~"nv_inference_request_success|nv_inference_request_failure"}[1m]))`},
+		{EngineTriton, KindActivity, `avg by (namespace, model) (group by (namespace, pod, model) (nv_inference_pending_request_count) * on (namespace, pod) group_left () avg by (namespace, pod) (DCGM_FI_PROF_GR_ENGINE_ACTIVE))`},
+		{EngineTriton, KindReady, `count by (namespace, model) (group by (namespace, pod, model) (nv_inference_pending_request_count))`},
+		{EngineVLLM, KindQueue, `sum by (namespace, model_name) (vllm:num_requests_waiting)`},
+		{EngineVLLM, KindRate, `sum by (namespace, model_name) (rate(vllm:request_success_total[1m]))`},
+		{EngineVLLM, KindActivity, `avg by (namespace, model_name) (group by (namespace, pod, model_name) (vllm:num_requests_waiting) * on (namespace, pod) group_left () avg by (namespace, pod) (DCGM_FI_PROF_GR_ENGINE_ACTIVE))`},
+		{EngineVLLM, KindReady, `count by (namespace, model_name) (group by (namespace, pod, model_name) (vllm:num_requests_waiting))`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine+"/"+string(tt.kind), func(t *testing.T) {
+			got, err := PresetQuery(tt.engine, tt.kind, testLabels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("PresetQuery (-want +got):\n%s", diff)
+			}
+			// The text must be what Prometheus's parser prints back, so the query a user
+			// sees in logs and docs is the one evaluated.
+			expr, err := promqlParser.ParseExpr(got)
+			if err != nil {
+				t.Fatalf("preset does not parse: %v", err)
+			}
+			if diff := cmp.Diff(got, expr.String()); diff != "" {
+				t.Errorf("preset is not in canonical form (-preset +printed):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPresetQueryErrors(t *testing.T) {
+	for _, tt := range []struct {
+		engine string
+		kind   Kind
+	}{{"tgi", KindQueue}, {EngineCustom, KindQueue}, {EngineTriton, "latency"}} {
+		if _, err := PresetQuery(tt.engine, tt.kind, testLabels); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("PresetQuery(%q, %q) error = %v, want ErrBadRequest", tt.engine, tt.kind, err)
+		}
+	}
+}
+
+func TestSubscribeErrors(t *testing.T) {
+	p := newTestPoller(t, "http://127.0.0.1:1")
+	tests := []struct {
+		name    string
+		give    Request
+		wantErr error
+	}{
+		{"unknown kind", Request{Namespace: "a", Kind: "latency", Engine: EngineTriton, Model: "m"}, ErrBadRequest},
+		{"no namespace", Request{Kind: KindQueue, Engine: EngineTriton, Model: "m"}, ErrBadRequest},
+		{"no model for preset", Request{Namespace: "a", Kind: KindQueue, Engine: EngineTriton}, ErrBadRequest},
+		{"unknown engine", Request{Namespace: "a", Kind: KindQueue, Engine: "tgi", Model: "m"}, ErrBadRequest},
+		{"custom without query", Request{Namespace: "a", Kind: KindQueue, Engine: EngineCustom}, ErrBadRequest},
+		{"bad address", Request{Address: "localhost:9090", Namespace: "a", Kind: KindQueue, Engine: EngineTriton, Model: "m"}, ErrBadRequest},
+		{"bad PromQL", Request{Namespace: "a", Kind: KindQueue, Query: `sum(`}, ErrBadQuery},
+		{"range vector result", Request{Namespace: "a", Kind: KindQueue, Query: `foo[1m]`}, ErrBadQuery},
+		{"string result", Request{Namespace: "a", Kind: KindQueue, Query: `"x"`}, ErrBadQuery},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := p.Subscribe(tt.give)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Subscribe error = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	if n := p.Subscriptions(); n != 0 {
+		t.Errorf("Subscriptions = %d after only bad requests, want 0", n)
+	}
+}
+
+func TestSubscribeIdempotentAndConfined(t *testing.T) {
+	p := newTestPoller(t, "http://127.0.0.1:1")
+	r := Request{Namespace: "team-a", Kind: KindQueue, Query: `sum(foo{namespace="team-b"})`}
+	k1, err := p.Subscribe(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := p.Subscribe(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 != k2 {
+		t.Errorf("Subscribe twice gave different keys %v and %v", k1, k2)
+	}
+	if diff := cmp.Diff(`sum(foo{namespace="team-a"})`, k1.Query()); diff != "" {
+		t.Errorf("evaluated query (-want +got):\n%s", diff)
+	}
+	if got := p.Result(k1); got.Err != nil || !got.EvaluatedAt.IsZero() {
+		t.Errorf("Result before any refresh = %+v, want zero", got)
+	}
+	p.Unsubscribe(k1)
+	if got := p.Result(k1); !errors.Is(got.Err, ErrNotSubscribed) {
+		t.Errorf("Result after Unsubscribe: Err = %v, want ErrNotSubscribed", got.Err)
+	}
+}
+
+// TestGrouping subscribes 1,000 preset ScaledObjects (each with all four signals, half
+// Triton and half vLLM, across 50 namespaces) and counts distinct queries.
+func TestGrouping(t *testing.T) {
+	p := newTestPoller(t, "http://127.0.0.1:1")
+	const scaledObjects = 1000
+	perTrigger := 0
+	for i := range scaledObjects {
+		engine := EngineTriton
+		if i%2 == 1 {
+			engine = EngineVLLM
+		}
+		for _, kind := range Kinds {
+			_, err := p.Subscribe(Request{Namespace: fmt.Sprintf("ns-%d", i%50), Kind: kind, Engine: engine, Model: fmt.Sprintf("model-%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			perTrigger++
+		}
+	}
+	if got := p.Queries(); got > 8 {
+		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want <= 8", scaledObjects, got)
+	}
+	if got, want := p.Queries(), 8; got != want {
+		t.Errorf("distinct queries = %d, want %d (2 engines x 4 kinds)", got, want)
+	}
+	if got := p.Subscriptions(); got != perTrigger {
+		t.Errorf("Subscriptions = %d, want %d", got, perTrigger)
+	}
+	t.Logf("%d preset ScaledObjects x 4 signals: %d queries per refresh (a per-trigger scaler: %d)", scaledObjects, p.Queries(), perTrigger)
+}
+
+// TestSplit checks the grouped split on a hand-built vector: each key reads its own
+// (namespace, model) series, a missing one is empty.
+func TestSplit(t *testing.T) {
+	v := model.Vector{
+		{Metric: model.Metric{"namespace": "a", "model": "m"}, Value: 7, Timestamp: 1000},
+		{Metric: model.Metric{"namespace": "b", "model": "m"}, Value: 9, Timestamp: 1000},
+		{Metric: model.Metric{"namespace": "a", "model": "n"}, Value: 1, Timestamp: 1000},
+	}
+	series, _, _, err := split(v, true, "namespace", "model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[group]float64{}
+	for g, s := range series {
+		got[g] = s.value
+	}
+	want := map[group]float64{{"a", "m"}: 7, {"b", "m"}: 9, {"a", "n"}: 1}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(group{})); diff != "" {
+		t.Errorf("split (-want +got):\n%s", diff)
+	}
+	_, total, empty, err := split(v, false, "namespace", "model")
+	if err != nil || empty || total.value != 17 {
+		t.Errorf("custom split = %v, empty %v, err %v; want the sum 17", total.value, empty, err)
+	}
+	if _, _, empty, _ := split(model.Vector{}, false, "namespace", "model"); !empty {
+		t.Errorf("custom split of an empty vector: empty = false, want true")
+	}
+	if _, _, _, err := split(model.Matrix{}, false, "namespace", "model"); err == nil {
+		t.Errorf("split of a matrix: no error")
+	}
+}
+
+func BenchmarkSplitGrouped1000(b *testing.B) {
+	v := make(model.Vector, 1000)
+	for i := range v {
+		v[i] = &model.Sample{Metric: model.Metric{
+			"namespace": model.LabelValue(fmt.Sprintf("ns-%d", i%50)),
+			"model":     model.LabelValue(fmt.Sprintf("model-%d", i)),
+		}, Value: model.SampleValue(i), Timestamp: 1000}
+	}
+	for b.Loop() {
+		if _, _, _, err := split(v, true, "namespace", "model"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkResult(b *testing.B) {
+	p := newTestPoller(b, "http://127.0.0.1:1")
+	k, err := p.Subscribe(Request{Namespace: "a", Kind: KindQueue, Engine: EngineTriton, Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = p.Result(k)
+		}
+	})
+}
+
+func newTestPoller(t testing.TB, addr string) *Poller {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DefaultAddress = addr
+	p, err := NewPoller(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
