@@ -1,0 +1,230 @@
+package residency
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+// newDrainHarness is a harness whose controller has drain settings and an HTTP server.
+func newDrainHarness(t *testing.T, serviceTime time.Duration) (*harness, *Drainer, *httptest.Server) {
+	t.Helper()
+	cat := catalog(model("m", TierP0, 1, time.Second))
+	fm := fakeModel("m", 1)
+	fm.ServiceTime = serviceTime
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fm}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	cfg := DefaultConfig()
+	cfg.TritonMetricsURL = h.srv.MetricsURL()
+	cfg.PropagationDelay = 5 * time.Second
+	cfg.DrainPollInterval = time.Second
+	cfg.DrainTimeout = 30 * time.Second
+	dr := NewDrainer(cfg, h.ctl, nil)
+	reg := prometheus.NewRegistry()
+	web := httptest.NewServer(NewHandler(h.ctl, dr, reg))
+	t.Cleanup(web.Close)
+	h.step()
+	h.step()
+	if ok, why := h.ctl.Ready(); !ok {
+		t.Fatalf("not ready before the drain: %s", why)
+	}
+	return h, dr, web
+}
+
+// drive advances the fake clock a second at a time, whenever at least parked timers wait on it,
+// until done is closed.
+func drive(ctx context.Context, t *testing.T, clock *tritontest.FakeClock, parked int, done <-chan struct{}) {
+	t.Helper()
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	for {
+		if err := clock.BlockUntil(dctx, parked); err != nil {
+			select {
+			case <-done:
+				return
+			default:
+				t.Fatalf("drive: %v", err)
+			}
+		}
+		clock.Advance(time.Second)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+func TestDrainWithRequestsInFlightDropsNothing(t *testing.T) {
+	h, dr, web := newDrainHarness(t, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	send := func(n int) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := h.infer.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "m"}); err != nil {
+					failed.Add(1)
+					t.Logf("request failed: %v", err)
+					return
+				}
+				ok.Add(1)
+			}()
+		}
+	}
+	send(6) // one executes, five queue
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("m"); return st.Pending == 5 && st.Executing == 1 }); err != nil {
+		t.Fatal(err)
+	}
+
+	type answer struct {
+		code int
+		body string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(web.URL+"/drain", "", nil)
+		if err != nil {
+			answered <- answer{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, strings.TrimSpace(string(b))}
+	}()
+	// The executing request and the propagation delay both wait on the clock.
+	if err := h.clock.BlockUntil(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, web.URL+"/readyz"); code != http.StatusServiceUnavailable || body != "draining" {
+		t.Fatalf("/readyz during drain = %d %q; want 503 draining at once", code, body)
+	}
+	send(2) // stragglers routed before the endpoint removal propagated
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("m"); return st.Pending == 7 }); err != nil {
+		t.Fatal(err)
+	}
+
+	drive(ctx, t, h.clock, 1, dr.Done())
+	a := <-answered
+	if a.code != http.StatusOK || a.body != "drained" {
+		t.Fatalf("POST /drain = %d %q", a.code, a.body)
+	}
+	// Triton's preStop returned: Kubernetes stops Triton, which finishes what is executing.
+	shut := make(chan struct{})
+	go func() { defer close(shut); _ = h.srv.Shutdown(ctx) }()
+	drive(ctx, t, h.clock, 1, shut)
+	wg.Wait()
+	if failed.Load() != 0 || ok.Load() != 8 {
+		t.Fatalf("requests: %d ok, %d failed; want 8 ok, 0 failed", ok.Load(), failed.Load())
+	}
+	if got := testutil.ToFloat64(h.m.DrainSeconds); got < 5 {
+		t.Errorf("drain_duration_seconds = %v, want at least the 5s propagation delay", got)
+	}
+	// A second drain request joins the finished drain.
+	if err := dr.Drain(ctx); err != nil {
+		t.Errorf("second Drain = %v", err)
+	}
+}
+
+func TestDrainDeadline(t *testing.T) {
+	h, dr, web := newDrainHarness(t, 1000*time.Hour) // queued work that never ends
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reqCtx, stopReqs := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = h.infer.ModelInfer(reqCtx, &inference.ModelInferRequest{ModelName: "m"})
+		}()
+	}
+	defer func() { stopReqs(); wg.Wait() }()
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("m"); return st.Pending == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- dr.Drain(ctx) }()
+	drive(ctx, t, h.clock, 2, dr.Done()) // the executing request's timer and the drain's
+	if err := <-errc; !errors.Is(err, ErrDrainTimeout) {
+		t.Fatalf("Drain = %v, want ErrDrainTimeout", err)
+	}
+	resp, err := http.Post(web.URL+"/drain", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("POST /drain after a timed-out drain = %d, want 504", resp.StatusCode)
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	cat := catalog(model("m", TierP0, 1, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("m", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ctl.m = m
+	web := httptest.NewServer(NewHandler(h.ctl, NewDrainer(DefaultConfig(), h.ctl, nil), reg))
+	defer web.Close()
+
+	if code, _ := get(t, web.URL+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d", code)
+	}
+	if code, body := get(t, web.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "triton not observed") {
+		t.Errorf("/readyz before observing = %d %q", code, body)
+	}
+	h.step()
+	if code, body := get(t, web.URL+"/readyz"); code != http.StatusServiceUnavailable || body != "P0 models not READY: m" {
+		t.Errorf("/readyz while loading = %d %q", code, body)
+	}
+	h.step()
+	if code, body := get(t, web.URL+"/readyz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	code, body := get(t, web.URL+"/metrics")
+	for _, want := range []string{"inferscale_residency_resident_models 1", "inferscale_residency_ready 1",
+		`inferscale_residency_loads_total{result="success"} 1`, "inferscale_residency_accounted_bytes 1.073741824e+09",
+		"inferscale_residency_load_duration_seconds_bucket", "inferscale_residency_drain_duration_seconds 0"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if code, _ := get(t, web.URL+"/drain"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /drain = %d, want 405", code)
+	}
+}
