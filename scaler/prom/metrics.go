@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
 		m.duration, m.errors, m.perRefresh,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_snapshot_age_seconds",
-			Help: "Seconds since the last completed full refresh of the signal snapshot (0 before the first).",
+			Help: "Age in seconds of the oldest result in the signal snapshot (now minus its evaluation time; 0 before any).",
 		}, func() float64 { return p.snapshotAge().Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_subscriptions",

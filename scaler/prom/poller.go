@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
-	"golang.org/x/sync/errgroup"
 )
 
 // ErrNotSubscribed is the Err of a [Result] for a key the poller does not know: it was never
@@ -114,6 +113,7 @@ type query struct {
 	total       sample           // custom queries
 	empty       bool             // custom queries
 	failing     bool             // for logging state changes only
+	inflight    bool             // an evaluation is running
 }
 
 type subscription struct {
@@ -133,13 +133,13 @@ type Poller struct {
 	transport *http.Transport
 	now       func() time.Time
 	kick      chan struct{}
+	sem       chan struct{} // Concurrency slots
 
 	mu          sync.RWMutex
 	reqs        map[Request]*subscription
 	subs        map[Key]*subscription
 	queries     map[queryID]*query
 	clients     map[string]v1.API
-	lastRefresh time.Time
 	perRefresh  int
 }
 
@@ -161,6 +161,7 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 		transport: tr,
 		now:       time.Now,
 		kick:      make(chan struct{}, 1),
+		sem:       make(chan struct{}, cfg.Concurrency),
 		reqs:      map[Request]*subscription{},
 		subs:      map[Key]*subscription{},
 		queries:   map[queryID]*query{},
@@ -346,31 +347,43 @@ func (p *Poller) Subscriptions() int {
 }
 
 // Run refreshes at once and then every RefreshInterval, and evaluates newly subscribed
-// queries as soon as they appear, until ctx is done. It returns nil after ctx is done, with
-// every goroutine it started ended and idle connections closed.
+// queries as soon as they appear, until ctx is done. Each query is evaluated independently:
+// a query still in flight from an earlier refresh (a slow or hung Prometheus) is skipped, not
+// waited for, so one slow address never delays the others. Run returns nil after ctx is done,
+// once every evaluation it started has ended and idle connections are closed.
 func (p *Poller) Run(ctx context.Context) error {
-	defer p.transport.CloseIdleConnections()
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		p.transport.CloseIdleConnections()
+	}()
 	t := time.NewTicker(p.cfg.RefreshInterval)
 	defer t.Stop()
-	p.Refresh(ctx)
+	p.launch(ctx, &wg, true)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			p.Refresh(ctx)
+			p.launch(ctx, &wg, true)
 		case <-p.kick:
-			p.refresh(ctx, false)
+			p.launch(ctx, &wg, false)
 		}
 	}
 }
 
-// Refresh forgets unread subscriptions and evaluates every distinct query once, in
-// parallel up to Concurrency, each bounded by QueryTimeout. Run calls it; tests call it to
+// Refresh forgets unread subscriptions, evaluates every distinct query not already in
+// flight once (up to Concurrency at a time, each bounded by QueryTimeout) and waits for
+// those evaluations. Run does the same on its ticker without waiting; tests call Refresh to
 // step the poller without a clock.
-func (p *Poller) Refresh(ctx context.Context) { p.refresh(ctx, true) }
+func (p *Poller) Refresh(ctx context.Context) {
+	var wg sync.WaitGroup
+	p.launch(ctx, &wg, true)
+	wg.Wait()
+}
 
-func (p *Poller) refresh(ctx context.Context, all bool) {
+// launch starts evaluations on wg: of every query (all) or of queries never evaluated.
+func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 	now := p.now()
 	p.mu.Lock()
 	if all {
@@ -381,34 +394,33 @@ func (p *Poller) refresh(ctx context.Context, all bool) {
 				p.dropLocked(s)
 			}
 		}
+		p.perRefresh = len(p.queries)
 	}
 	todo := make([]*query, 0, len(p.queries))
 	for _, q := range p.queries {
-		if all || q.evaluatedAt.IsZero() {
-			todo = append(todo, q)
+		if q.inflight || (!all && !q.evaluatedAt.IsZero()) {
+			continue
 		}
+		q.inflight = true
+		todo = append(todo, q)
 	}
-	if all {
-		p.perRefresh = len(todo)
-	}
+	perRefresh := p.perRefresh
 	p.mu.Unlock()
 	if all {
-		p.m.perRefresh.Set(float64(len(todo)))
+		p.m.perRefresh.Set(float64(perRefresh))
 	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(p.cfg.Concurrency)
 	for _, q := range todo {
-		g.Go(func() error {
-			p.evaluate(gctx, q, now)
-			return nil
+		wg.Go(func() {
+			select {
+			case p.sem <- struct{}{}:
+				p.evaluate(ctx, q, now)
+				<-p.sem
+			case <-ctx.Done():
+			}
+			p.mu.Lock()
+			q.inflight = false
+			p.mu.Unlock()
 		})
-	}
-	_ = g.Wait()
-	if all && ctx.Err() == nil {
-		p.mu.Lock()
-		p.lastRefresh = now
-		p.mu.Unlock()
 	}
 }
 
@@ -484,14 +496,21 @@ func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]s
 	return nil, sample{}, false, fmt.Errorf("query returned a %s, want a vector or scalar", v.Type())
 }
 
-// snapshotAge is the time since the last completed full refresh; 0 before the first.
+// snapshotAge is the age of the oldest result in the snapshot (now minus the earliest
+// EvaluatedAt among evaluated queries); 0 when nothing has been evaluated.
 func (p *Poller) snapshotAge() time.Duration {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.lastRefresh.IsZero() {
+	var oldest time.Time
+	for _, q := range p.queries {
+		if !q.evaluatedAt.IsZero() && (oldest.IsZero() || q.evaluatedAt.Before(oldest)) {
+			oldest = q.evaluatedAt
+		}
+	}
+	if oldest.IsZero() {
 		return 0
 	}
-	return p.now().Sub(p.lastRefresh)
+	return p.now().Sub(oldest)
 }
 
 // Queries returns the number of distinct queries currently subscribed; the next full refresh
@@ -500,4 +519,12 @@ func (p *Poller) Queries() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return len(p.queries)
+}
+
+// kickNow asks Run to evaluate queries that have no result yet. It never blocks.
+func (p *Poller) kickNow() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
 }

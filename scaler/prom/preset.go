@@ -111,13 +111,14 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 	case KindQueue:
 		return fmt.Sprintf("sum by (%s) (%s)", by, p.QueueMetric), nil
 	case KindRate:
-		var sel string
-		if len(p.RequestCounters) == 1 {
-			sel = p.RequestCounters[0]
-		} else {
-			sel = fmt.Sprintf(`{__name__=~"%s"}`, strings.Join(p.RequestCounters, "|"))
+		// One sum per counter, then added: rate() drops the metric name, so a single
+		// {__name__=~"a|b"} selector would give two series with the same labels. Both
+		// counters exist for every loaded Triton model (Triton creates them at load).
+		terms := make([]string, len(p.RequestCounters))
+		for i, c := range p.RequestCounters {
+			terms[i] = fmt.Sprintf("sum by (%s) (rate(%s[1m]))", by, c)
 		}
-		return fmt.Sprintf("sum by (%s) (rate(%s[1m]))", by, sel), nil
+		return strings.Join(terms, " + "), nil
 	case KindActivity:
 		return fmt.Sprintf("avg by (%s) (%s * on (%s, %s) group_left () avg by (%s, %s) (%s))",
 			by, pods, ns, pod, ns, pod, ActivityMetric), nil
