@@ -45,13 +45,16 @@ type Observation struct {
 	BoundsKnown              bool
 }
 
-// Point is one evaluation in the sliding history: the raw value N_raw and
-// the result that was answered. A seed point carries the replica count found
-// when the ScaledObject was first seen; it counts for the down-window only.
+// Point is a run of consecutive evaluations in the sliding history with the
+// same raw value N_raw and the same answer; AtUnixNano is the time of the
+// run's latest evaluation. A run belongs to a window when its latest
+// evaluation does, which is exactly when any of its evaluations does, so the
+// windows' minimum and maximum are those of the unmerged history. A steady
+// pool keeps one or two points instead of one per refresh (16 bytes each:
+// 10,000 ScaledObjects × minutes of history).
 type Point struct {
-	AtUnixNano  int64 // time of the evaluation, Unix nanoseconds (compact: 10,000 ScaledObjects × minutes of history)
+	AtUnixNano  int64 // Unix nanoseconds
 	Raw, Result int32
-	Seed        bool
 }
 
 // LastGood is a signal's last valid value and the time it was evaluated.
@@ -75,10 +78,11 @@ type State struct {
 	History []Point
 	// Good holds the last valid value per signal.
 	Good [numSignals]LastGood
-	// Last is the previous Recommendation (HasLast false before the first one
-	// with data).
-	Last    Recommendation
-	HasLast bool
+	// LastReplicas and LastActive are the previous answer (HasLast false
+	// before the first answer with data).
+	LastReplicas int32
+	LastActive   bool
+	HasLast      bool
 	// LastGoodResult is the last result computed without degradation; a
 	// degraded decision never goes below it.
 	LastGoodResult int32
@@ -194,7 +198,7 @@ func clampReplicas(x float64, lo, hi int32) int32 {
 // unless the seed is known to be 0, and when degraded after an active answer.
 func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommendation, State) {
 	st := prev
-	st.History = nil // rebuilt below; prev's slice is never written
+	st.History = make([]Point, 0, len(prev.History)+1) // rebuilt below; prev's slice is never written
 	if st.FirstSeen.IsZero() {
 		st.FirstSeen = now
 	}
@@ -310,7 +314,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if inGuard && (!st.Seeded || st.SeedReplicas > 0) {
 		activeWhy = append(activeWhy, "first down-window after first sight")
 	}
-	if rec.Degraded && prev.HasLast && prev.Last.Active {
+	if rec.Degraded && prev.HasLast && prev.LastActive {
 		activeWhy = append(activeWhy, "degraded, was active")
 	}
 	rec.Active = len(activeWhy) > 0
@@ -318,12 +322,9 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	cutoff := func(w time.Duration) int64 { return now.Add(-w).UnixNano() }
 	keep := max(p.ScaleUpWindow, p.ScaleDownWindow, p.ScaleDownPeriod)
 	for _, pt := range prev.History {
-		if pt.AtUnixNano > cutoff(keep) || (pt.Seed && pt.AtUnixNano > cutoff(p.ScaleDownWindow)) {
+		if pt.AtUnixNano > cutoff(keep) {
 			st.History = append(st.History, pt)
 		}
-	}
-	if st.Seeded && !prev.Seeded {
-		st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: st.SeedReplicas, Result: st.SeedReplicas, Seed: true})
 	}
 
 	if !haveDemand {
@@ -331,7 +332,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		rec.Replicas = lo
 		switch {
 		case prev.HasLast:
-			rec.Replicas = min(max(prev.Last.Replicas, lo), hi)
+			rec.Replicas = min(max(prev.LastReplicas, lo), hi)
 		case st.Seeded:
 			rec.Replicas = min(max(st.SeedReplicas, lo), hi)
 		}
@@ -360,19 +361,24 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 
 	// Windows over the history, the current point included.
 	upMin, downMax := raw, raw
-	fromSeed := false
 	for _, pt := range st.History {
-		if !pt.Seed && pt.AtUnixNano > cutoff(p.ScaleUpWindow) && pt.Raw < upMin {
+		if pt.AtUnixNano > cutoff(p.ScaleUpWindow) && pt.Raw < upMin {
 			upMin = pt.Raw
 		}
 		if pt.AtUnixNano > cutoff(p.ScaleDownWindow) && pt.Raw > downMax {
-			downMax, fromSeed = pt.Raw, pt.Seed
+			downMax = pt.Raw
 		}
+	}
+	// The seed counts in the down-window only: a restart never scales down
+	// before one down-window has passed, but does not delay a scale-up.
+	fromSeed := false
+	if st.Seeded && st.SeedAt.UnixNano() > cutoff(p.ScaleDownWindow) && st.SeedReplicas > downMax {
+		downMax, fromSeed = st.SeedReplicas, true
 	}
 	cur := raw
 	switch {
 	case prev.HasLast:
-		cur = prev.Last.Replicas
+		cur = prev.LastReplicas
 	case st.Seeded:
 		cur = st.SeedReplicas
 	}
@@ -409,7 +415,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if desired < cur {
 		ref := cur
 		for _, pt := range st.History {
-			if !pt.Seed && pt.AtUnixNano > cutoff(p.ScaleDownPeriod) && pt.Result > ref {
+			if pt.AtUnixNano > cutoff(p.ScaleDownPeriod) && pt.Result > ref {
 				ref = pt.Result
 			}
 		}
@@ -427,10 +433,13 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if !rec.Degraded {
 		st.LastGoodResult = desired
 	}
-	st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: raw, Result: desired})
+	if n := len(st.History); n > 0 && st.History[n-1].Raw == raw && st.History[n-1].Result == desired {
+		st.History[n-1].AtUnixNano = now.UnixNano() // extend the run (st.History is our own copy)
+	} else {
+		st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: raw, Result: desired})
+	}
 	rec.Reason = reason(p, rec, lo, hi, activeWhy, outs, nevers)
-	st.Last, st.HasLast = rec, true
-	st.Last.Reason = "" // keep State small; the reason is in the returned Recommendation
+	st.LastReplicas, st.LastActive, st.HasLast = rec.Replicas, rec.Active, true
 	return rec, st
 }
 

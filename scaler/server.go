@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,7 @@ type healthSetter interface {
 // decision state.
 type trigger struct {
 	namespace, name, metric string
+	metadata                map[string]string // as KEDA sent it (a copy)
 	policy                  Policy
 	handles                 [numSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
@@ -161,7 +163,8 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
-	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{})}
+	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{}),
+		metadata: maps.Clone(ref.GetScalerMetadata())}
 	for _, sig := range AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
@@ -203,6 +206,20 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 	return tr, nil
 }
 
+// lookup is GetMetrics' fast path: the trigger registered under metric,
+// provided it is the one ref describes (same namespace, name and metadata),
+// so a name never answers for another ScaledObject or trigger. nil otherwise.
+func (s *Server) lookup(metric string, ref *pb.ScaledObjectRef) *trigger {
+	s.mu.RLock()
+	tr, ok := s.triggers[metric]
+	s.mu.RUnlock()
+	if !ok || ref == nil || tr.namespace != ref.GetNamespace() || tr.name != ref.GetName() || !maps.Equal(tr.metadata, ref.GetScalerMetadata()) {
+		return nil
+	}
+	tr.lastUsed.Store(s.now().UnixNano())
+	return tr
+}
+
 func (t *trigger) close() {
 	for _, h := range t.handles {
 		if h != nil {
@@ -239,6 +256,7 @@ func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
 	hadPrev := tr.have
 	rec, st := Recommend(tr.policy, obs, tr.state, now)
 	tr.state, tr.rec, tr.have = st, rec, true
+	tr.rec.Reason = "" // logged below; not kept per trigger (10,000 ScaledObjects)
 	if !hadPrev || prev.Active != rec.Active {
 		close(tr.changed)
 		tr.changed = make(chan struct{})
@@ -337,9 +355,12 @@ func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.
 // with target 1 and AverageValue, lands on it): metricValueFloat and
 // metricValue carry the same integer. An unknown metric name is NotFound.
 func (s *Server) GetMetrics(_ context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
-	tr, err := s.ensure(req.GetScaledObjectRef())
-	if err != nil {
-		return nil, err
+	tr := s.lookup(req.GetMetricName(), req.GetScaledObjectRef())
+	if tr == nil {
+		var err error
+		if tr, err = s.ensure(req.GetScaledObjectRef()); err != nil {
+			return nil, err
+		}
 	}
 	if req.GetMetricName() != tr.metric {
 		return nil, status.Errorf(codes.NotFound, "metric %q is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
