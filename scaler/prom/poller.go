@@ -135,12 +135,12 @@ type Poller struct {
 	kick      chan struct{}
 	sem       chan struct{} // Concurrency slots
 
-	mu          sync.RWMutex
-	reqs        map[Request]*subscription
-	subs        map[Key]*subscription
-	queries     map[queryID]*query
-	clients     map[string]v1.API
-	perRefresh  int
+	mu         sync.RWMutex
+	reqs       map[Request]*subscription
+	subs       map[Key]*subscription
+	queries    map[queryID]*query
+	clients    map[string]v1.API
+	perRefresh int
 }
 
 // NewPoller returns a poller for cfg whose metrics are registered on reg (nil: not

@@ -164,6 +164,36 @@ func TestPollerAgainstPrometheus(t *testing.T) {
 		}
 	})
 
+	t.Run("presets and confined queries run on this Prometheus", func(t *testing.T) {
+		var queries []string
+		for _, engine := range []string{EngineTriton, EngineVLLM} {
+			for _, kind := range Kinds {
+				q, err := PresetQuery(engine, kind, testLabels)
+				if err != nil {
+					t.Fatal(err)
+				}
+				queries = append(queries, q)
+			}
+		}
+		for _, q := range []string{
+			`sum by (model) (rate(nv_inference_request_success{namespace="b",model=~"m.*"}[1m]))`,
+			`max_over_time(nv_inference_pending_request_count[5m:30s] offset 1m)`,
+			`a / on (pod) group_left () b{namespace=~".+"}`,
+			`histogram_quantile(0.9, sum by (le) (rate(h_bucket[5m])))`,
+			`{__name__=~"nv_.*"} @ 1609746000`,
+		} {
+			c, err := Confine(q, "a", "namespace")
+			if err != nil {
+				t.Fatal(err)
+			}
+			queries = append(queries, c)
+		}
+		for _, q := range queries {
+			if _, _, _, err := srv.API().Query(ctx, q, evalAt); err != nil {
+				t.Errorf("Prometheus rejects %q: %v", q, err)
+			}
+		}
+	})
 	t.Run("series disappearing is empty", func(t *testing.T) {
 		pending.DeleteLabelValues("a", "p2", "m2", "1")
 		srv.WaitFor(t, `nv_inference_pending_request_count{model="m2"}`, promtest.IsEmpty, waitTimeout)
