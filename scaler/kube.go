@@ -2,23 +2,68 @@ package scaler
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/inferscale/inferscale/scaler/kube"
 )
 
+// kubeSyncTimeout bounds the wait for the informer caches at start-up; a
+// scaler without RBAC for ScaledObjects, Deployments and StatefulSets fails
+// instead of serving metadata bounds that KEDA would contradict.
+const kubeSyncTimeout = 60 * time.Second
+
 // startTargets connects to Kubernetes when the scaler can (a --kubeconfig,
-// or in-cluster credentials) and returns the ScaledObject lookup; nil means
-// no Kubernetes access: bounds come from metadata and ready replicas from
-// readyQuery or the preset's pod count.
+// or in-cluster credentials), starts the informers in g and waits for their
+// caches. nil means no Kubernetes access: bounds come from metadata and
+// ready replicas from readyQuery or the preset's pod count.
 func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.Logger) (Targets, error) {
-	inCluster := os.Getenv("KUBERNETES_SERVICE_HOST") != ""
-	if cfg.Kubeconfig == "" && !inCluster {
+	var rc *rest.Config
+	var err error
+	switch {
+	case cfg.Kubeconfig != "":
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("Kubeconfig %q: %w", cfg.Kubeconfig, err)
+		}
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		rc, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster Kubernetes config: %w", err)
+		}
+	default:
+		log.Info("no Kubernetes access (no --kubeconfig, not in a pod): bounds from metadata, ready replicas from readyQuery")
 		return nil, nil
 	}
-	// TODO(scaler/kube): wire the informers once the package lands.
-	log.Warn("Kubernetes access is not wired yet; bounds come from metadata and ready replicas from readyQuery",
-		"kubeconfig", cfg.Kubeconfig, "inCluster", inCluster)
-	return nil, nil
+	cluster, err := kube.New(rc, kube.DefaultConfig(), log)
+	if err != nil {
+		return nil, err
+	}
+	g.Go(func() error { return cluster.Run(ctx) })
+	sctx, cancel := context.WithTimeout(ctx, kubeSyncTimeout)
+	defer cancel()
+	if err := cluster.WaitForSync(sctx); err != nil {
+		return nil, fmt.Errorf("Kubernetes informers (ScaledObjects, Deployments, StatefulSets; check RBAC) not synced within %v: %w", kubeSyncTimeout, err)
+	}
+	log.Info("Kubernetes informers synced")
+	return clusterTargets{cluster}, nil
+}
+
+// clusterTargets adapts *kube.Cluster to Targets. A ScaledObject the
+// cluster does not know, or whose bounds are invalid, falls back to the
+// metadata bounds.
+type clusterTargets struct{ c *kube.Cluster }
+
+func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
+	t, ok := ct.c.Lookup(namespace, name)
+	if !ok || !t.Known {
+		return Target{}, false
+	}
+	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown}, true
 }

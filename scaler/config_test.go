@@ -1,0 +1,53 @@
+package scaler
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		give func(*Config)
+		want []string
+	}{
+		{"listen", func(c *Config) { c.Listen = "9090" }, []string{`Listen "9090": must be host:port`}},
+		{"refresh", func(c *Config) { c.RefreshInterval = 0 }, []string{"RefreshInterval 0s: must be in [100ms, 10m]"}},
+		{"prometheus", func(c *Config) { c.PrometheusAddress = "prometheus:9090" }, []string{"PrometheusAddress"}},
+		{"tls pair", func(c *Config) { c.TLSCertFile = "/tls/tls.crt" }, []string{"TLSCertFile and TLSKeyFile: must be set together"}},
+		{"mtls without tls", func(c *Config) { c.TLSClientCAFile = "/tls/ca.crt" }, []string{"TLSClientCAFile: requires TLSCertFile"}},
+		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel "kubernetes-namespace": must be a label name`}},
+		{
+			"every violation",
+			func(c *Config) {
+				c.QueryConcurrency, c.ForgetAfter, c.LogLevel, c.LogFormat, c.GracefulStopTimeout = 0, time.Second, "loud", "xml", -time.Second
+			},
+			[]string{"QueryConcurrency 0: must be in [1, 256]", "ForgetAfter 1s: must be ≥ RefreshInterval", `LogLevel "loud"`, `LogFormat "xml"`, "GracefulStopTimeout -1s"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.give(&c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			if got := len(strings.Split(err.Error(), "\n")); got != len(tt.want) {
+				t.Errorf("%d violations, want %d: %v", got, len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
