@@ -83,6 +83,8 @@ type scaledObject struct {
 	problem    string
 }
 
+type nsName struct{ namespace, name string }
+
 // Cluster watches ScaledObjects, Deployments and StatefulSets. Its methods are safe for
 // concurrent use.
 type Cluster struct {
@@ -96,7 +98,7 @@ type Cluster struct {
 	synced  []cache.InformerSynced
 
 	mu  sync.RWMutex
-	sos map[string]scaledObject // key namespace/name
+	sos map[nsName]scaledObject
 }
 
 // New returns a Cluster that talks to the API server at cfg. It starts nothing; call Run.
@@ -125,7 +127,7 @@ func NewForClients(dyn dynamic.Interface, kc kubernetes.Interface, cfg Config, l
 		log:   log,
 		dynF:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, cfg.Resync, cfg.Namespace, nil),
 		kubeF: informers.NewSharedInformerFactoryWithOptions(kc, cfg.Resync, informers.WithNamespace(cfg.Namespace)),
-		sos:   map[string]scaledObject{},
+		sos:   map[nsName]scaledObject{},
 	}
 	c.soInf = c.dynF.ForResource(ScaledObjects).Informer()
 	if _, err := c.soInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -175,7 +177,7 @@ func (c *Cluster) Synced() bool {
 // caches. ok is false when the ScaledObject is not in the cache (Target.Known is then false).
 func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	c.mu.RLock()
-	so, ok := c.sos[namespace+"/"+name]
+	so, ok := c.sos[nsName{namespace, name}]
 	c.mu.RUnlock()
 	if !ok {
 		return Target{Problem: fmt.Sprintf("scaledobject %s/%s not found", namespace, name)}, false
@@ -219,7 +221,7 @@ func (c *Cluster) upsert(obj any) {
 		c.log.Warn("scaledobject unusable", "namespace", u.GetNamespace(), "name", u.GetName(), "problem", so.problem)
 	}
 	c.mu.Lock()
-	c.sos[u.GetNamespace()+"/"+u.GetName()] = so
+	c.sos[nsName{u.GetNamespace(), u.GetName()}] = so
 	c.mu.Unlock()
 }
 
@@ -232,7 +234,7 @@ func (c *Cluster) remove(obj any) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.sos, u.GetNamespace()+"/"+u.GetName())
+	delete(c.sos, nsName{u.GetNamespace(), u.GetName()})
 	c.mu.Unlock()
 }
 

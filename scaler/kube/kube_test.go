@@ -64,12 +64,12 @@ func start(t *testing.T, sos []runtime.Object, objs ...runtime.Object) env {
 func TestLookup(t *testing.T) {
 	sos := []runtime.Object{
 		newScaledObject("a", "triton", map[string]any{
-			"scaleTargetRef": map[string]any{"name": "triton-pool"},
+			"scaleTargetRef":  map[string]any{"name": "triton-pool"},
 			"minReplicaCount": int64(1), "maxReplicaCount": int64(8),
 		}),
 		newScaledObject("a", "defaults", map[string]any{"scaleTargetRef": map[string]any{"name": "vllm"}}),
 		newScaledObject("a", "sts", map[string]any{
-			"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "llm"},
+			"scaleTargetRef":  map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "llm"},
 			"maxReplicaCount": int64(4),
 		}),
 		newScaledObject("a", "rollout", map[string]any{
@@ -77,7 +77,7 @@ func TestLookup(t *testing.T) {
 		}),
 		newScaledObject("a", "no-target", map[string]any{"scaleTargetRef": map[string]any{"name": "missing"}}),
 		newScaledObject("a", "inverted", map[string]any{
-			"scaleTargetRef": map[string]any{"name": "triton-pool"},
+			"scaleTargetRef":  map[string]any{"name": "triton-pool"},
 			"minReplicaCount": int64(5), "maxReplicaCount": int64(2),
 		}),
 	}
