@@ -1,0 +1,539 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/scaler"
+)
+
+// Exact RBAC of the chart. The scaler reads ScaledObjects (bounds, scale target) and the scale
+// targets (ready replicas) and records events; the residency sidecar only records events.
+// Anything more (a write verb, another resource, a ClusterRole) fails the test.
+var (
+	wantScalerRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"keda.sh"}, Resources: []string{"scaledobjects"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+	wantPoolRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+)
+
+const (
+	scalerName = "rel-inferscale-scaler"
+	poolRole   = "rel-inferscale-pool"
+)
+
+func scalerFlagDecls(t *testing.T) []flagDecl {
+	t.Helper()
+	d, err := readFlagDecls("../cmd/scaler/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// residencyFlagDecls returns cmd/residency's flags, or skips when its main.go has not landed.
+func residencyFlagDecls(t *testing.T) []flagDecl {
+	t.Helper()
+	d, err := readFlagDecls("../cmd/residency/main.go")
+	if errors.Is(err, errNoMain) {
+		t.Skipf("cannot check the sidecar's flags: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func container(cs []corev1.Container, name string) (corev1.Container, bool) {
+	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		return corev1.Container{}, false
+	}
+	return cs[i], true
+}
+
+// sidecar returns the pod's residency container, as a native sidecar or a plain container.
+func sidecar(spec corev1.PodSpec) (corev1.Container, bool) {
+	if c, ok := container(spec.InitContainers, "residency"); ok {
+		return c, true
+	}
+	return container(spec.Containers, "residency")
+}
+
+// scalerConfig parses the rendered scaler arguments with cmd/scaler's flags.
+func scalerConfig(t *testing.T, d *appsv1.Deployment) scaler.Config {
+	t.Helper()
+	c, ok := container(d.Spec.Template.Spec.Containers, "scaler")
+	if !ok {
+		t.Fatalf("%s has no scaler container", d.Name)
+	}
+	cfg := scaler.DefaultConfig()
+	if err := parseFlags(&cfg, scalerFlagDecls(t), c.Args); err != nil {
+		t.Fatalf("scaler args %q: %v", c.Args, err)
+	}
+	return cfg
+}
+
+// residencyConfig parses a rendered sidecar's arguments with cmd/residency's flags. Namespace
+// comes from $POD_NAMESPACE in the pod (the downward API), which the chart sets.
+func residencyConfig(t *testing.T, decls []flagDecl, c corev1.Container) residency.Config {
+	t.Helper()
+	cfg := residency.DefaultConfig()
+	if err := parseFlags(&cfg, decls, c.Args); err != nil {
+		t.Fatalf("residency args %q: %v", c.Args, err)
+	}
+	if cfg.Namespace == "" && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}) {
+		cfg.Namespace = namespace
+	}
+	return cfg
+}
+
+// drainDeadline is the longest a sidecar drain may take: the propagation delay, then the drain
+// timeout (residency.Config: DrainTimeout "bounds a drain after the propagation delay").
+func drainDeadline(t *testing.T, c corev1.Container) time.Duration {
+	t.Helper()
+	args := argMap(c.Args)
+	var total time.Duration
+	for _, name := range []string{"drain-timeout", "propagation-delay"} {
+		v, ok := args[name]
+		if !ok {
+			t.Fatalf("sidecar args %q: no --%s (the chart must not rely on a default it cannot see)", c.Args, name)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("--%s=%s: %v", name, v, err)
+		}
+		total += d
+	}
+	return total
+}
+
+// TestNoReplicasOnScaledDeployments: a Deployment a ScaledObject owns must not carry replicas,
+// or every `helm upgrade` resets the pool under the HPA's feet.
+func TestNoReplicasOnScaledDeployments(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			for _, so := range o.scaledObjects {
+				ref := so.Spec.ScaleTargetRef
+				if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" {
+					t.Errorf("ScaledObject %s targets %s %s, want apps/v1 Deployment", so.Name, ref.APIVersion, ref.Kind)
+				}
+				d, ok := o.deployments[ref.Name]
+				if !ok {
+					t.Fatalf("ScaledObject %s targets Deployment %q, which the chart does not render", so.Name, ref.Name)
+				}
+				if d.Spec.Replicas != nil {
+					t.Errorf("Deployment %s is owned by ScaledObject %s but sets replicas: %d", d.Name, so.Name, *d.Spec.Replicas)
+				}
+			}
+			for name, d := range o.deployments {
+				if d.Labels["app.kubernetes.io/component"] != "pool" {
+					continue
+				}
+				if _, ok := o.scaledObjects[name]; !ok {
+					t.Errorf("pool Deployment %s has no ScaledObject", name)
+				}
+			}
+		})
+	}
+}
+
+// TestGracePeriodOutlastsDrain: Kubernetes signals every container of a pod at once and kills
+// them when terminationGracePeriodSeconds ends, so the grace period must exceed the sidecar's
+// whole drain, and Triton's preStop must wait on the sidecar's POST /drain.
+func TestGracePeriodOutlastsDrain(t *testing.T) {
+	sawSidecar := false
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			for _, d := range o.deployments {
+				if d.Labels["app.kubernetes.io/component"] != "pool" {
+					continue
+				}
+				spec := d.Spec.Template.Spec
+				if spec.TerminationGracePeriodSeconds == nil {
+					t.Fatalf("%s: no terminationGracePeriodSeconds", d.Name)
+				}
+				grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+				sc, ok := sidecar(spec)
+				if !ok {
+					eng, _ := container(spec.Containers, "engine")
+					if eng.Lifecycle == nil || eng.Lifecycle.PreStop == nil || eng.Lifecycle.PreStop.Sleep == nil {
+						t.Fatalf("%s: engine without a preStop sleep", d.Name)
+					}
+					if sleep := time.Duration(eng.Lifecycle.PreStop.Sleep.Seconds) * time.Second; grace <= sleep {
+						t.Errorf("%s: grace %v <= preStop sleep %v", d.Name, grace, sleep)
+					}
+					continue
+				}
+				sawSidecar = true
+				deadline := drainDeadline(t, sc)
+				if grace <= deadline {
+					t.Errorf("%s: terminationGracePeriodSeconds %v <= drain deadline %v", d.Name, grace, deadline)
+				}
+				port := sc.Ports[0].ContainerPort
+				tr, ok := container(spec.Containers, "triton")
+				if !ok {
+					t.Fatalf("%s: sidecar without a triton container", d.Name)
+				}
+				if tr.Lifecycle == nil || tr.Lifecycle.PreStop == nil || tr.Lifecycle.PreStop.Exec == nil {
+					t.Fatalf("%s: triton has no exec preStop", d.Name)
+				}
+				hook := strings.Join(tr.Lifecycle.PreStop.Exec.Command, " ")
+				if want := fmt.Sprintf("http://127.0.0.1:%d/drain", port); !strings.Contains(hook, want) || !strings.Contains(hook, "-X POST") {
+					t.Errorf("%s: preStop %q does not POST %s", d.Name, hook, want)
+				}
+				// curl's own timeout must not cut the drain short, nor outlive the grace period.
+				m := regexp.MustCompile(`--max-time (\d+)`).FindStringSubmatch(hook)
+				if m == nil {
+					t.Fatalf("%s: preStop %q without curl --max-time", d.Name, hook)
+				}
+				maxTime, _ := strconv.Atoi(m[1])
+				if mt := time.Duration(maxTime) * time.Second; mt <= deadline || mt >= grace {
+					t.Errorf("%s: curl --max-time %v not in (drain deadline %v, grace %v)", d.Name, mt, deadline, grace)
+				}
+				rp := tr.ReadinessProbe
+				if rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/readyz" || rp.HTTPGet.Port.IntValue() != int(port) {
+					t.Errorf("%s: triton readiness %+v, want GET /readyz on the sidecar's port %d", d.Name, rp, port)
+				}
+				if !slices.Contains(tr.Args, "--model-control-mode=explicit") {
+					t.Errorf("%s: triton args %q without --model-control-mode=explicit", d.Name, tr.Args)
+				}
+				if c, native := container(spec.InitContainers, "residency"); native && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+					t.Errorf("%s: residency init container is not a native sidecar (restartPolicy Always)", d.Name)
+				}
+			}
+		})
+	}
+	if !sawSidecar {
+		t.Error("no render case has a residency sidecar")
+	}
+}
+
+// TestRBACExact pins every Role's rules and that bindings only bind the chart's own
+// ServiceAccounts to the chart's own Roles.
+func TestRBACExact(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			if diff := cmp.Diff(wantScalerRules, o.roles[scalerName].Rules); diff != "" {
+				t.Errorf("scaler Role rules (-want +got):\n%s", diff)
+			}
+			if r, ok := o.roles[poolRole]; ok {
+				if diff := cmp.Diff(wantPoolRules, r.Rules); diff != "" {
+					t.Errorf("pool Role rules (-want +got):\n%s", diff)
+				}
+			}
+			for name := range o.roles {
+				if name != scalerName && name != poolRole {
+					t.Errorf("unexpected Role %s", name)
+				}
+			}
+			for _, b := range o.roleBindings {
+				if _, ok := o.roles[b.RoleRef.Name]; !ok || b.RoleRef.Kind != "Role" {
+					t.Errorf("RoleBinding %s binds %s %s, not one of the chart's Roles", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				}
+				for _, s := range b.Subjects {
+					if _, ok := o.serviceAccts[s.Name]; !ok || s.Kind != "ServiceAccount" || s.Namespace != namespace {
+						t.Errorf("RoleBinding %s subject %+v is not one of the chart's ServiceAccounts", b.Name, s)
+					}
+				}
+			}
+			// Only the sidecar gets an API token; Triton and the engines get none.
+			for _, d := range o.deployments {
+				spec := d.Spec.Template.Spec
+				if d.Labels["app.kubernetes.io/component"] != "pool" {
+					continue
+				}
+				if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+					t.Errorf("%s: automountServiceAccountToken is not false", d.Name)
+				}
+				for _, c := range spec.Containers {
+					if c.Name == "residency" {
+						continue
+					}
+					for _, m := range c.VolumeMounts {
+						if strings.Contains(m.MountPath, "serviceaccount") {
+							t.Errorf("%s: container %s mounts an API token", d.Name, c.Name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestScaledObjects checks every trigger against the scaler's own metadata parser and KEDA's
+// semantics: one external trigger at the scaler's Service, AverageValue (target 1 lands the
+// HPA on the scaler's number and is what KEDA's fallback needs), bounds equal to the policy's,
+// a fallback, and an HPA behaviour that leaves the windows to the scaler.
+func TestScaledObjects(t *testing.T) {
+	zeroTolerance := map[string]bool{"triton-example": true, "vllm-example": true, "tls": true, "monitoring": false}
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			sc := scalerConfig(t, o.deployments[scalerName])
+			svc := o.services[scalerName]
+			grpcPort := svc.Spec.Ports[slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "grpc" })].Port
+			wantAddr := fmt.Sprintf("%s.%s.svc:%d", scalerName, namespace, grpcPort)
+			for _, so := range o.scaledObjects {
+				if len(so.Spec.Triggers) != 1 {
+					t.Fatalf("%s: %d triggers, want 1", so.Name, len(so.Spec.Triggers))
+				}
+				tr := so.Spec.Triggers[0]
+				if tr.Type != "external" && tr.Type != "external-push" {
+					t.Errorf("%s: trigger type %q", so.Name, tr.Type)
+				}
+				if tr.MetricType != "AverageValue" {
+					t.Errorf("%s: metricType %q, want AverageValue", so.Name, tr.MetricType)
+				}
+				meta := maps.Clone(tr.Metadata)
+				if meta["scalerAddress"] != wantAddr {
+					t.Errorf("%s: scalerAddress %q, want %q", so.Name, meta["scalerAddress"], wantAddr)
+				}
+				p, err := scaler.ParseMetadata(meta, scaler.Defaults{PrometheusAddress: sc.PrometheusAddress})
+				if err != nil {
+					t.Fatalf("%s: the scaler rejects the chart's metadata: %v", so.Name, err)
+				}
+				if so.Spec.MinReplicaCount == nil || *so.Spec.MinReplicaCount != p.MinReplicas ||
+					so.Spec.MaxReplicaCount == nil || *so.Spec.MaxReplicaCount != p.MaxReplicas {
+					t.Errorf("%s: min/maxReplicaCount %v/%v differ from the policy's %d/%d", so.Name,
+						so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount, p.MinReplicas, p.MaxReplicas)
+				}
+				if f := so.Spec.Fallback; f == nil || f.FailureThreshold < 1 || f.Behavior != kedav1alpha1.FallbackBehaviorCurrentReplicasIfHigher {
+					t.Errorf("%s: fallback %+v, want failureThreshold >= 1 and currentReplicasIfHigher", so.Name, f)
+				}
+				hpa := so.Spec.Advanced.HorizontalPodAutoscalerConfig
+				if hpa.Name != so.Name {
+					t.Errorf("%s: HPA name %q", so.Name, hpa.Name)
+				}
+				for dir, rules := range map[string]*autoscalingv2.HPAScalingRules{"scaleUp": hpa.Behavior.ScaleUp, "scaleDown": hpa.Behavior.ScaleDown} {
+					if rules == nil || rules.StabilizationWindowSeconds == nil || *rules.StabilizationWindowSeconds != 0 {
+						t.Errorf("%s: %s stabilizationWindowSeconds is not 0: the scaler owns the windows", so.Name, dir)
+						continue
+					}
+					if got := rules.Tolerance != nil && rules.Tolerance.IsZero(); got != zeroTolerance[rc.name] {
+						t.Errorf("%s: %s tolerance %v, want zero=%v", so.Name, dir, rules.Tolerance, zeroTolerance[rc.name])
+					}
+				}
+				if ref := tr.AuthenticationRef; ref != nil {
+					ta, ok := o.triggerAuths[ref.Name]
+					if !ok {
+						t.Fatalf("%s: authenticationRef %q not rendered", so.Name, ref.Name)
+					}
+					checkTriggerAuth(t, o, ta, sc)
+				} else if sc.TLSCertFile != "" {
+					t.Errorf("%s: the scaler serves TLS but the trigger has no authenticationRef", so.Name)
+				}
+			}
+		})
+	}
+}
+
+// checkTriggerAuth: KEDA's external scaler reads caCert, and for mTLS tlsClientCert and
+// tlsClientKey, from the TriggerAuthentication; each must point at a rendered Secret key.
+func checkTriggerAuth(t *testing.T, o *objects, ta *kedav1alpha1.TriggerAuthentication, sc scaler.Config) {
+	t.Helper()
+	var params []string
+	for _, r := range ta.Spec.SecretTargetRef {
+		params = append(params, r.Parameter)
+		s, ok := o.secrets[r.Name]
+		if !ok {
+			t.Errorf("TriggerAuthentication %s: parameter %s reads Secret %s, not rendered", ta.Name, r.Parameter, r.Name)
+			continue
+		}
+		if len(s.Data[r.Key]) == 0 {
+			t.Errorf("TriggerAuthentication %s: Secret %s has no key %s", ta.Name, r.Name, r.Key)
+		}
+	}
+	want := []string{"caCert"}
+	if sc.TLSClientCAFile != "" {
+		want = append(want, "tlsClientCert", "tlsClientKey")
+	}
+	if diff := cmp.Diff(want, params); diff != "" {
+		t.Errorf("TriggerAuthentication %s parameters (-want +got):\n%s", ta.Name, diff)
+	}
+}
+
+// TestScalerDeployment: hardened pod, probes on the gRPC health service, config the scaler's
+// own Validate accepts.
+func TestScalerDeployment(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			d := o.deployments[scalerName]
+			cfg := scalerConfig(t, d)
+			if err := cfg.Validate(); err != nil {
+				t.Fatalf("scaler rejects the chart's flags: %v", err)
+			}
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+				t.Errorf("scaler replicas %v, want 1 by default", d.Spec.Replicas)
+			}
+			spec := d.Spec.Template.Spec
+			c := spec.Containers[0]
+			psc, sc := spec.SecurityContext, c.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+				t.Error("scaler pod is not runAsNonRoot")
+			}
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+				sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("scaler container security context %+v is not hardened", sc)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("scaler resources %+v: want a CPU request and a memory limit", c.Resources)
+			}
+			rp := c.ReadinessProbe
+			tls := cfg.TLSCertFile != ""
+			switch {
+			case !tls && (rp == nil || rp.GRPC == nil || fmt.Sprint(rp.GRPC.Port) != strings.TrimPrefix(cfg.Listen, ":")):
+				t.Errorf("readiness %+v, want a gRPC probe on %s", rp, cfg.Listen)
+			case tls && (rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/healthz"):
+				t.Errorf("readiness with TLS %+v, want GET /healthz (kubelet gRPC probes are plaintext)", rp)
+			}
+			if lp := c.LivenessProbe; lp == nil || lp.HTTPGet == nil || lp.HTTPGet.Path != "/healthz" {
+				t.Errorf("liveness %+v, want GET /healthz", lp)
+			}
+			if tls {
+				for _, f := range []string{cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile} {
+					if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return strings.HasPrefix(f, m.MountPath+"/") }) {
+						t.Errorf("TLS file %s is not under a mounted volume", f)
+					}
+				}
+			}
+			pdb := o.pdbs[scalerName]
+			if pdb == nil || !maps.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+				t.Errorf("PodDisruptionBudget does not select the scaler's pods")
+			}
+			// helm test asks the same address KEDA dials.
+			tp := o.testPods[scalerName+"-test-health"]
+			if tp == nil || tp.Annotations["helm.sh/hook"] != "test" ||
+				!slices.Contains(tp.Spec.Containers[0].Args, fmt.Sprintf("-addr=%s.%s.svc%s", scalerName, namespace, cfg.Listen)) {
+				t.Errorf("helm test pod %+v does not probe the scaler's address", tp)
+			}
+		})
+	}
+}
+
+// TestPools: GPU resources, and catalogs the sidecar's own parser accepts with a peak for the
+// pod's profile for every model.
+func TestPools(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			for _, d := range o.deployments {
+				if d.Labels["app.kubernetes.io/component"] != "pool" {
+					continue
+				}
+				spec := d.Spec.Template.Spec
+				gpu := false
+				for name, q := range spec.Containers[0].Resources.Limits {
+					gpu = gpu || (strings.HasPrefix(string(name), "nvidia.com/") && q.Value() > 0)
+				}
+				if !gpu {
+					t.Errorf("%s: no nvidia.com/ GPU or MIG limit on %s", d.Name, spec.Containers[0].Name)
+				}
+				sc, ok := sidecar(spec)
+				if !ok {
+					continue
+				}
+				cm := o.configMaps[d.Name+"-catalog"]
+				if cm == nil {
+					t.Fatalf("%s: no catalog ConfigMap", d.Name)
+				}
+				cat, err := residency.ParseCatalog([]byte(cm.Data["catalog.yaml"]))
+				if err != nil {
+					t.Fatalf("%s: the sidecar rejects the catalog: %v", d.Name, err)
+				}
+				profile := argMap(sc.Args)["mig-profile"]
+				if un := cat.Unplaceable(profile); profile == "" || len(un) > 0 {
+					t.Errorf("%s: profile %q; catalog models without a peak for it: %v", d.Name, profile, un)
+				}
+				mounted := slices.ContainsFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == "catalog" && argMap(sc.Args)["catalog"] == m.MountPath+"/catalog.yaml"
+				})
+				vol := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+					return v.Name == "catalog" && v.ConfigMap != nil && v.ConfigMap.Name == cm.Name
+				})
+				if !mounted || !vol {
+					t.Errorf("%s: --catalog=%s is not the mounted ConfigMap %s", d.Name, argMap(sc.Args)["catalog"], cm.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestSidecarFlags parses every rendered sidecar command line with cmd/residency's own flags
+// and residency.Config.Validate.
+func TestSidecarFlags(t *testing.T) {
+	decls := residencyFlagDecls(t)
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			for _, d := range o.deployments {
+				sc, ok := sidecar(d.Spec.Template.Spec)
+				if !ok {
+					continue
+				}
+				if err := residencyConfig(t, decls, sc).Validate(); err != nil {
+					t.Errorf("%s: the sidecar rejects the chart's flags: %v", d.Name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestTritonExample pins what the Triton example promises: 1g.10gb slices, one pinned
+// embedding model and a long P2 tail that fits the slice only in part.
+func TestTritonExample(t *testing.T) {
+	o := renderObjects(t, renderCases[1])
+	d := o.deployments["rel-inferscale-embed"]
+	tr, _ := container(d.Spec.Template.Spec.Containers, "triton")
+	if q := tr.Resources.Limits["nvidia.com/mig-1g.10gb"]; q.Value() != 1 {
+		t.Errorf("triton limit nvidia.com/mig-1g.10gb = %v, want 1", q.String())
+	}
+	cat, err := residency.ParseCatalog([]byte(o.configMaps["rel-inferscale-embed-catalog"].Data["catalog.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := map[residency.Tier][]string{}
+	var total int64
+	for _, m := range cat.Models {
+		tiers[m.Tier] = append(tiers[m.Tier], m.Name)
+		p, _ := m.Peak("1g.10gb")
+		total += p
+	}
+	if diff := cmp.Diff([]string{"text-embedding-bge-small"}, tiers[residency.TierP0]); diff != "" {
+		t.Errorf("P0 models (-want +got):\n%s", diff)
+	}
+	if len(tiers[residency.TierP2]) < 5 {
+		t.Errorf("P2 tail %v: want at least 5 models", tiers[residency.TierP2])
+	}
+	// The tail must not fit all at once, or residency has nothing to decide.
+	budget, _ := residency.ProfileBytes("1g.10gb")
+	if total <= budget-cat.ReserveBytes {
+		t.Errorf("all models (%d bytes) fit in the 1g.10gb budget %d: the example shows no eviction", total, budget-cat.ReserveBytes)
+	}
+}
