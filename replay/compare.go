@@ -70,6 +70,8 @@ type Comparison struct {
 	Best []Result
 	// All holds every run, sweeps included.
 	All []Result
+	// Note is printed after the table header (e.g. rows the reader skipped).
+	Note string
 }
 
 // ErrEmptyTrace is returned for a trace without requests.
@@ -285,13 +287,16 @@ func binnedMix(b *Binned, n int, seed uint64) []float64 {
 // ProbeThroughput measures μ, the request rate one replica sustains while
 // meeting the queue-wait SLO for the SLOTarget share of requests: Poisson
 // arrivals with service times resampled from mix (the trace's own request
-// mix), rate found by bisection between 0 and the replica's raw capacity
-// slots ÷ mean service; the highest rate that holds the SLO is returned.
-// The same random draws are rescaled at every rate (common random numbers),
-// so attainment falls monotonically with the rate. Deterministic for
-// cfg.Seed.
+// mix) are offered to a fixed pool of cfg.ProbeReplicas replicas (1 by
+// default: one replica, as the scaler's replicaThroughput is defined), the
+// rate is found by bisection between 0 and the pool's raw capacity
+// replicas·slots ÷ mean service, and the highest rate that holds the SLO,
+// divided by the replicas, is returned. The same random draws are rescaled
+// at every rate (common random numbers), so attainment falls monotonically
+// with the rate. Deterministic for cfg.Seed.
 func ProbeThroughput(cfg PoolConfig, mix []float64) float64 {
 	const n = 20000
+	k := max(1, cfg.ProbeReplicas)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x50726f6265))
 	gaps := make([]float64, n)
 	svc := make([]float64, n)
@@ -304,8 +309,8 @@ func ProbeThroughput(cfg PoolConfig, mix []float64) float64 {
 		gaps[i] = rng.ExpFloat64()
 		svc[i] = mix[rng.IntN(len(mix))]
 	}
-	one := cfg
-	one.MinReplicas, one.MaxReplicas = 1, 1
+	pool := cfg
+	pool.MinReplicas, pool.MaxReplicas = k, k
 	w := &Workload{ArrivalS: make([]float64, n), ServiceS: svc}
 	holds := func(rate float64) bool {
 		t := 0.0
@@ -313,10 +318,10 @@ func ProbeThroughput(cfg PoolConfig, mix []float64) float64 {
 			t += g / rate
 			w.ArrivalS[i] = t
 		}
-		r := simulateRequests(one, w, &staticCtl{n: 1}, runOptions{initial: 1, sampleStepS: 60, maxOverrunS: 3600, noSeries: true})
+		r := simulateRequests(pool, w, &staticCtl{n: k}, runOptions{initial: k, sampleStepS: 60, maxOverrunS: 3600, noSeries: true})
 		return r.Attainment() >= cfg.SLOTarget
 	}
-	lo, hi := 0.0, float64(cfg.Slots)/mean
+	lo, hi := 0.0, float64(k*cfg.Slots)/mean
 	for range 30 {
 		mid := (lo + hi) / 2
 		if holds(mid) {
@@ -325,5 +330,5 @@ func ProbeThroughput(cfg PoolConfig, mix []float64) float64 {
 			hi = mid
 		}
 	}
-	return lo
+	return lo / float64(k)
 }

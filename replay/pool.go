@@ -104,17 +104,20 @@ type PoolConfig struct {
 	Service ServiceModel
 	// Seed seeds cold-start draws and synthesized traces.
 	Seed uint64
+	// ProbeReplicas is the pool size the capacity probe measures μ on
+	// (ProbeThroughput); 1 measures one replica.
+	ProbeReplicas int
 }
 
-// DefaultPoolConfig returns the documented defaults: 4 slots, 0..1000
+// DefaultPoolConfig returns the documented defaults: 4 slots, 0..10000
 // replicas, 60 s cold start, 2 s queue-wait SLO for 99 % of requests, $2.50
 // per GPU-hour (an assumption close to on-demand H100 list prices in 2025),
 // one GPU per replica.
 func DefaultPoolConfig() PoolConfig {
 	return PoolConfig{
-		Slots: 4, MinReplicas: 0, MaxReplicas: 1000,
+		Slots: 4, MinReplicas: 0, MaxReplicas: 10000,
 		ColdStart: 60 * time.Second, SLO: 2 * time.Second, SLOTarget: 0.99,
-		PricePerGPUHour: 2.5, GPUsPerReplica: 1, Service: DefaultServiceModel(), Seed: 1,
+		PricePerGPUHour: 2.5, GPUsPerReplica: 1, Service: DefaultServiceModel(), Seed: 1, ProbeReplicas: 1,
 	}
 }
 
@@ -141,6 +144,9 @@ func (c PoolConfig) Validate() error {
 	}
 	if c.GPUsPerReplica < 1 || c.GPUsPerReplica > 64 {
 		errs = append(errs, fmt.Errorf("gpus per replica = %d: want 1..64", c.GPUsPerReplica))
+	}
+	if c.ProbeReplicas < 1 || c.ProbeReplicas > 10000 {
+		errs = append(errs, fmt.Errorf("probe replicas = %d: want 1..10000", c.ProbeReplicas))
 	}
 	if err := c.Service.Validate(); err != nil {
 		errs = append(errs, err)

@@ -85,7 +85,10 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "Trace %s: %s requests over %.1f h, %s mode. Pool: %d slots/replica, cold start %s, SLO queue wait ≤ %s for %s%% of requests, $%.2f/GPU-hour.",
 		c.Trace, fnum(c.Requests, 0), c.DurationS/3600, c.Mode, c.Pool.Slots, coldDesc(c.Pool), c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1), c.Pool.PricePerGPUHour)
 	if c.MuRPS > 0 {
-		fmt.Fprintf(&b, " Probed replicaThroughput μ = %.3f req/s.", c.MuRPS)
+		fmt.Fprintf(&b, " Probed replicaThroughput μ = %.4g req/s (on %d replica(s)).", c.MuRPS, c.Pool.ProbeReplicas)
+	}
+	if c.Note != "" {
+		b.WriteString(" " + c.Note)
 	}
 	b.WriteString("\n\n")
 	b.WriteString("| policy | setting | GPU-h | cost $ | SLO % | wait p50 | p95 | p99 | scale ev/h | cold starts | $/1k SLO-met | × LB |\n")

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"image/color"
@@ -37,7 +38,8 @@ const (
 // from a log-normal with GenTD26's median 23 s and p99 52 s. Draws use a PCG
 // seeded with Seed.
 type ResidencyConfig struct {
-	// BudgetModels sets the budget to this many median-sized models.
+	// BudgetModels sets the budget to this many median-sized models; 0
+	// picks AutoBudgetModels.
 	BudgetModels    float64
 	SizeMedianBytes int64
 	SizeSigma       float64
@@ -50,13 +52,13 @@ type ResidencyConfig struct {
 	Seed                      uint64
 }
 
-// DefaultResidencyConfig returns the documented defaults: a budget of 4
-// median models, median 6 GiB, σ 0.6, and the residency package's own
+// DefaultResidencyConfig returns the documented defaults: an automatic
+// budget (AutoBudgetModels), median 6 GiB, σ 0.6, and the residency package's own
 // controller and catalog defaults.
 func DefaultResidencyConfig() ResidencyConfig {
 	rc := residency.DefaultConfig()
 	return ResidencyConfig{
-		BudgetModels: 4, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
+		BudgetModels: 0, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
 		LoopInterval: rc.LoopInterval, DemandWindow: rc.DemandWindow,
 		IdleTimeout: residency.DefaultIdleTimeout, MinResidency: residency.DefaultMinResidency, Seed: 1,
 	}
@@ -296,7 +298,9 @@ func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 // runPlan replays residency.Plan, the residency controller's pure decision:
 // every LoopInterval the controller observes the loaded set and per-model
 // demand (requests over DemandWindow ÷ its seconds, counting requests for
-// models not loaded, as a gateway query would), plans, executes every
+// models not loaded, as a gateway query would; requests still waiting for
+// a load keep counting, as a gateway's pending gauge would, so that a rare
+// model's request cannot starve once it leaves the rate window), plans, executes every
 // unload at once and starts loads in plan order, one at a time; a request
 // for a model that is not READY waits until its load completes. Planning is
 // skipped at ticks where nothing changed for 30 s (no arrival, no load
@@ -306,7 +310,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	cat := residency.Catalog{IdleTimeout: cfg.IdleTimeout, MinResidency: cfg.MinResidency}
 	const profile = "replay"
 	for i := range tr.Models {
-		cat.Models = append(cat.Models, residency.Model{Name: modelName(i), Tier: residency.TierP1,
+		cat.Models = append(cat.Models, residency.Model{Name: modelName(i), Tier: residency.TierP1, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(tr.Models[i]))),
 			PeakMemoryBytes: map[string]int64{profile: sizes[i]}, LoadTime: loads[i]})
 	}
 	if err := cat.Validate(); err != nil {
@@ -377,6 +381,9 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				for _, v := range counts[m] {
 					c += v
 				}
+				// Requests still waiting count as demand however old they
+				// are, as a gateway's pending gauge would show them.
+				c = max(c, int32(len(s.models[m].pending)))
 				if c == 0 {
 					delete(active, m)
 					continue
@@ -393,7 +400,19 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					obs.Models[modelName(id)] = residency.ModelStatus{State: residency.StateLoading}
 				}
 			}
-			actions := residency.Plan(cat, bud, obs, demand, now)
+			// Plan sees only models that are loaded, loading or in demand:
+			// it skips every other catalog entry anyway (not wanted, not
+			// resident), so the answer is the same and a 1,350-model
+			// catalog costs what its working set costs.
+			sub := cat
+			sub.Models = sub.Models[:0:0]
+			for id := range s.models {
+				name := modelName(id)
+				if _, ok := obs.Models[name]; ok || demand[name] > 0 {
+					sub.Models = append(sub.Models, cat.Models[id])
+				}
+			}
+			actions := residency.Plan(sub, bud, obs, demand, now)
 			loadOrder = loadOrder[:0]
 			for _, a := range actions {
 				var id int
@@ -441,11 +460,15 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 	if len(tr.Requests) == 0 {
 		return nil, ErrEmptyTrace
 	}
-	if cfg.LoopInterval <= 0 || cfg.DemandWindow < cfg.LoopInterval || cfg.SizeMedianBytes <= 0 || !(cfg.BudgetModels >= 1) || cfg.SizeSigma < 0 {
-		return nil, errors.New("residency config: want LoopInterval > 0, DemandWindow ≥ LoopInterval, SizeMedianBytes > 0, BudgetModels ≥ 1, SizeSigma ≥ 0")
+	if cfg.LoopInterval <= 0 || cfg.DemandWindow < cfg.LoopInterval || cfg.SizeMedianBytes <= 0 || !(cfg.BudgetModels == 0 || cfg.BudgetModels >= 1) || cfg.SizeSigma < 0 {
+		return nil, errors.New("residency config: want LoopInterval > 0, DemandWindow ≥ LoopInterval, SizeMedianBytes > 0, BudgetModels 0 (auto) or ≥ 1, SizeSigma ≥ 0")
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x52657369))
-	budget := int64(cfg.BudgetModels * float64(cfg.SizeMedianBytes))
+	bm := cfg.BudgetModels
+	if bm == 0 {
+		bm = AutoBudgetModels(tr)
+	}
+	budget := int64(bm * float64(cfg.SizeMedianBytes))
 	sizes := make([]int64, len(tr.Models))
 	loads := make([]time.Duration, len(tr.Models))
 	for i := range sizes {
@@ -557,4 +580,29 @@ func tableSection(heading, md string) Section {
 		}
 	}
 	return s
+}
+
+// AutoBudgetModels sizes the residency budget to half the trace's mean
+// working set — distinct models requested per 10-minute window, over
+// windows with any request — and at least 4 models, so that the budget
+// binds on every trace without making it hopeless.
+func AutoBudgetModels(tr *Trace) float64 {
+	seen := map[int32]bool{}
+	var win time.Duration = -1
+	var sum, n float64
+	for _, r := range tr.Requests {
+		w := r.At / (10 * time.Minute)
+		if w != win {
+			if len(seen) > 0 {
+				sum += float64(len(seen))
+				n++
+			}
+			clear(seen)
+			win = w
+		}
+		seen[r.Model] = true
+	}
+	sum += float64(len(seen))
+	n++
+	return math.Max(4, math.Round(sum/n/2))
 }

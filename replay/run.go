@@ -41,7 +41,7 @@ type RunConfig struct {
 	// Residency replays model residency on multi-model traces.
 	Residency bool
 	// ResidencyBudgetModels sizes the residency memory budget as this many
-	// median-sized models.
+	// median-sized models; 0 is AutoBudgetModels.
 	ResidencyBudgetModels float64
 	Stdout, Stderr        io.Writer
 }
@@ -52,7 +52,7 @@ const BinnedThreshold = 20_000_000
 
 // DefaultRunConfig returns the defaults cmd/replay documents.
 func DefaultRunConfig() RunConfig {
-	return RunConfig{Mode: "auto", Policies: Families(), Pool: DefaultPoolConfig(), RateScale: 1, OutDir: "out", Residency: true, ResidencyBudgetModels: 4, Stdout: os.Stdout, Stderr: os.Stderr}
+	return RunConfig{Mode: "auto", Policies: Families(), Pool: DefaultPoolConfig(), RateScale: 1, OutDir: "out", Residency: true, ResidencyBudgetModels: 0, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // Validate reports every field out of range.
@@ -78,8 +78,8 @@ func (c RunConfig) Validate() error {
 	if !(c.RateScale > 0 && c.RateScale <= 1e6) {
 		errs = append(errs, fmt.Errorf("rate scale %g: want (0, 1e6]", c.RateScale))
 	}
-	if !(c.ResidencyBudgetModels >= 1 && c.ResidencyBudgetModels <= 1e4) {
-		errs = append(errs, fmt.Errorf("residency budget %g models: want [1, 10000]", c.ResidencyBudgetModels))
+	if !(c.ResidencyBudgetModels == 0 || c.ResidencyBudgetModels >= 1 && c.ResidencyBudgetModels <= 1e4) {
+		errs = append(errs, fmt.Errorf("residency budget %g models: want 0 (auto) or [1, 10000]", c.ResidencyBudgetModels))
 	}
 	if c.OutDir == "" {
 		errs = append(errs, errors.New("out: want a directory"))
@@ -192,6 +192,9 @@ func Run(cfg RunConfig) error {
 	c, err := Compare(pool, wl, cfg.Policies, progress)
 	if err != nil {
 		return err
+	}
+	if resTrace != nil && resTrace.Skipped > 0 {
+		c.Note = fmt.Sprintf("%d %s left out.", resTrace.Skipped, resTrace.SkipReason)
 	}
 	if err := c.WriteTable(&table); err != nil {
 		return err

@@ -247,7 +247,13 @@ type Trace struct {
 	Format   Format
 	Models   []string
 	Requests []Request
+	// Skipped counts rows the reader left out, for SkipReason.
+	Skipped    int
+	SkipReason string
 }
+
+// skipper is implemented by sources that leave some rows out on purpose.
+type skipper interface{ Skipped() (int, string) }
 
 // ReadAll drains src into a Trace.
 func ReadAll(name string, format Format, src Source) (*Trace, error) {
@@ -263,6 +269,9 @@ func ReadAll(name string, format Format, src Source) (*Trace, error) {
 		tr.Requests = append(tr.Requests, r)
 	}
 	tr.Models = append([]string(nil), src.Models()...)
+	if sk, ok := src.(skipper); ok {
+		tr.Skipped, tr.SkipReason = sk.Skipped()
+	}
 	if len(tr.Models) == 0 {
 		tr.Models = []string{"default"}
 	}
@@ -288,7 +297,7 @@ func (tr *Trace) FilterModels(names []string) (*Trace, error) {
 		idx[m] = int32(i)
 	}
 	keep := map[int32]int32{}
-	out := &Trace{Name: tr.Name, Format: tr.Format}
+	out := &Trace{Name: tr.Name, Format: tr.Format, Skipped: tr.Skipped, SkipReason: tr.SkipReason}
 	for _, n := range names {
 		i, ok := idx[n]
 		if !ok {

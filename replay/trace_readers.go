@@ -142,15 +142,24 @@ const (
 )
 
 type gentd26 struct {
-	t   *table
-	clk clock
-	m   models
+	t       *table
+	clk     clock
+	m       models
+	skipped int
+}
+
+// Skipped reports rows without a checkpoint (25 PENDING rows in the
+// published file): they name no model to serve, so they are left out and
+// counted here.
+func (g *gentd26) Skipped() (int, string) {
+	return g.skipped, "rows without checkpoint_model_version_id (never assigned a model)"
 }
 
 // NewGenTD26 reads GenTD26 lora_request_trace.csv: gmt_create
 // ("YYYY-MM-DD HH:MM:SS"), exec_time_seconds (the request's own execution
 // time, s, ≥ 0; empty = Unknown) and checkpoint_model_version_id (the base
-// model, one Model per checkpoint). Other columns are ignored.
+// model, one Model per checkpoint). Other columns are ignored. Rows with an
+// empty checkpoint are skipped and counted (see Trace.Skipped).
 func NewGenTD26(r io.Reader) (Source, error) {
 	t, err := newTable(r, colTDCreate, colTDExec, colTDModel)
 	if err != nil {
@@ -180,7 +189,8 @@ func (g *gentd26) Next() (Request, error) {
 	}
 	name := g.t.str(colTDModel)
 	if name == "" {
-		return Request{}, g.t.fail(colTDModel, name, "want a checkpoint id")
+		g.skipped++
+		return g.Next()
 	}
 	return Request{At: at, Model: g.m.id(name), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: float32(exec)}, nil
 }

@@ -56,12 +56,13 @@ func run(args []string) error {
 	decode := fs.Float64("decode-tps", 1/def.Service.PerOutputTokenS, "output tokens per second per slot (service-time model)")
 	base := fs.Duration("base-service", time.Duration(def.Service.BaseS*1e9), "fixed per-request service overhead")
 	tokenModel := fs.Bool("ignore-exec-time", false, "use the token model even when the trace has execution times")
+	probe := fs.Int("probe-replicas", def.ProbeReplicas, "pool size the capacity probe measures μ on (1 = one replica)")
 	seed := fs.Uint64("seed", def.Seed, "seed for synthesized arrivals, cold starts and model sizes")
 	rateScale := fs.Float64("rate-scale", cfg.RateScale, "multiply ServeGen rates (binned mode)")
 	out := fs.String("out", cfg.OutDir, "output folder for table.md, timeseries.csv, report.html")
 	progress := fs.Bool("progress", true, "progress bar on stderr")
 	residencyOn := fs.Bool("residency", cfg.Residency, "replay model residency on multi-model traces")
-	budgetModels := fs.Float64("residency-budget-models", cfg.ResidencyBudgetModels, "residency memory budget in median-sized models")
+	budgetModels := fs.Float64("residency-budget-models", cfg.ResidencyBudgetModels, "residency memory budget in median-sized models (0: half the mean 10-minute working set, at least 4)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,6 +85,7 @@ func run(args []string) error {
 	}
 	cfg.Pool.Service.PerInputTokenS, cfg.Pool.Service.PerOutputTokenS, cfg.Pool.Service.BaseS = 1 / *prefill, 1 / *decode, base.Seconds()
 	cfg.Pool.Service.IgnoreExecTime = *tokenModel
+	cfg.Pool.ProbeReplicas = *probe
 	cfg.Pool.Seed, cfg.RateScale, cfg.OutDir = *seed, *rateScale, *out
 	cfg.Progress, cfg.Residency, cfg.ResidencyBudgetModels = *progress, *residencyOn, *budgetModels
 	return replay.Run(cfg)

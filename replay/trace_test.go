@@ -1,0 +1,330 @@
+package replay
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readAll(t *testing.T, src Source, err error) ([]Request, error) {
+	t.Helper()
+	if err != nil {
+		return nil, err
+	}
+	var out []Request
+	for {
+		r, err := src.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+}
+
+func TestAzureLLM(t *testing.T) {
+	in := "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+		"2023-11-16 18:17:03.9799600,4808,10\n" +
+		"2023-11-16 18:17:04.0319600,3180,8\n" +
+		"2023-11-16 18:18:04.0319601,1,0\n"
+	src, err := NewAzureLLM(strings.NewReader(in))
+	got, err := readAll(t, src, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Request{
+		{At: 0, InputTokens: 4808, OutputTokens: 10, ExecSeconds: Unknown},
+		{At: 52 * time.Millisecond, InputTokens: 3180, OutputTokens: 8, ExecSeconds: Unknown},
+		{At: 60*time.Second + 52*time.Millisecond + 100, InputTokens: 1, OutputTokens: 0, ExecSeconds: Unknown},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestReaderErrors(t *testing.T) {
+	const az = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,10,1\n"
+	tests := []struct {
+		name    string
+		open    func(io.Reader) (Source, error)
+		give    string
+		wantErr string
+		wantIs  error
+	}{
+		{"azure bad tokens", NewAzureLLM, az + "2023-11-16 18:17:04.0,abc,1\n", "line 3, column ContextTokens, value \"abc\"", ErrBadValue},
+		{"azure negative output", NewAzureLLM, az + "2023-11-16 18:17:04.0,5,-1\n", "line 3, column GeneratedTokens", ErrBadValue},
+		{"azure bad timestamp", NewAzureLLM, az + "yesterday,5,1\n", "line 3, column TIMESTAMP, value \"yesterday\"", ErrBadValue},
+		{"azure backwards", NewAzureLLM, az + "2023-11-16 18:17:02.0,5,1\n", "line 3, column TIMESTAMP", ErrUnsorted},
+		{"azure missing field", NewAzureLLM, az + "2023-11-16 18:17:04.0,5\n", "line 3", ErrBadValue},
+		{"azure header", NewAzureLLM, "time,in,out\n", "missing column TIMESTAMP,ContextTokens,GeneratedTokens", ErrBadHeader},
+		{"generic bad model-less tokens", NewGeneric, "timestamp,input_tokens\n1.5,7\n2.5,x\n", "line 3, column input_tokens", ErrBadValue},
+		{"generic bad timestamp", NewGeneric, "timestamp\n2024-13-45\n", "line 2, column timestamp", ErrBadValue},
+		{"gentd26 negative exec", NewGenTD26, "gmt_create,exec_time_seconds,checkpoint_model_version_id\n2024-11-15 16:57:50,-3,M0\n", "line 2, column exec_time_seconds", ErrBadValue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := tt.open(strings.NewReader(tt.give))
+			_, err = readAll(t, src, err)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, tt.wantIs) {
+				t.Errorf("error = %v; want it to contain %q and wrap %v", err, tt.wantErr, tt.wantIs)
+			}
+		})
+	}
+}
+
+func TestGenericTimestampsAndOptionalColumns(t *testing.T) {
+	in := "model,timestamp,output_tokens\n" +
+		"a,2024-01-01T00:00:00Z,5\n" +
+		",2024-01-01 00:00:01.5,\n" +
+		"b,1704067202,7\n" +
+		"a,2024-01-01T00:00:03.25+00:00,1\n"
+	src, err := NewGeneric(strings.NewReader(in))
+	got, err := readAll(t, src, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Request{
+		{At: 0, Model: 0, InputTokens: Unknown, OutputTokens: 5, ExecSeconds: Unknown},
+		{At: 1500 * time.Millisecond, Model: 1, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown},
+		{At: 2 * time.Second, Model: 2, InputTokens: Unknown, OutputTokens: 7, ExecSeconds: Unknown},
+		{At: 3250 * time.Millisecond, Model: 0, InputTokens: Unknown, OutputTokens: 1, ExecSeconds: Unknown},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "default", "b"}, src.Models()); diff != "" {
+		t.Errorf("models (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenTD26SkipsRowsWithoutModel(t *testing.T) {
+	in := "gmt_create,predict_type,predict_status,exec_time_seconds,groupId,prompt_length,negative_prompt_length,num_images_per_prompt,num_inference_steps,checkpoint_model_version_id,num_lora\n" +
+		"2024-11-15 16:57:50,TXT_2_IMG,SUCCEED,32.0,G0000,63.0,26.0,1.0,30.0,M0000,0\n" +
+		"2024-11-15 17:00:00,TXT_2_IMG,PENDING,0.0,G0325,,,,,,0\n" +
+		"2024-11-15 18:16:14,TXT_2_IMG,SUCCEED,43.0,G0001,93.0,,1.0,40.0,M0001,0\n"
+	src, err := NewGenTD26(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadAll("td", FormatGenTD26, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Request{
+		{At: 0, Model: 0, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: 32},
+		{At: 78*time.Minute + 24*time.Second, Model: 1, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: 43},
+	}
+	if diff := cmp.Diff(want, tr.Requests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if tr.Skipped != 1 {
+		t.Errorf("Skipped = %d, want 1", tr.Skipped)
+	}
+}
+
+func TestFunctionsMatrix(t *testing.T) {
+	in := "HashFunction,HashOwner,HashApp,minute_1,minute_2,minute_3\n" +
+		"f1,f1,f1,2,0,1\n" +
+		"f2,f2,f2,0,3,0\n" +
+		"f1,f1,f1,1,0,0\n"
+	fm, err := ReadFunctionsMatrix(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"f1", "f2", "f1#4"}, fm.Names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	a, err := ReadAll("fn", FormatAzureFunctions, fm.Requests(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ReadAll("fn", FormatAzureFunctions, fm.Requests(7))
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("same seed, different arrivals (-a +b):\n%s", diff)
+	}
+	perMinute := map[int]int{}
+	perModel := map[int32]int{}
+	for i, r := range a.Requests {
+		perMinute[int(r.At/time.Minute)]++
+		perModel[r.Model]++
+		if i > 0 && r.At < a.Requests[i-1].At {
+			t.Fatalf("arrivals out of order at %d", i)
+		}
+	}
+	if diff := cmp.Diff(map[int]int{0: 3, 1: 3, 2: 1}, perMinute); diff != "" {
+		t.Errorf("arrivals per minute (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[int32]int{0: 3, 1: 3, 2: 1}, perModel); diff != "" {
+		t.Errorf("arrivals per model (-want +got):\n%s", diff)
+	}
+	_, err = ReadFunctionsMatrix(strings.NewReader("HashFunction,minute_1,minute_3\nf,1,2\n"))
+	if !errors.Is(err, ErrBadHeader) || !strings.Contains(err.Error(), `"minute_2"`) {
+		t.Errorf("gap in minutes: error = %v, want ErrBadHeader naming minute_2", err)
+	}
+	_, err = ReadFunctionsMatrix(strings.NewReader("HashFunction,minute_1\nf,1.5\n"))
+	if !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), "line 2, column minute_1") {
+		t.Errorf("fractional count: error = %v, want line 2 column minute_1", err)
+	}
+}
+
+const servegenHeader = "category,model,client_id,window_start_s,window_len_s,rate_rps,iat_cv,arrival_dist,dist_p1,dist_p2,mean_input_tokens,mean_output_tokens\n"
+
+func TestServeGen(t *testing.T) {
+	in := servegenHeader +
+		"language,m-large,0,0,600,2,1,Gamma,1,0.5,100,10\n" +
+		"language,m-large,1,600,600,1,2,Weibull,0.6,1.0,,\n" +
+		"language,m-small,0,0,600,0.5,1,Gamma,1,2,50,5\n"
+	sg, err := ReadServeGen(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sg.ExpectedRequests(), 2.0*600+600+300; got != want {
+		t.Errorf("ExpectedRequests = %g, want %g", got, want)
+	}
+	tr, err := ReadAll("sg", FormatServeGen, sg.Requests(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := float64(len(tr.Requests))
+	if n < 1800 || n > 2400 {
+		t.Errorf("synthesized %g requests, want about 2100", n)
+	}
+	counts := map[int32]int{}
+	for i, r := range tr.Requests {
+		counts[r.Model]++
+		if i > 0 && r.At < tr.Requests[i-1].At {
+			t.Fatalf("arrivals out of order at %d", i)
+		}
+	}
+	if c := counts[1]; c < 200 || c > 400 {
+		t.Errorf("m-small got %d requests, want about 300", c)
+	}
+	b := sg.Binned(DefaultServiceModel(), 3, 1)
+	if len(b.Arrivals) != 1200 {
+		t.Fatalf("binned length %d, want 1200 s", len(b.Arrivals))
+	}
+	if got := b.TotalRequests(); got < 1800 || got > 2400 {
+		t.Errorf("binned total %g, want about 2100", got)
+	}
+	tests := []struct{ name, row, want string }{
+		{"bad dist", "language,m,0,0,600,1,1,Pareto,1,1,,\n", "line 2, column arrival_dist"},
+		{"zero shape", "language,m,0,0,600,1,1,Gamma,0,1,,\n", "line 2, column dist_p1"},
+		{"misaligned window", "language,m,0,30,600,1,1,Gamma,1,1,,\n", "line 2, column window_start_s"},
+		{"negative rate", "language,m,0,0,600,-1,1,Gamma,1,1,,\n", "line 2, column rate_rps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadServeGen(strings.NewReader(servegenHeader + tt.row))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadLoadTimes(t *testing.T) {
+	got, err := ReadLoadTimes(strings.NewReader("timestamp_anon,value,container_ip\n1662859290.0,2639.0,a\n1662859404.0,22718.5,b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Duration{2639 * time.Millisecond, 22718500 * time.Microsecond}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := ReadLoadTimes(strings.NewReader("timestamp_anon,value,container_ip\n1,NaN,a\n")); !errors.Is(err, ErrBadValue) {
+		t.Errorf("NaN latency: error = %v, want ErrBadValue", err)
+	}
+}
+
+func TestDetectFormat(t *testing.T) {
+	tests := []struct {
+		give string
+		want Format
+	}{
+		{"TIMESTAMP,ContextTokens,GeneratedTokens", FormatAzureLLM},
+		{"gmt_create,predict_type,predict_status,exec_time_seconds,groupId,prompt_length,negative_prompt_length,num_images_per_prompt,num_inference_steps,checkpoint_model_version_id,num_lora", FormatGenTD26},
+		{"HashFunction,HashOwner,HashApp,minute_1,minute_2", FormatAzureFunctions},
+		{strings.TrimSpace(servegenHeader), FormatServeGen},
+		{"instance_sn,role,app_name,cpu_request,creation_time,deletion_time", FormatDLRMInstances},
+		{"\ufefftimestamp,model", FormatGeneric},
+	}
+	for _, tt := range tests {
+		got, err := DetectFormat(tt.give)
+		if err != nil || got != tt.want {
+			t.Errorf("DetectFormat(%.30q) = %q, %v; want %q", tt.give, got, err, tt.want)
+		}
+	}
+	if _, err := DetectFormat("timestamp_anon,value,container_ip"); !errors.Is(err, ErrNotRequests) || !strings.Contains(err.Error(), "--cold-start") {
+		t.Errorf("monitoring file: error = %v, want ErrNotRequests pointing to --cold-start", err)
+	}
+	if _, err := DetectFormat("a,b,c"); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("unknown header: error = %v, want ErrUnknownFormat", err)
+	}
+}
+
+func TestReadInstances(t *testing.T) {
+	in := "instance_sn,role,app_name,cpu_request,cpu_limit,gpu_request,gpu_limit,rdma_request,rdma_limit,memory_request,memory_limit,disk_request,disk_limit,max_instance_per_node,creation_time,scheduled_time,deletion_time\n" +
+		"i0,HN,app_0,12,12,1,1,25,25,120,120,640,800,8,,,\n" +
+		"i1,HN,app_0,12,12,1,1,25,25,120,120,640,800,8,100,101,300\n" +
+		"i2,CN,app_0,12,12,0,0,25,25,120,120,640,800,8,0,1,400\n" +
+		"i3,HN,app_1,12,12,2,2,25,25,120,120,640,800,8,,,400\n"
+	in2, err := ReadInstances(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []AppTrajectory{
+		{App: "app_1", GPUSeconds: 800, Peak: 1, Min: 0, Mean: 1, Changes: 1, Steps: []Step{{0, 1}, {400, 0}}},
+		{App: "app_0", GPUSeconds: 600, Peak: 2, Min: 1, Mean: 1.5, Changes: 2, Steps: []Step{{0, 1}, {100, 2}, {300, 1}}},
+	}
+	if diff := cmp.Diff(want, in2.Apps); diff != "" {
+		t.Errorf("apps (-want +got):\n%s", diff)
+	}
+	_, err = ReadInstances(strings.NewReader(strings.Replace(in, "100,101,300", "100,101,50", 1)))
+	if err == nil || !strings.Contains(err.Error(), "line 3, column deletion_time") {
+		t.Errorf("deletion before creation: error = %v", err)
+	}
+}
+
+func FuzzAzureLLM(f *testing.F) {
+	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n")
+	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,1e3,\"x\"\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		src, err := NewAzureLLM(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for range 1000 {
+			r, err := src.Next()
+			if err != nil {
+				return
+			}
+			if r.At < 0 || r.InputTokens < 0 || r.OutputTokens < 0 {
+				t.Fatalf("accepted invalid request %+v", r)
+			}
+		}
+	})
+}
+
+func FuzzGeneric(f *testing.F) {
+	f.Add("timestamp,model,input_tokens,output_tokens\n1.5,a,1,2\n2,b,,\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		src, err := NewGeneric(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for range 1000 {
+			r, err := src.Next()
+			if err != nil {
+				return
+			}
+			if r.At < 0 || int(r.Model) >= len(src.Models()) {
+				t.Fatalf("accepted invalid request %+v", r)
+			}
+		}
+	})
+}
