@@ -36,8 +36,14 @@ type Request struct {
 	Model string
 	// Query is user-supplied PromQL (the <kind>Query metadata key); empty selects the preset.
 	// It is confined to Namespace (see [Confine]) and must return an instant vector or a
-	// scalar; a vector with several series is summed.
+	// scalar; a vector with several series is summed, unless ModelLabel is set.
 	Query string
+	// ModelLabel, with Query, makes the custom query grouped like a preset: the result is
+	// split by ModelLabel and the key reads the series whose ModelLabel equals Model
+	// (several such series are summed). ScaledObjects or models sharing the same Query then
+	// share one evaluation, e.g. per-model demand from a gateway counter
+	// `sum by (model) (rate(gateway_requests_total[1m]))`. Ignored without Query.
+	ModelLabel string
 }
 
 // Key identifies a subscribed signal; it is comparable and cheap to keep. The zero Key is
@@ -65,6 +71,7 @@ func (k Key) String() string {
 type queryID struct {
 	address string
 	promql  string
+	split   string // model label a custom query is split by; "" sums it
 }
 
 // group is one (namespace, model) slice of a grouped preset result; zero for custom queries.
@@ -280,8 +287,21 @@ func (p *Poller) resolve(r Request) (Key, *query, error) {
 		if t := expr.Type(); t != parser.ValueTypeVector && t != parser.ValueTypeScalar {
 			return Key{}, nil, fmt.Errorf("%sQuery %q: %w: returns a %s; it must return an instant vector or a scalar (wrap a range in rate() or similar)", r.Kind, r.Query, ErrBadQuery, t)
 		}
-		id := queryID{address: addr, promql: expr.String()}
-		return Key{q: id}, &query{id: id, kind: r.Kind}, nil
+		if r.ModelLabel == "" {
+			id := queryID{address: addr, promql: expr.String()}
+			return Key{q: id}, &query{id: id, kind: r.Kind}, nil
+		}
+		if !model.LegacyValidation.IsValidLabelName(r.ModelLabel) {
+			return Key{}, nil, fmt.Errorf("%w: model label %q must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", ErrBadRequest, r.ModelLabel)
+		}
+		if r.Model == "" {
+			return Key{}, nil, fmt.Errorf("%w: model is required with a model label (%q)", ErrBadRequest, r.ModelLabel)
+		}
+		// The query is confined to one namespace already (and may aggregate the label
+		// away), so it is split by the model label alone.
+		id := queryID{address: addr, promql: expr.String(), split: r.ModelLabel}
+		k := Key{q: id, group: group{model: r.Model}}
+		return k, &query{id: id, kind: r.Kind, grouped: true, modelLabel: r.ModelLabel}, nil
 	}
 	engine := r.Engine
 	if engine == "" || engine == EngineCustom {
@@ -440,7 +460,11 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 		empty  bool
 	)
 	if err == nil {
-		series, total, empty, err = split(v, q.grouped, p.cfg.NamespaceLabel, q.modelLabel)
+		nsLabel := p.cfg.NamespaceLabel
+		if q.id.split != "" {
+			nsLabel = "" // custom split queries: confined already, split by model only
+		}
+		series, total, empty, err = split(v, q.grouped, nsLabel, q.modelLabel)
 	}
 	if err != nil {
 		err = fmt.Errorf("query %s %q: %w", q.id.address, q.id.promql, err)
@@ -462,8 +486,9 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	}
 }
 
-// split converts a query result into per-group samples (grouped) or one total (custom: the
-// sum of the vector's samples, the latest sample time; empty when the vector is).
+// split converts a query result into per-group samples (grouped: keyed by the values of
+// nsLabel and modelLabel; an empty nsLabel leaves the namespace out) or one total (custom:
+// the sum of the vector's samples, the latest sample time; empty when the vector is).
 func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]sample, sample, bool, error) {
 	switch v := v.(type) {
 	case *model.Scalar:
@@ -475,7 +500,10 @@ func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]s
 		if grouped {
 			series := make(map[group]sample, len(v))
 			for _, s := range v {
-				g := group{namespace: string(s.Metric[model.LabelName(nsLabel)]), model: string(s.Metric[model.LabelName(modelLabel)])}
+				g := group{model: string(s.Metric[model.LabelName(modelLabel)])}
+				if nsLabel != "" {
+					g.namespace = string(s.Metric[model.LabelName(nsLabel)])
+				}
 				old := series[g]
 				series[g] = sample{value: old.value + float64(s.Value), ts: s.Timestamp.Time()}
 			}

@@ -112,6 +112,9 @@ func TestPollerAgainstPrometheus(t *testing.T) {
 	kSecret := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `team_b_secret{namespace="team-b"}`})
 	kSecretB := subscribe(t, p, Request{Namespace: "team-b", Kind: KindQueue, Query: `team_b_secret`})
 	kStealRe := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `sum(nv_inference_pending_request_count{namespace=~".*", model="m"})`})
+	kSplit := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Model: "m", ModelLabel: "model", Query: `sum by (model) (nv_inference_pending_request_count{namespace="team-b"})`})
+	kSplit2 := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Model: "m2", ModelLabel: "model", Query: `sum by (model) (nv_inference_pending_request_count{namespace="team-b"})`})
+	kSplitB := subscribe(t, p, Request{Namespace: "team-b", Kind: KindRate, Model: "m", ModelLabel: "model", Query: `sum by (model) (nv_inference_pending_request_count{namespace="team-b"})`})
 	kScalar := subscribe(t, p, Request{Namespace: "a", Kind: KindReady, Query: `scalar(count(DCGM_FI_PROF_GR_ENGINE_ACTIVE))`})
 
 	// Evaluate at a fixed instant so the expected rates can be computed by Prometheus itself
@@ -152,12 +155,20 @@ func TestPollerAgainstPrometheus(t *testing.T) {
 		wantEmpty(t, p, kSecret)     // the series exists only in team-b
 		wantValue(t, p, kSecretB, 42)
 	})
+	t.Run("custom query split by model", func(t *testing.T) {
+		if kSplit.Query() != kSplit2.Query() || kSplit.q != kSplit2.q {
+			t.Errorf("two models of one namespace do not share the evaluation: %v vs %v", kSplit, kSplit2)
+		}
+		wantValue(t, p, kSplit, 7)  // a's model m: 4 + 3 (confined, never team-b's 5)
+		wantValue(t, p, kSplit2, 1) // a's model m2
+		wantValue(t, p, kSplitB, 5) // team-b's own
+	})
 	t.Run("scalar custom query", func(t *testing.T) {
 		wantValue(t, p, kScalar, 4) // DCGM series of namespace a only (p1 x2, p2, p3)
 	})
 	t.Run("metrics", func(t *testing.T) {
-		if got := testutil.ToFloat64(p.m.perRefresh); got != float64(p.Queries()) || got != 11 {
-			t.Errorf("queries_per_refresh = %v, want 11 (6 preset + 5 custom)", got)
+		if got := testutil.ToFloat64(p.m.perRefresh); got != float64(p.Queries()) || got != 13 {
+			t.Errorf("queries_per_refresh = %v, want 13 (6 preset + 5 custom + 2 split custom)", got)
 		}
 		if n, err := testutil.GatherAndCount(reg, "inferscale_scaler_prom_query_duration_seconds", "inferscale_scaler_prom_snapshot_age_seconds", "inferscale_scaler_prom_subscriptions"); err != nil || n == 0 {
 			t.Errorf("poller metrics not gathered: n=%d err=%v", n, err)
