@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -92,7 +91,6 @@ type healthSetter interface {
 // decision state.
 type trigger struct {
 	namespace, name, metric string
-	metadata                map[string]string // as KEDA sent it (a copy)
 	policy                  Policy
 	handles                 [numSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
@@ -163,8 +161,7 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
-	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{}),
-		metadata: maps.Clone(ref.GetScalerMetadata())}
+	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{})}
 	for _, sig := range AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
@@ -204,20 +201,6 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 		"engine", p.Engine, "model", p.Model)
 	s.evaluate(tr, now)
 	return tr, nil
-}
-
-// lookup is GetMetrics' fast path: the trigger registered under metric,
-// provided it is the one ref describes (same namespace, name and metadata),
-// so a name never answers for another ScaledObject or trigger. nil otherwise.
-func (s *Server) lookup(metric string, ref *pb.ScaledObjectRef) *trigger {
-	s.mu.RLock()
-	tr, ok := s.triggers[metric]
-	s.mu.RUnlock()
-	if !ok || ref == nil || tr.namespace != ref.GetNamespace() || tr.name != ref.GetName() || !maps.Equal(tr.metadata, ref.GetScalerMetadata()) {
-		return nil
-	}
-	tr.lastUsed.Store(s.now().UnixNano())
-	return tr
 }
 
 func (t *trigger) close() {
@@ -355,12 +338,9 @@ func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.
 // with target 1 and AverageValue, lands on it): metricValueFloat and
 // metricValue carry the same integer. An unknown metric name is NotFound.
 func (s *Server) GetMetrics(_ context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
-	tr := s.lookup(req.GetMetricName(), req.GetScaledObjectRef())
-	if tr == nil {
-		var err error
-		if tr, err = s.ensure(req.GetScaledObjectRef()); err != nil {
-			return nil, err
-		}
+	tr, err := s.ensure(req.GetScaledObjectRef())
+	if err != nil {
+		return nil, err
 	}
 	if req.GetMetricName() != tr.metric {
 		return nil, status.Errorf(codes.NotFound, "metric %q is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
