@@ -1,0 +1,390 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/scaler"
+)
+
+// minimalPool is the smallest Triton pool the chart accepts: it takes every scaling and
+// residency default from the chart.
+func minimalPool() map[string]any {
+	return map[string]any{
+		"name":            "p",
+		"image":           map[string]any{"repository": "nvcr.io/nvidia/tritonserver", "tag": "25.01-py3"},
+		"migProfile":      "1g.10gb",
+		"modelRepository": "s3://m",
+		"scaling":         map[string]any{"engine": "custom", "queueQuery": "sum(q)", "replicaThroughput": 1},
+		"residency": map[string]any{"catalog": map[string]any{"models": []any{map[string]any{
+			"name": "m", "digest": "sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9",
+			"tier": "P0", "peakMemoryBytes": map[string]any{"1g.10gb": "1Gi"},
+		}}}},
+	}
+}
+
+// TestChartDefaultsEqualGoDefaults: the chart's defaults, as the processes will see them,
+// equal scaler.DefaultConfig(), scaler.DefaultPolicy() and residency.DefaultConfig(). Each side
+// is read by the real code: rendered flags through the commands' own flag declarations, rendered
+// trigger metadata through scaler.ParseMetadata.
+func TestChartDefaultsEqualGoDefaults(t *testing.T) {
+	rel, err := render(t, map[string]any{"pools": []any{minimalPool()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeRelease(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartProm := loadChart(t).Values["prometheus"].(map[string]any)["address"].(string)
+
+	t.Run("scaler config", func(t *testing.T) {
+		want := scaler.DefaultConfig()
+		// Deliberate difference: the Go default has no Prometheus; in a cluster the chart names one.
+		want.PrometheusAddress = chartProm
+		if diff := cmp.Diff(want, scalerConfig(t, o.deployments[scalerName])); diff != "" {
+			t.Errorf("rendered scaler flags differ from scaler.DefaultConfig() (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("scaler policy", func(t *testing.T) {
+		so := o.scaledObjects["rel-inferscale-p"]
+		got, err := scaler.ParseMetadata(so.Spec.Triggers[0].Metadata, scaler.Defaults{PrometheusAddress: chartProm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := scaler.DefaultPolicy()
+		// What the minimal pool itself sets.
+		want.QueueQuery, want.ReplicaThroughput, want.PrometheusAddress = "sum(q)", 1, chartProm
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("policy from the chart's scaling defaults differs from scaler.DefaultPolicy() (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("scaling keys", func(t *testing.T) {
+		// Every metadata key the scaler accepts is either a chart default or per-pool only.
+		perPool := []string{"engine", "model", "prometheusAddress", "queueQuery", "rateQuery", "activityQuery", "readyQuery", "replicaThroughput", "zeroWhenAbsent"}
+		keys := slices.Collect(mapKeys(loadChart(t).Values["scaling"].(map[string]any)))
+		keys = append(keys, perPool...)
+		sort.Strings(keys)
+		want := scaler.MetadataKeys()
+		sort.Strings(want)
+		if diff := cmp.Diff(want, keys); diff != "" {
+			t.Errorf("chart scaling keys + per-pool keys vs scaler.MetadataKeys() (-want +got):\n%s", diff)
+		}
+		// And the schema accepts exactly those keys.
+		var schema struct {
+			Properties struct {
+				Scaling struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"scaling"`
+			} `json:"properties"`
+		}
+		data, err := os.ReadFile(chartPath + "/values.schema.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &schema); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Sorted(mapKeys(schema.Properties.Scaling.Properties))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("values.schema.json scaling properties vs scaler.MetadataKeys() (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("residency config", func(t *testing.T) {
+		decls := residencyFlagDecls(t)
+		sc, ok := sidecar(o.deployments["rel-inferscale-p"].Spec.Template.Spec)
+		if !ok {
+			t.Fatal("no sidecar")
+		}
+		want := residency.DefaultConfig()
+		// Deliberate differences: per pod, from the pool and the downward API.
+		want.MIGProfile, want.PrometheusAddress, want.Namespace = "1g.10gb", chartProm, namespace
+		if diff := cmp.Diff(want, residencyConfig(t, decls, sc)); diff != "" {
+			t.Errorf("rendered sidecar flags differ from residency.DefaultConfig() (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("residency values", func(t *testing.T) {
+		// Without cmd/residency's flags, compare values.yaml with residency.DefaultConfig()
+		// field by field.
+		v := loadChart(t).Values["residency"].(map[string]any)["config"].(map[string]any)
+		d := residency.DefaultConfig()
+		dur := func(k string) time.Duration {
+			x, err := time.ParseDuration(v[k].(string))
+			if err != nil {
+				t.Fatalf("residency.config.%s: %v", k, err)
+			}
+			return x
+		}
+		num := func(k string) int64 { return int64(v[k].(float64)) }
+		type pair struct{ Chart, Go any }
+		got := map[string]pair{
+			"port":               {fmt.Sprintf(":%d", num("port")), d.ListenAddress},
+			"reserveBytes":       {num("reserveBytes"), d.ReserveBytes},
+			"loopInterval":       {dur("loopInterval"), d.LoopInterval},
+			"demandWindow":       {dur("demandWindow"), d.DemandWindow},
+			"maxConcurrentLoads": {int(num("maxConcurrentLoads")), d.MaxConcurrentLoads},
+			"failureBackoff":     {dur("failureBackoff"), d.FailureBackoff},
+			"failureBackoffMax":  {dur("failureBackoffMax"), d.FailureBackoffMax},
+			"quarantineAfter":    {int(num("quarantineAfter")), d.QuarantineAfter},
+			"drainTimeout":       {dur("drainTimeout"), d.DrainTimeout},
+			"propagationDelay":   {dur("propagationDelay"), d.PropagationDelay},
+			"drainPollInterval":  {dur("drainPollInterval"), d.DrainPollInterval},
+		}
+		for k, p := range got {
+			if !cmp.Equal(p.Chart, p.Go) {
+				t.Errorf("residency.config.%s = %v, residency.DefaultConfig() has %v", k, p.Chart, p.Go)
+			}
+		}
+		if len(got) != len(v) {
+			t.Errorf("residency.config has %d keys, the test compares %d: compare the new ones", len(v), len(got))
+		}
+	})
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestSchemaRejectsBadValues: helm refuses bad values before rendering, with a message naming
+// the field (values.schema.json), or with the template's own message where a rule spans fields.
+func TestSchemaRejectsBadValues(t *testing.T) {
+	pool := func(patch map[string]any) map[string]any {
+		p := minimalPool()
+		for k, v := range patch {
+			p[k] = v
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		give map[string]any
+		want []string // substrings of the error
+	}{
+		{
+			name: "utilization above 1",
+			give: map[string]any{"scaling": map[string]any{"targetUtilization": 1.5}},
+			want: []string{"/scaling/targetUtilization", "maximum"},
+		},
+		{
+			name: "window not a duration",
+			give: map[string]any{"scaling": map[string]any{"scaleDownWindow": "5 minutes"}},
+			want: []string{"/scaling/scaleDownWindow", "does not match pattern"},
+		},
+		{
+			name: "unknown scaling key",
+			give: map[string]any{"pools": []any{pool(map[string]any{"scaling": map[string]any{"replicaThroughput": 1, "targetUtilisation": 0.5}})}},
+			want: []string{"/pools/0/scaling", "targetUtilisation"},
+		},
+		{
+			name: "trigger type",
+			give: map[string]any{"keda": map[string]any{"triggerType": "poll"}},
+			want: []string{"/keda/triggerType", "external"},
+		},
+		{
+			name: "fallback behavior",
+			give: map[string]any{"keda": map[string]any{"fallback": map[string]any{"behavior": "zero"}}},
+			want: []string{"/keda/fallback/behavior"},
+		},
+		{
+			name: "pool name",
+			give: map[string]any{"pools": []any{pool(map[string]any{"name": "Embed_Pool"})}},
+			want: []string{"/pools/0/name", "does not match pattern"},
+		},
+		{
+			name: "replicas on a pool",
+			give: map[string]any{"pools": []any{pool(map[string]any{"replicas": 3})}},
+			want: []string{"/pools/0", "replicas"},
+		},
+		{
+			name: "mig profile",
+			give: map[string]any{"pools": []any{pool(map[string]any{"migProfile": "1g-10gb"})}},
+			want: []string{"/pools/0/migProfile"},
+		},
+		{
+			name: "concurrent loads",
+			give: map[string]any{"residency": map[string]any{"config": map[string]any{"maxConcurrentLoads": 0}}},
+			want: []string{"/residency/config/maxConcurrentLoads", "minimum"},
+		},
+		{
+			name: "log level",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"logLevel": "verbose"}}},
+			want: []string{"/scaler/config/logLevel"},
+		},
+		{
+			name: "misspelt top-level key",
+			give: map[string]any{"scaller": map[string]any{}},
+			want: []string{"scaller"},
+		},
+		{
+			name: "tier",
+			give: map[string]any{"pools": []any{pool(map[string]any{"residency": map[string]any{"catalog": map[string]any{"models": []any{map[string]any{
+				"name": "m", "digest": "sha256:00", "tier": "P3", "peakMemoryBytes": map[string]any{}}}}}})}},
+			want: []string{"/pools/0/residency/catalog/models/0/tier"},
+		},
+		// Rules across fields, enforced by the templates.
+		{
+			name: "duplicate pool names",
+			give: map[string]any{"pools": []any{minimalPool(), minimalPool()}},
+			want: []string{`pools: name "p" is used twice`},
+		},
+		{
+			name: "triton without model repository",
+			give: map[string]any{"pools": []any{func() map[string]any { p := minimalPool(); delete(p, "modelRepository"); return p }()}},
+			want: []string{"pools[p].modelRepository: required"},
+		},
+		{
+			name: "triton without catalog",
+			give: map[string]any{"pools": []any{pool(map[string]any{"residency": map[string]any{}})}},
+			want: []string{"pools[p].residency.catalog: required"},
+		},
+		{
+			name: "min above max",
+			give: map[string]any{"pools": []any{pool(map[string]any{"scaling": map[string]any{"replicaThroughput": 1, "minReplicas": 5, "maxReplicas": 2}})}},
+			want: []string{"minReplicas (5) must be <= maxReplicas (2)"},
+		},
+		{
+			name: "tls without material",
+			give: map[string]any{"scaler": map[string]any{"tls": map[string]any{"enabled": true}}},
+			want: []string{"scaler.tls: with enabled true, set existingSecret"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, tt.give)
+			if err == nil {
+				t.Fatal("render succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestBadValuesFile: the documented bad values file fails with every field named.
+func TestBadValuesFile(t *testing.T) {
+	_, err := render(t, readValues(t, "testdata/bad-values.yaml"))
+	if err == nil {
+		t.Fatal("render succeeded, want a schema error")
+	}
+	for _, w := range []string{"/scaling/targetUtilization", "/keda/triggerType", "/pools/0/name", "'replicas'"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not name %s:\n%v", w, err)
+		}
+	}
+}
+
+// TestLint runs helm lint (the SDK's lint.All rules: Chart.yaml, values, schema, templates,
+// rendered YAML) for every values case; warnings fail too.
+func TestLint(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			l := lint.AllWithKubeVersion(chartPath, readValues(t, rc.files...), namespace, &kubeVersion)
+			for _, m := range l.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %v", m)
+				}
+			}
+		})
+	}
+}
+
+var metricNameRE = regexp.MustCompile(`\binferscale_[a-z_]+`)
+
+// TestDashboard: the dashboard is valid JSON, the chart ships the same file, and every
+// inferscale_* metric it queries is one the scaler or the residency sidecar registers.
+func TestDashboard(t *testing.T) {
+	canonical, err := os.ReadFile("dashboards/inferscale.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(chartPath + "/dashboards/inferscale.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(canonical) != string(shipped) {
+		t.Error("deploy/dashboards/inferscale.json and the chart's dashboards/inferscale.json differ; copy one over the other")
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(canonical, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+
+	known := map[string]bool{}
+	reg := prometheus.NewRegistry()
+	rm, err := residency.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm.OverPeak.WithLabelValues("probe") // a vector shows up in Gather only with a child
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		n := mf.GetName()
+		known[n] = true
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			known[n+s] = true
+		}
+	}
+	// The scaler's decision metrics are built in an unexported collector; read their names
+	// from its source (each d("name", …) is inferscale_scaler_<name>).
+	src, err := os.ReadFile("../scaler/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`d\("([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		known["inferscale_scaler_"+m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`"(inferscale_scaler_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		known[m[1]] = true
+	}
+
+	used := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range metricNameRE.FindAllString(tg.Expr, -1) {
+				used++
+				if !known[name] {
+					t.Errorf("panel %q queries %s, which neither the scaler nor the residency sidecar registers", p.Title, name)
+				}
+			}
+		}
+	}
+	if used < 20 {
+		t.Errorf("dashboard queries only %d inferscale metrics", used)
+	}
+}
