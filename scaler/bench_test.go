@@ -197,58 +197,55 @@ func BenchmarkRecommend(b *testing.B) {
 	}
 }
 
-// TestMemoryAt10000ScaledObjects reports (it asserts nothing about speed or
-// size; the figures go to docs/scaler.md) the live heap and the process RSS
-// with 10,000 preset ScaledObjects registered and 5 minutes of 5 s history
-// each. Run with: go test -run TestMemoryAt10000ScaledObjects -v ./scaler/
-func TestMemoryAt10000ScaledObjects(t *testing.T) {
-	if testing.Short() {
-		t.Skip("evaluates 600,000 decisions")
-	}
-	refs := benchRefs(benchObjects)
-	srv, _ := benchServer(t, refs, 61)
-	refs = nil // the requests are KEDA's, not the scaler's: do not count them
+// BenchmarkMemory10000ScaledObjects reports the live heap and the process
+// RSS with 10,000 preset ScaledObjects registered and 5 minutes of 5 s
+// history each (in-memory signals), then the live heap the same ScaledObjects
+// add on the real prom.Poller. The loop body is empty: the figures are the
+// custom metrics. Run: go test -run '^$' -bench Memory -benchtime 1x ./scaler/
+func BenchmarkMemory10000ScaledObjects(b *testing.B) {
+	liveHeap()
+	debug.FreeOSMemory()
+	baseline := vmRSS(b) // the test binary before any ScaledObject
+	srv, _ := benchServer(b, benchRefs(benchObjects), 61)
 	defer srv.Stop()
 	if got := srv.Triggers(); got != benchObjects {
-		t.Fatalf("registered %d triggers, want %d", got, benchObjects)
+		b.Fatalf("registered %d triggers, want %d", got, benchObjects)
 	}
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}}
-	metrics.Read(s)
-	rss := vmRSS(t)
+	live := liveHeap()
+	rss := vmRSS(b)
 	debug.FreeOSMemory()
-	rssFreed := vmRSS(t)
-	t.Logf("10000 ScaledObjects: live heap %.1f MiB, Go runtime total %.1f MiB, VmRSS %.1f MiB (%.1f MiB after debug.FreeOSMemory) (test binary, in-memory signals)",
-		float64(s[0].Value.Uint64())/(1<<20), float64(s[1].Value.Uint64())/(1<<20), float64(rss)/(1<<20), float64(rssFreed)/(1<<20))
+	rssFreed := vmRSS(b)
 	runtime.KeepAlive(srv)
 
-	// The real poller's share: the same 10,000 ScaledObjects subscribed to
-	// a prom.Poller (not running: no Prometheus here), measured as the live
-	// heap it adds.
 	poller, err := prom.NewPoller(prom.PollerConfig{
 		DefaultAddress: "http://prometheus:9090", RefreshInterval: 5 * time.Second, QueryTimeout: 10 * time.Second,
 		Concurrency: 8, ForgetAfter: 10 * time.Minute, NamespaceLabel: "namespace", PodLabel: "pod",
 	}, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	before := liveHeap()
 	ps, err := NewServer(ServerConfig{Defaults: Defaults{PrometheusAddress: "http://prometheus:9090"}, RefreshInterval: 5 * time.Second, ForgetAfter: time.Hour},
 		PollerSignals(poller), nil, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	for _, r := range benchRefs(benchObjects) {
 		if _, err := ps.ensure(r); err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
 	}
-	after := liveHeap()
-	t.Logf("10000 ScaledObjects on the real prom.Poller: %d subscriptions, %d distinct queries, +%.1f MiB live heap (server triggers + poller maps, no history yet)",
-		poller.Subscriptions(), poller.QueriesPerRefresh(), float64(after-before)/(1<<20))
+	withPoller := liveHeap() - before
 	runtime.KeepAlive(ps)
 	runtime.KeepAlive(poller)
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(live)/(1<<20), "live-heap-MiB")
+	b.ReportMetric(float64(baseline)/(1<<20), "VmRSS-baseline-MiB")
+	b.ReportMetric(float64(rss)/(1<<20), "VmRSS-MiB")
+	b.ReportMetric(float64(rssFreed)/(1<<20), "VmRSS-after-FreeOSMemory-MiB")
+	b.ReportMetric(float64(withPoller)/(1<<20), "real-poller-registration-MiB")
+	b.ReportMetric(float64(poller.Subscriptions()), "poller-subscriptions")
 }
 
 func liveHeap() uint64 {
@@ -259,7 +256,7 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
-func vmRSS(t *testing.T) uint64 {
+func vmRSS(t testing.TB) uint64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		t.Skipf("no /proc/self/status: %v", err)

@@ -267,10 +267,16 @@ func (tr *trigger) snapshot() (Recommendation, bool) {
 	return tr.rec, tr.have
 }
 
-// answer returns the last evaluation or a gRPC status for no data.
+// answer returns the last evaluation or a gRPC status for no data. A
+// trigger that has never had data is re-evaluated from the snapshot on the
+// call (the poller evaluates new queries at once), so KEDA's first calls
+// after registration do not wait a whole refresh; once it has answered,
+// only the background refresh moves its state.
 func (s *Server) answer(tr *trigger) (Recommendation, error) {
-	rec, ok := tr.snapshot()
-	if !ok {
+	tr.mu.Lock()
+	rec, ok, answered := tr.rec, tr.have, tr.state.HasLast
+	tr.mu.Unlock()
+	if !ok || (rec.Err != nil && !answered) {
 		rec = s.evaluate(tr, s.now())
 	}
 	if rec.Err != nil {
