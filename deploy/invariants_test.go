@@ -537,3 +537,30 @@ func TestTritonExample(t *testing.T) {
 		t.Errorf("all models (%d bytes) fit in the 1g.10gb budget %d: the example shows no eviction", total, budget-cat.ReserveBytes)
 	}
 }
+
+// TestPodRegex: {{ .pool.podRegex }} in a query selects exactly the pool's pods (PromQL
+// anchors regex matchers at both ends), not another pool whose name extends this one's.
+func TestPodRegex(t *testing.T) {
+	o := renderObjects(t, renderCases[1])
+	q := o.scaledObjects["rel-inferscale-embed"].Spec.Triggers[0].Metadata["queueQuery"]
+	m := regexp.MustCompile(`pod=~"([^"]+)"`).FindStringSubmatch(q)
+	if m == nil {
+		t.Fatalf("queueQuery %q has no pod regex", q)
+	}
+	re := regexp.MustCompile("^(?:" + m[1] + ")$")
+	tests := []struct {
+		pod  string
+		want bool
+	}{
+		{pod: "rel-inferscale-embed-7d9f8c6b5d-x2x9q", want: true},
+		{pod: "rel-inferscale-embed-5c4b-abcde", want: true},
+		{pod: "rel-inferscale-embed-v2-7d9f8c6b5d-x2x9q", want: false},
+		{pod: "rel-inferscale-scaler-7d9f8c6b5d-x2x9q", want: false},
+		{pod: "other-rel-inferscale-embed-7d9f8c6b5d-x2x9q", want: false},
+	}
+	for _, tt := range tests {
+		if got := re.MatchString(tt.pod); got != tt.want {
+			t.Errorf("%s matches %q: %v, want %v", m[1], tt.pod, got, tt.want)
+		}
+	}
+}
