@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -34,9 +35,18 @@ type Config struct {
 	// (--prometheus-address). Empty: those models have no demand (only P0 models load until
 	// they are requested through Triton).
 	PrometheusAddress string
-	// Namespace is the pod's namespace, which demand queries are confined to (--namespace,
-	// default $POD_NAMESPACE).
+	// DemandQuery is a PromQL template for the demand of a model not loaded here, with
+	// ModelPlaceholder ($model) for its name (--demand-query); empty selects Triton's preset
+	// request rate of the model across the namespace.
+	DemandQuery string
+	// Namespace is the pod's namespace, which demand queries are confined to and events are
+	// recorded in (--namespace, default $POD_NAMESPACE).
 	Namespace string
+	// PodName names the pod in Kubernetes events (--pod-name, default $POD_NAME).
+	PodName string
+	// NVML selects the budget source (--nvml): "auto" uses NVML when libnvidia-ml loads and
+	// NVIDIA_VISIBLE_DEVICES names a device, "on" requires it, "off" never uses it.
+	NVML string
 	// ListenAddress serves /readyz, /healthz, /metrics and /drain (--listen).
 	ListenAddress string
 	// LoopInterval is the period of observe-plan-act (--loop-interval). Range [100ms, 10m].
@@ -66,7 +76,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: Triton at localhost:8001 (metrics at
-// http://localhost:8002/metrics), listen on :8090, reserve from the catalog only (-1), 5s loop,
+// http://localhost:8002/metrics), catalog at /etc/inferscale/catalog.yaml, NVML auto, listen
+// on :8090, reserve from the catalog only (-1), 5s loop,
 // 1m demand window, 1 load at a time, 10s backoff doubling to 5m, quarantine after 3
 // failures, 5s propagation delay, 60s drain timeout, 1s drain poll.
 func DefaultConfig() Config {
@@ -75,6 +86,7 @@ func DefaultConfig() Config {
 		TritonMetricsURL:   "http://localhost:8002/metrics",
 		CatalogPath:        "/etc/inferscale/catalog.yaml",
 		ReserveBytes:       -1,
+		NVML:               "auto",
 		ListenAddress:      ":8090",
 		LoopInterval:       5 * time.Second,
 		DemandWindow:       time.Minute,
@@ -116,6 +128,14 @@ func (c Config) Validate() error {
 	}
 	if c.PrometheusAddress != "" && c.Namespace == "" {
 		add("Namespace (--namespace): empty; required with --prometheus-address (demand queries are confined to it)")
+	}
+	if c.DemandQuery != "" && !strings.Contains(c.DemandQuery, ModelPlaceholder) {
+		add("DemandQuery (--demand-query): %q: want a PromQL template containing %s, or empty", c.DemandQuery, ModelPlaceholder)
+	}
+	switch c.NVML {
+	case "auto", "on", "off":
+	default:
+		add("NVML (--nvml): %q; want auto, on or off", c.NVML)
 	}
 	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
 		add("ListenAddress (--listen): %q: want [host]:port", c.ListenAddress)

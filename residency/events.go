@@ -4,29 +4,59 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 )
 
 // ErrNotInCluster is returned by NewKubeEvents outside a Kubernetes pod; the sidecar then
 // records no events.
 var ErrNotInCluster = errors.New("not running in a Kubernetes cluster")
 
-// KubeEvents records events.k8s.io/v1 Events about the sidecar's pod through client-go's event
-// broadcaster (which aggregates repeats into series).
+// eventsGVR is events.k8s.io/v1 events.
+var eventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+
+// Event limits of events.k8s.io/v1 validation.
+const (
+	maxEventNote   = 1024
+	maxEventReason = 128
+)
+
+// KubeEvents records events.k8s.io/v1 Events about the sidecar's pod, asynchronously so that
+// the controller never waits on the API server. It writes them with client-go's dynamic client
+// rather than its typed clientset and event broadcaster: those register every built-in API
+// type at start-up, which alone costs about 15 MiB of the sidecar's resident memory. An event
+// equal (type, reason, note) to one sent within DedupWindow is dropped; so are events while
+// the queue is full (both counted in the log).
 type KubeEvents struct {
-	b   events.EventBroadcaster
-	rec events.EventRecorder
-	pod *corev1.ObjectReference
+	client    dynamic.Interface
+	pod       corev1.ObjectReference
+	instance  string
+	log       *slog.Logger
+	now       func() time.Time
+	queue     chan *eventsv1.Event
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu   sync.Mutex
+	sent map[string]time.Time
 }
 
+// DedupWindow is the period within which an identical event is sent once.
+const DedupWindow = 5 * time.Minute
+
 // NewKubeEvents records events about pod namespace/name with the in-cluster configuration;
-// ErrNotInCluster outside a cluster. Close stops it.
-func NewKubeEvents(ctx context.Context, namespace, name string) (*KubeEvents, error) {
+// ErrNotInCluster outside a cluster. Close flushes and stops it.
+func NewKubeEvents(namespace, name string, log *slog.Logger) (*KubeEvents, error) {
 	cfg, err := rest.InClusterConfig()
 	if errors.Is(err, rest.ErrNotInCluster) {
 		return nil, ErrNotInCluster
@@ -34,34 +64,92 @@ func NewKubeEvents(ctx context.Context, namespace, name string) (*KubeEvents, er
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return NewKubeEventsFor(ctx, cs, namespace, name)
+	return NewKubeEventsFor(client, namespace, name, log)
 }
 
-// NewKubeEventsFor is NewKubeEvents over a given clientset (a fake one in tests).
-func NewKubeEventsFor(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*KubeEvents, error) {
+// NewKubeEventsFor is NewKubeEvents over a given client (a fake one in tests).
+func NewKubeEventsFor(client dynamic.Interface, namespace, name string, log *slog.Logger) (*KubeEvents, error) {
 	if namespace == "" || name == "" {
 		return nil, fmt.Errorf("pod namespace %q and name %q: both required (set POD_NAMESPACE and POD_NAME from the downward API)", namespace, name)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("start event recording: %w", err)
+	if log == nil {
+		log = slog.Default()
 	}
-	return &KubeEvents{b: b, rec: b.NewRecorder(scheme.Scheme, "inferscale-residency"),
-		pod: &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name}}, nil
+	k := &KubeEvents{client: client, instance: name, log: log, now: time.Now,
+		pod:   corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name},
+		queue: make(chan *eventsv1.Event, 64), done: make(chan struct{}), sent: map[string]time.Time{}}
+	go k.run()
+	return k, nil
 }
 
 // Event implements Events.
-func (k *KubeEvents) Event(warning bool, reason, message string) {
+func (k *KubeEvents) Event(warning bool, reason, note string) {
 	typ := corev1.EventTypeNormal
 	if warning {
 		typ = corev1.EventTypeWarning
 	}
-	k.rec.Eventf(k.pod, nil, typ, reason, "Residency", "%s", message)
+	if len(reason) > maxEventReason {
+		reason = reason[:maxEventReason]
+	}
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	now := k.now()
+	key := typ + "\x00" + reason + "\x00" + note
+	k.mu.Lock()
+	if last, ok := k.sent[key]; ok && now.Sub(last) < DedupWindow {
+		k.mu.Unlock()
+		return
+	}
+	k.sent[key] = now
+	for kk, t := range k.sent {
+		if now.Sub(t) >= DedupWindow {
+			delete(k.sent, kk)
+		}
+	}
+	k.mu.Unlock()
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: k.pod.Name + ".", Namespace: k.pod.Namespace},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: "inferscale.io/residency",
+		ReportingInstance:   k.instance,
+		Action:              "Residency",
+		Reason:              reason,
+		Regarding:           k.pod,
+		Note:                note,
+		Type:                typ,
+	}
+	select {
+	case k.queue <- ev:
+	default:
+		k.log.Warn("event dropped: queue full", "reason", reason, "note", note)
+	}
 }
 
-// Close flushes and stops the broadcaster.
-func (k *KubeEvents) Close() { k.b.Shutdown() }
+func (k *KubeEvents) run() {
+	defer close(k.done)
+	for ev := range k.queue {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ev)
+		if err == nil {
+			u := &unstructured.Unstructured{Object: obj}
+			u.SetAPIVersion("events.k8s.io/v1")
+			u.SetKind("Event")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err = k.client.Resource(eventsGVR).Namespace(ev.Namespace).Create(ctx, u, metav1.CreateOptions{})
+			cancel()
+		}
+		if err != nil {
+			k.log.Warn("event not recorded", "reason", ev.Reason, "err", err)
+		}
+	}
+}
+
+// Close sends the queued events and stops.
+func (k *KubeEvents) Close() {
+	k.closeOnce.Do(func() { close(k.queue) })
+	<-k.done
+}

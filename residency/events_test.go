@@ -1,53 +1,71 @@
 package residency
 
 import (
-	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestKubeEvents(t *testing.T) {
-	cs := fake.NewClientset()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w, err := cs.EventsV1().Events("ml").Watch(ctx, metav1.ListOptions{})
+	scheme := runtime.NewScheme()
+	if err := eventsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := dynamicfake.NewSimpleDynamicClient(scheme)
+	k, err := NewKubeEventsFor(client, "ml", "triton-0", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	k, err := NewKubeEventsFor(ctx, cs, "ml", "triton-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	k.now = func() time.Time { return t0 }
 	k.Event(true, "OverPeak", "fat measured 3.00GiB, above its admitted peak 2.00GiB")
-	select {
-	case ev := <-w.ResultChan():
-		e, ok := ev.Object.(*eventsv1.Event)
-		if ev.Type != watch.Added || !ok {
-			t.Fatalf("watch event %v %T", ev.Type, ev.Object)
+	k.Event(true, "OverPeak", "fat measured 3.00GiB, above its admitted peak 2.00GiB") // deduplicated
+	k.Event(false, "Loaded", strings.Repeat("x", 2000))
+	k.Close()
+
+	var got []eventsv1.Event
+	for _, a := range client.Actions() {
+		c, ok := a.(k8stesting.CreateAction)
+		if !ok || a.GetResource() != eventsGVR || a.GetNamespace() != "ml" {
+			t.Fatalf("unexpected action %#v", a)
 		}
-		if e.Type != corev1.EventTypeWarning || e.Reason != "OverPeak" || e.Regarding.Kind != "Pod" || e.Regarding.Name != "triton-0" ||
-			e.Note != "fat measured 3.00GiB, above its admitted peak 2.00GiB" || e.ReportingController != "inferscale-residency" {
-			t.Errorf("event = %+v", e)
+		var ev eventsv1.Event
+		u := c.GetObject().(interface{ UnstructuredContent() map[string]any })
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &ev); err != nil {
+			t.Fatal(err)
 		}
-	case <-ctx.Done():
-		t.Fatal("no event recorded")
+		got = append(got, ev)
 	}
-	if _, err := NewKubeEventsFor(ctx, cs, "", "x"); err == nil {
+	if len(got) != 2 {
+		t.Fatalf("%d events created, want 2 (one deduplicated)", len(got))
+	}
+	pod := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "ml", Name: "triton-0"}
+	e := got[0]
+	if diff := cmp.Diff([]string{"Warning", "OverPeak", "fat measured 3.00GiB, above its admitted peak 2.00GiB", "inferscale.io/residency", "triton-0", "Residency", "triton-0."},
+		[]string{e.Type, e.Reason, e.Note, e.ReportingController, e.ReportingInstance, e.Action, e.GenerateName}); diff != "" {
+		t.Errorf("event (-want +got):\n%s", diff)
+	}
+	if e.Regarding != pod || !e.EventTime.Time.Equal(t0) {
+		t.Errorf("regarding %+v, time %v", e.Regarding, e.EventTime)
+	}
+	if n := len(got[1].Note); n != maxEventNote || got[1].Type != "Normal" {
+		t.Errorf("long note: %d bytes, type %q; want truncated to %d, Normal", n, got[1].Type, maxEventNote)
+	}
+	if _, err := NewKubeEventsFor(client, "", "x", nil); err == nil {
 		t.Error("empty namespace accepted")
 	}
 }
 
 func TestNewKubeEventsOutsideCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	if _, err := NewKubeEvents(context.Background(), "ml", "p"); err != ErrNotInCluster {
+	if _, err := NewKubeEvents("ml", "p", nil); err != ErrNotInCluster {
 		t.Errorf("err = %v, want ErrNotInCluster", err)
 	}
 }

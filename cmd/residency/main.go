@@ -1,0 +1,79 @@
+// Command residency is the inferscale residency controller: a sidecar beside Triton Inference
+// Server (--model-control-mode=explicit) that keeps the right models loaded within the memory
+// budget of the pod's GPU slice and drains the pod on SIGTERM or POST /drain.
+// See docs/residency.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/sidecar"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "residency:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags fills a Config from args; defaults are DefaultConfig's.
+func parseFlags(args []string, errOut io.Writer) (residency.Config, string, error) {
+	c := residency.DefaultConfig()
+	c.Namespace = os.Getenv("POD_NAMESPACE")
+	c.PodName = os.Getenv("POD_NAME")
+	fs := flag.NewFlagSet("residency", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&c.TritonAddress, "triton-address", c.TritonAddress, "Triton gRPC endpoint, host:port")
+	fs.StringVar(&c.TritonMetricsURL, "triton-metrics-url", c.TritonMetricsURL, "Triton Prometheus endpoint read while draining (empty: statistics only)")
+	fs.StringVar(&c.CatalogPath, "catalog", c.CatalogPath, "model catalog YAML (docs/residency.md)")
+	fs.Int64Var(&c.BudgetBytes, "budget-bytes", c.BudgetBytes, "usable GPU bytes; 0: from NVML, else from --mig-profile's table entry")
+	fs.StringVar(&c.MIGProfile, "mig-profile", c.MIGProfile, "pod's MIG profile (e.g. 1g.10gb) or whole-GPU name (h100-80gb): selects catalog peaks; sets the budget without NVML")
+	fs.Int64Var(&c.ReserveBytes, "reserve-bytes", c.ReserveBytes, "bytes kept back; the larger of this and the catalog's reserveBytes is used (-1: catalog only)")
+	fs.StringVar(&c.NVML, "nvml", c.NVML, "budget through NVML: auto, on or off")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "Prometheus base URL for demand of models not loaded here (empty: none)")
+	fs.StringVar(&c.DemandQuery, "demand-query", c.DemandQuery, "PromQL template with $model for that demand (empty: Triton preset rate)")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "pod namespace (default $POD_NAMESPACE)")
+	fs.StringVar(&c.PodName, "pod-name", c.PodName, "pod name for Kubernetes events (default $POD_NAME)")
+	fs.StringVar(&c.ListenAddress, "listen", c.ListenAddress, "address of /readyz, /healthz, /metrics and POST /drain")
+	fs.DurationVar(&c.LoopInterval, "loop-interval", c.LoopInterval, "observe-plan-act period")
+	fs.DurationVar(&c.DemandWindow, "demand-window", c.DemandWindow, "window of a loaded model's request rate")
+	fs.IntVar(&c.MaxConcurrentLoads, "max-concurrent-loads", c.MaxConcurrentLoads, "loads in flight at once")
+	fs.DurationVar(&c.FailureBackoff, "failure-backoff", c.FailureBackoff, "wait after a failed load, doubling per failure")
+	fs.DurationVar(&c.FailureBackoffMax, "failure-backoff-max", c.FailureBackoffMax, "cap of the failed-load backoff")
+	fs.IntVar(&c.QuarantineAfter, "quarantine-after", c.QuarantineAfter, "consecutive failed loads that quarantine a model")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "drain deadline after the propagation delay")
+	fs.DurationVar(&c.PropagationDelay, "propagation-delay", c.PropagationDelay, "wait after turning not-ready, for endpoint removal to propagate")
+	fs.DurationVar(&c.DrainPollInterval, "drain-poll-interval", c.DrainPollInterval, "period of drain's reads of Triton's queue and counters")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return c, "", err
+	}
+	if fs.NArg() > 0 {
+		return c, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c, *logLevel, c.Validate()
+}
+
+func run(args []string, errOut io.Writer) error {
+	cfg, level, err := parseFlags(args, errOut)
+	if err != nil {
+		return err
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return sidecar.Run(ctx, cfg, log)
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferscale/inferscale/residency"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "ml")
+	t.Setenv("POD_NAME", "triton-0")
+	c, level, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := residency.DefaultConfig()
+	want.Namespace, want.PodName = "ml", "triton-0"
+	if c != want || level != "info" {
+		t.Errorf("defaults: %+v, %q; want %+v", c, level, want)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	c, _, err := parseFlags([]string{"--triton-address=triton:8001", "--catalog=c.yaml", "--budget-bytes=10307921510",
+		"--mig-profile=1g.10gb", "--prometheus-address=http://prom:9090", "--namespace=ml", "--listen=:9000",
+		"--drain-timeout=2m", "--max-concurrent-loads=2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TritonAddress != "triton:8001" || c.BudgetBytes != 10307921510 || c.MIGProfile != "1g.10gb" ||
+		c.DrainTimeout != 2*time.Minute || c.MaxConcurrentLoads != 2 || c.ListenAddress != ":9000" {
+		t.Errorf("parsed %+v", c)
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	_, _, err := parseFlags([]string{"--max-concurrent-loads=0", "--drain-timeout=0s"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "MaxConcurrentLoads (--max-concurrent-loads): 0 out of range [1, 16]") ||
+		!strings.Contains(err.Error(), "DrainTimeout (--drain-timeout): 0s out of range") {
+		t.Errorf("err = %v", err)
+	}
+	if _, _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
+		t.Error("positional argument accepted")
+	}
+}

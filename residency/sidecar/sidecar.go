@@ -1,0 +1,200 @@
+// Package sidecar wires the residency controller into a process: catalog, budget (NVML through
+// residency/gpu, or flags), Triton client, Prometheus demand, Kubernetes events, HTTP endpoints,
+// and the drain on SIGTERM. cmd/residency parses flags into a residency.Config and calls Run.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/gpu"
+	"github.com/inferscale/inferscale/residency/triton"
+	"github.com/inferscale/inferscale/scaler/prom"
+)
+
+// ErrNoBudget is returned when no budget source applies.
+var ErrNoBudget = errors.New("no memory budget")
+
+// Device is the budget's device reading: UsedBytes is nil without NVML; Close releases NVML.
+type Device struct {
+	UsedBytes func() (int64, error)
+	Close     func()
+	// Source says where the budget came from, for the log: "nvml <uuid> (<name>)",
+	// "--budget-bytes", "profile table".
+	Source string
+}
+
+// ResolveBudget decides the pod's budget. lib is NVML (nvml.New()), or nil when cfg.NVML is
+// "off"; visible is $NVIDIA_VISIBLE_DEVICES. Order: --budget-bytes when set (NVML, if it
+// opens, still supplies the device's used memory); else NVML's reading of the device; else the
+// profile table entry for --mig-profile. The profile is --mig-profile, or the MIG device's own.
+// The reserve is cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
+func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log *slog.Logger) (residency.Budget, Device, error) {
+	reserve := max(cfg.ReserveBytes, 0)
+	dev := Device{Close: func() {}}
+	var nvmlDev *gpu.Device
+	if lib != nil && cfg.NVML != "off" {
+		d, closeFn, err := openNVML(lib, visible)
+		switch {
+		case err == nil:
+			nvmlDev, dev.Close = d, closeFn
+			dev.UsedBytes = d.UsedBytes
+		case cfg.NVML == "on":
+			return residency.Budget{}, dev, fmt.Errorf("--nvml=on: %w", err)
+		default:
+			log.Info("NVML not used", "reason", err)
+		}
+	}
+	var b residency.Budget
+	switch {
+	case cfg.BudgetBytes > 0:
+		b = residency.Budget{Profile: cfg.MIGProfile, TotalBytes: cfg.BudgetBytes, ReserveBytes: reserve}
+		dev.Source = "--budget-bytes"
+	case nvmlDev != nil:
+		nb, err := nvmlDev.Budget(cfg.MIGProfile, reserve)
+		if err != nil {
+			dev.Close()
+			return residency.Budget{}, Device{}, fmt.Errorf("%w: %w (set --mig-profile on a whole GPU)", ErrNoBudget, err)
+		}
+		b = nb
+		dev.Source = fmt.Sprintf("nvml %s (%s)", nvmlDev.UUID, nvmlDev.Name)
+	case cfg.MIGProfile != "":
+		total, ok := residency.ProfileBytes(cfg.MIGProfile)
+		if !ok {
+			return residency.Budget{}, dev, fmt.Errorf("%w: --mig-profile %q is not in the profile table %v; set --budget-bytes", ErrNoBudget, cfg.MIGProfile, residency.Profiles())
+		}
+		b = residency.Budget{Profile: cfg.MIGProfile, TotalBytes: total, ReserveBytes: reserve}
+		dev.Source = "profile table"
+	default:
+		return residency.Budget{}, dev, fmt.Errorf("%w: no GPU through NVML; set --budget-bytes with --mig-profile, or --mig-profile alone (table: %v)", ErrNoBudget, residency.Profiles())
+	}
+	if err := b.Validate(); err != nil {
+		dev.Close()
+		return residency.Budget{}, Device{}, fmt.Errorf("%w: %w", ErrNoBudget, err)
+	}
+	return b, dev, nil
+}
+
+func openNVML(lib nvml.Interface, visible string) (*gpu.Device, func(), error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, nil, fmt.Errorf("%w: init: %w", gpu.ErrNVML, ret)
+	}
+	d, err := gpu.Open(lib, visible)
+	if err != nil {
+		lib.Shutdown()
+		return nil, nil, err
+	}
+	return d, func() { lib.Shutdown() }, nil
+}
+
+// Run runs the sidecar until ctx is done (SIGTERM), then drains and returns. A drain requested
+// through POST /drain leaves the sidecar running, not ready, until ctx is done.
+func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cat, err := residency.LoadCatalog(cfg.CatalogPath)
+	if err != nil {
+		return err
+	}
+	var lib nvml.Interface
+	if cfg.NVML != "off" {
+		lib = nvml.New()
+	}
+	budget, dev, err := ResolveBudget(cfg, lib, os.Getenv("NVIDIA_VISIBLE_DEVICES"), log)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	log.Info("budget", "profile", budget.Profile, "total_bytes", budget.TotalBytes,
+		"reserve_bytes", residency.ReserveBytes(cat, budget), "source", dev.Source, "models", len(cat.Models))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := residency.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	tc, err := triton.Dial(cfg.TritonAddress, triton.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	deps := residency.Deps{Triton: tc, DeviceUsedBytes: dev.UsedBytes, Log: log, Metrics: m}
+	var poller *prom.Poller
+	if cfg.PrometheusAddress != "" {
+		pc := prom.DefaultConfig()
+		pc.DefaultAddress = cfg.PrometheusAddress
+		pc.RefreshInterval = cfg.LoopInterval
+		if poller, err = prom.NewPoller(pc, reg, log); err != nil {
+			return err
+		}
+		if deps.Demand, err = residency.NewPromDemand(poller, cfg.Namespace, cfg.DemandQuery); err != nil {
+			return err
+		}
+	}
+	ev, err := residency.NewKubeEvents(cfg.Namespace, cfg.PodName, log)
+	switch {
+	case errors.Is(err, residency.ErrNotInCluster):
+		log.Info("not in a cluster: no Kubernetes events")
+	case err != nil:
+		log.Warn("no Kubernetes events", "err", err)
+	default:
+		defer ev.Close()
+		deps.Events = ev
+	}
+	ctl, err := residency.NewController(cfg, cat, budget, deps)
+	if err != nil {
+		return err
+	}
+	dr := residency.NewDrainer(cfg, ctl, nil)
+	ln, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.ListenAddress, err)
+	}
+	srv := &http.Server{Handler: residency.NewHandler(ctl, dr, reg), ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving", "addr", ln.Addr().String(), "triton", cfg.TritonAddress)
+
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	defer stopLoop()
+	g := new(errgroup.Group)
+	g.Go(func() error { return ctl.Run(loopCtx) })
+	if poller != nil {
+		g.Go(func() error { return poller.Run(loopCtx) })
+	}
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		log.Info("terminating: draining")
+		derr := dr.Drain(context.Background())
+		stopLoop()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Shutdown lets a POST /drain that is waiting receive its answer.
+		return errors.Join(derr, srv.Shutdown(sctx))
+	})
+	err = g.Wait()
+	if errors.Is(err, residency.ErrDrainTimeout) {
+		log.Warn("drain deadline passed; exiting", "err", err)
+		return nil
+	}
+	return err
+}

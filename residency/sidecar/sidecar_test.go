@@ -1,0 +1,86 @@
+package sidecar
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/residency"
+)
+
+var discard = slog.New(slog.DiscardHandler)
+
+func TestResolveBudget(t *testing.T) {
+	cfg := func(f func(*residency.Config)) residency.Config {
+		c := residency.DefaultConfig()
+		f(&c)
+		return c
+	}
+	tests := []struct {
+		name       string
+		cfg        residency.Config
+		lib        nvml.Interface
+		visible    string
+		want       residency.Budget
+		wantSource string
+		wantUsed   bool
+	}{
+		{name: "flag wins; NVML still reads used memory", lib: dgxh100.New(), visible: "0",
+			cfg:  cfg(func(c *residency.Config) { c.BudgetBytes = 5 << 30; c.MIGProfile = "1g.10gb" }),
+			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 5 << 30}, wantSource: "--budget-bytes", wantUsed: true},
+		{name: "NVML whole GPU with a profile name", lib: dgxh100.New(), visible: "3",
+			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "h100-80gb"; c.ReserveBytes = 1 << 30 }),
+			want: residency.Budget{Profile: "h100-80gb", TotalBytes: 81920 << 20, ReserveBytes: 1 << 30}, wantUsed: true},
+		{name: "no GPU: profile table", lib: nil,
+			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "3g.40gb" }),
+			want: residency.Budget{Profile: "3g.40gb", TotalBytes: 40192 << 20}, wantSource: "profile table"},
+		{name: "nvml off ignores the GPU", lib: dgxh100.New(), visible: "0",
+			cfg:  cfg(func(c *residency.Config) { c.NVML = "off"; c.MIGProfile = "1g.10gb" }),
+			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
+		{name: "auto: a bad NVIDIA_VISIBLE_DEVICES falls back to the table", lib: dgxh100.New(), visible: "none",
+			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "1g.10gb" }),
+			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, dev, err := ResolveBudget(tt.cfg, tt.lib, tt.visible, discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dev.Close()
+			if diff := cmp.Diff(tt.want, b); diff != "" {
+				t.Errorf("budget (-want +got):\n%s", diff)
+			}
+			if tt.wantSource != "" && dev.Source != tt.wantSource {
+				t.Errorf("source = %q, want %q", dev.Source, tt.wantSource)
+			}
+			if (dev.UsedBytes != nil) != tt.wantUsed {
+				t.Errorf("UsedBytes set = %v, want %v", dev.UsedBytes != nil, tt.wantUsed)
+			}
+		})
+	}
+}
+
+func TestResolveBudgetErrors(t *testing.T) {
+	c := residency.DefaultConfig()
+	if _, _, err := ResolveBudget(c, nil, "", discard); !errors.Is(err, ErrNoBudget) {
+		t.Errorf("no source: err = %v, want ErrNoBudget", err)
+	}
+	c.MIGProfile = "9g.1tb"
+	if _, _, err := ResolveBudget(c, nil, "", discard); !errors.Is(err, ErrNoBudget) {
+		t.Errorf("unknown profile: err = %v, want ErrNoBudget", err)
+	}
+	c = residency.DefaultConfig()
+	c.NVML = "on"
+	if _, _, err := ResolveBudget(c, dgxh100.New(), "none", discard); err == nil {
+		t.Error("--nvml=on without a device: no error")
+	}
+	c.NVML = "auto"
+	if _, _, err := ResolveBudget(c, dgxh100.New(), "0", discard); !errors.Is(err, ErrNoBudget) {
+		t.Errorf("whole GPU without a profile: err = %v, want ErrNoBudget", err)
+	}
+}
