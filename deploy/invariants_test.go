@@ -17,6 +17,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/scaler"
@@ -562,5 +563,86 @@ func TestPodRegex(t *testing.T) {
 		if got := re.MatchString(tt.pod); got != tt.want {
 			t.Errorf("%s matches %q: %v, want %v", m[1], tt.pod, got, tt.want)
 		}
+	}
+}
+
+// TestScrapeTargets: every PodMonitor and ServiceMonitor selects rendered pods or Services and
+// names ports they have; with annotations instead, prometheus.io/port is a declared port.
+// (Monitors are unstructured, so these are the checks a typed decode would not make anyway.)
+func TestScrapeTargets(t *testing.T) {
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			podPorts := func(spec corev1.PodSpec) map[string]int32 {
+				ports := map[string]int32{}
+				for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+					for _, p := range c.Ports {
+						ports[p.Name] = p.ContainerPort
+					}
+				}
+				return ports
+			}
+			for key, m := range o.monitors {
+				sel, _, err := unstructured.NestedStringMap(m.Object, "spec", "selector", "matchLabels")
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				if len(sel) == 0 {
+					t.Fatalf("%s: empty selector", key)
+				}
+				field := "podMetricsEndpoints"
+				if strings.HasPrefix(key, "ServiceMonitor/") {
+					field = "endpoints"
+				}
+				eps, _, err := unstructured.NestedSlice(m.Object, "spec", field)
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				if len(eps) == 0 {
+					t.Fatalf("%s: no %s", key, field)
+				}
+				matched := 0
+				check := func(labels map[string]string, ports map[string]int32) {
+					for k, v := range sel {
+						if labels[k] != v {
+							return
+						}
+					}
+					matched++
+					for _, ep := range eps {
+						port, _ := ep.(map[string]any)["port"].(string)
+						if _, ok := ports[port]; !ok {
+							t.Errorf("%s: endpoint port %q is not among %v", key, port, slices.Sorted(mapKeys(ports)))
+						}
+					}
+				}
+				if field == "endpoints" {
+					for _, s := range o.services {
+						ports := map[string]int32{}
+						for _, p := range s.Spec.Ports {
+							ports[p.Name] = p.Port
+						}
+						check(s.Labels, ports)
+					}
+				} else {
+					for _, d := range o.deployments {
+						check(d.Spec.Template.Labels, podPorts(d.Spec.Template.Spec))
+					}
+				}
+				if matched == 0 {
+					t.Errorf("%s: selector %v matches nothing the chart renders", key, sel)
+				}
+			}
+			for _, d := range o.deployments {
+				a := d.Spec.Template.Annotations
+				if a["prometheus.io/scrape"] != "true" {
+					continue
+				}
+				port := a["prometheus.io/port"]
+				if !slices.ContainsFunc(slices.Collect(maps.Values(podPorts(d.Spec.Template.Spec))), func(p int32) bool { return fmt.Sprint(p) == port }) {
+					t.Errorf("%s: prometheus.io/port %q is not a container port", d.Name, port)
+				}
+			}
+		})
 	}
 }
