@@ -86,14 +86,19 @@ func runMain(m *testing.M) (code int) {
 // e2e/tools/build.sh and builds inferscale's own commands from this tree.
 func prepareBinaries() error {
 	start := time.Now()
-	cmd := exec.Command(filepath.Join(suite.root, "e2e", "tools", "build.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("e2e/tools/build.sh: %w", err)
+	// INFERSCALE_E2E_BIN_DIR points at prebuilt binaries (same names as
+	// build.sh writes) and skips the build.
+	dir := os.Getenv("INFERSCALE_E2E_BIN_DIR")
+	if dir == "" {
+		cmd := exec.Command(filepath.Join(suite.root, "e2e", "tools", "build.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("e2e/tools/build.sh: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		dir = lines[len(lines)-1]
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	dir := lines[len(lines)-1]
 	logf("control-plane binaries ready in %v: %s", time.Since(start).Round(time.Millisecond), dir)
 	b := &suite.bins
 	b.etcd = filepath.Join(dir, "etcd")
@@ -102,6 +107,7 @@ func prepareBinaries() error {
 	b.scheduler = filepath.Join(dir, "kube-scheduler")
 	b.kedaOperator = filepath.Join(dir, "keda-operator")
 	b.kedaAdapter = filepath.Join(dir, "keda-adapter")
+	var err error
 	if b.prometheus, err = exec.LookPath("prometheus"); err != nil {
 		return fmt.Errorf("prometheus (Debian package `prometheus`): %w", err)
 	}

@@ -2,7 +2,8 @@
 # Builds the control-plane binaries the e2e suite runs (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, KEDA operator and adapter)
 # from the wrapper modules next to this script, into a cache directory keyed
-# by a sha256 of the wrappers' go.mod and go.sum files and the Go version:
+# by a sha256 of the wrappers' go.mod and go.sum files, this script and the
+# Go version:
 #
 #   ${INFERSCALE_E2E_CACHE:-$HOME/.cache/inferscale-e2e}/<hash>/
 #
@@ -11,7 +12,9 @@
 # line of stdout. Binaries are never written into the repository.
 #
 # Builds are reproducible: -mod=readonly (go.sum is committed), -trimpath,
-# CGO disabled as in the upstream release builds, -ldflags '-s -w'.
+# CGO disabled as in the upstream release builds, -ldflags '-s -w', and the
+# version variables stamped as the upstream release builds do (the
+# apiserver reports v1.37.2 to KEDA and kubectl, not v0.0.0-master).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,6 +25,7 @@ hash="$(
   cd "$here"
   {
     "$go_bin" env GOVERSION
+    sha256sum build.sh
     for m in etcd k8s keda; do
       sha256sum "$m/go.mod" "$m/go.sum"
     done
@@ -47,20 +51,30 @@ tmp="$(mktemp -d "$cache_root/.build-$hash.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly
-build() { # build <module dir> <output> <package>
+# version <module dir> <module path>: the version the wrapper pins.
+version() { awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) {print $NF; exit}' "$here/$1/go.mod"; }
+k8s_version="$(version k8s k8s.io/kubernetes)"         # v1.37.2
+keda_version="$(version keda github.com/kedacore/keda/v2)" # v2.21.0
+k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
+k8s_stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_stamp+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+done
+keda_stamp="-X github.com/kedacore/keda/v2/version.Version=${keda_version#v}"
+
+build() { # build <module dir> <output> <package> [extra ldflags]
   local start=$SECONDS
-  (cd "$here/$1" && "$go_bin" build -trimpath -ldflags='-s -w' -o "$tmp/$2" "$3")
+  (cd "$here/$1" && "$go_bin" build -trimpath -ldflags="-s -w ${4:-}" -o "$tmp/$2" "$3")
   echo "built $2 in $((SECONDS - start))s" >&2
 }
 
 echo "building e2e binaries into $out (cold build: about 14 minutes on 2 cores)" >&2
 build etcd etcd go.etcd.io/etcd/server/v3
-build k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-build k8s kubectl k8s.io/kubernetes/cmd/kubectl
-build keda keda-operator github.com/kedacore/keda/v2/cmd/operator
-build keda keda-adapter github.com/kedacore/keda/v2/cmd/adapter
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  build k8s "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_stamp"
+done
+build keda keda-operator github.com/kedacore/keda/v2/cmd/operator "$keda_stamp"
+build keda keda-adapter github.com/kedacore/keda/v2/cmd/adapter "$keda_stamp"
 
 # Publish atomically: a concurrent build of the same hash loses the rename
 # race harmlessly and keeps the winner's binaries.
