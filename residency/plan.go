@@ -169,7 +169,7 @@ func Plan(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time
 
 // contender is a model whose residency the plan may change.
 type contender struct {
-	model    Model
+	model    *Model // into the catalog
 	resident bool
 	bytes    int64
 	value    float64
@@ -204,7 +204,8 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			fixed += max(st.MeasuredBytes, 0)
 		}
 	}
-	for _, m := range cat.Models {
+	for i := range cat.Models {
+		m := &cat.Models[i]
 		st, ok := obs.Models[m.Name]
 		if !ok {
 			st.State = StateUnavailable
@@ -232,7 +233,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
 				continue
 			}
-			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(m, budget.Profile, rate), rate: rate})
+			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate), rate: rate})
 		case st.State.holdsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
@@ -240,7 +241,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(m, budget.Profile, rate), rate: rate})
+			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate), rate: rate})
 		}
 	}
 	slices.SortFunc(cs, func(a, b contender) int {
