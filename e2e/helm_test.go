@@ -86,6 +86,17 @@ var poolKinds = map[string]schema.GroupVersionResource{
 // before it is created (the scaler address: the chart names the scaler's
 // Service DNS name, which loopback processes cannot resolve).
 func applyPool(ctx context.Context, c *cluster, objs []*unstructured.Unstructured, mutate func(*unstructured.Unstructured) error) ([]string, error) {
+	// Dependencies first, as helm install orders kinds: the pods' ServiceAccount
+	// must exist before the ReplicaSet creates them, the Deployment before
+	// KEDA reconciles the ScaledObject.
+	order := []string{"ServiceAccount", "Secret", "ConfigMap", "Role", "RoleBinding", "Service",
+		"Deployment", "TriggerAuthentication", "ScaledObject"}
+	rank := map[string]int{}
+	for i, k := range order {
+		rank[k] = i
+	}
+	objs = append([]*unstructured.Unstructured(nil), objs...)
+	sort.SliceStable(objs, func(i, j int) bool { return rank[objs[i].GetKind()] < rank[objs[j].GetKind()] })
 	var applied []string
 	for _, u := range objs {
 		gvr, ok := poolKinds[u.GetKind()]

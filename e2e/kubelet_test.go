@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -375,3 +376,20 @@ func pairDir(root, pod string) string { return filepath.Join(root, "pods", pod) 
 
 // addr formats a loopback address.
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// onlyPair returns the pair of the single running, ready pod.
+func (k *kubelet) onlyPair(t *testing.T) *pair {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*pair
+	for _, rt := range k.pods {
+		if rt.pair != nil && rt.ready.Load() && !rt.stopping.Load() {
+			out = append(out, rt.pair)
+		}
+	}
+	if len(out) != 1 {
+		t.Fatalf("%d ready pods, want 1", len(out))
+	}
+	return out[0]
+}

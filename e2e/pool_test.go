@@ -38,6 +38,14 @@ type poolParams struct {
 	modelLoadTime     time.Duration // the fake's load of the P0 model
 	drainTimeout      time.Duration
 	propagationDelay  time.Duration
+
+	// Residency: the catalog's models (nil: one P0 model), the fake's
+	// repository (nil: the one model), the budget, and sidecar extra flags.
+	minReplicas        int
+	catalog            map[string]any
+	fakeModels         []fakeModel
+	budgetBytes        int64
+	residencyExtraArgs []string
 }
 
 func defaultPoolParams() poolParams {
@@ -74,6 +82,19 @@ func (p poolParams) steady(rps float64) int {
 // are shortened so the suite runs in minutes.
 func (p poolParams) chartValues(promURL string) map[string]any {
 	sel := fmt.Sprintf(`model=%q`, p.model)
+	catalog := p.catalog
+	if catalog == nil {
+		catalog = map[string]any{
+			"models": []any{map[string]any{
+				"name": p.model, "digest": "sha256:" + strings.Repeat("ab", 32), "tier": "P0",
+				"peakMemoryBytes": map[string]any{"1g.10gb": "2Gi"}, "loadTime": p.modelLoadTime.String(),
+			}},
+		}
+	}
+	budget := p.budgetBytes
+	if budget == 0 {
+		budget = 8 << 30
+	}
 	return map[string]any{
 		"prometheus": map[string]any{"address": promURL},
 		"scaler":     map[string]any{"config": map[string]any{"refreshInterval": "1s"}},
@@ -83,7 +104,7 @@ func (p poolParams) chartValues(promURL string) map[string]any {
 			"drainPollInterval": "200ms",
 			"loopInterval":      "1s",
 			"reserveBytes":      0,
-		}},
+		}, "extraArgs": toAny(p.residencyExtraArgs)},
 		"pools": []any{map[string]any{
 			"name":            "pool",
 			"engine":          "triton",
@@ -92,19 +113,14 @@ func (p poolParams) chartValues(promURL string) map[string]any {
 			"modelRepository": "/models",
 			"migProfile":      "1g.10gb",
 			"residency": map[string]any{
-				"budgetBytes": 8 << 30,
-				"catalog": map[string]any{
-					"models": []any{map[string]any{
-						"name": p.model, "digest": "sha256:" + strings.Repeat("ab", 32), "tier": "P0",
-						"peakMemoryBytes": map[string]any{"1g.10gb": "2Gi"}, "loadTime": p.modelLoadTime.String(),
-					}},
-				},
+				"budgetBytes": budget,
+				"catalog":     catalog,
 			},
 			"scaling": map[string]any{
 				"replicaThroughput":    p.replicaThroughput,
 				"targetUtilization":    p.targetUtilization,
 				"drainSeconds":         p.drainSeconds,
-				"minReplicas":          0,
+				"minReplicas":          p.minReplicas,
 				"maxReplicas":          p.maxReplicas,
 				"scaleUpWindow":        "0s",
 				"scaleDownWindow":      p.scaleDownWindow.String(),
@@ -224,7 +240,7 @@ func newPoolEnv(t *testing.T, ns string, p poolParams) *poolEnv {
 	}
 	logf("pool %s: ScaledObject %s -> Deployment %s, HPA %s; trigger metadata %v", ns, e.scaledObject, e.deployment, e.hpaName, e.meta)
 
-	launcher := &pairLauncherImpl{ns: ns, dir: dir, p: p, c: c, promURL: e.prom.URL()}
+	launcher := &pairLauncherImpl{ns: ns, dir: dir, p: p, c: c, promURL: e.prom.URL(), models: p.fakeModels}
 	selector := labelSelector(pod.Labels)
 	e.kubelet = startKubelet(c, ns, selector, launcher, e.prom, p.coldStart)
 	t.Cleanup(e.kubelet.stop)
@@ -274,4 +290,13 @@ func (e *poolEnv) waitReplicas(t *testing.T, what string, n int, timeout time.Du
 		}
 		return int(spec) == n && int(ready) == n && serr == nil && int(want) == n, d
 	})
+}
+
+// toAny converts a string slice for Helm values (nil stays an empty list).
+func toAny(ss []string) []any {
+	out := []any{}
+	for _, s := range ss {
+		out = append(out, s)
+	}
+	return out
 }

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 )
 
 // promServer is the Debian Prometheus the scaler reads. Unlike
@@ -118,4 +122,21 @@ func (s *promServer) writeTargets() error {
 		return err
 	}
 	return os.Rename(tmp, s.sdFile)
+}
+
+// query evaluates an instant query now and returns the vector.
+func (s *promServer) query(ctx context.Context, q string) (model.Vector, error) {
+	c, err := api.NewClient(api.Config{Address: s.URL()})
+	if err != nil {
+		return nil, err
+	}
+	v, _, _, err := v1.NewAPI(c).Query(ctx, q, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("query %q returned %s, want a vector", q, v.Type())
+	}
+	return vec, nil
 }

@@ -1,0 +1,115 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/inferscale/inferscale/residency/triton"
+)
+
+// TestResidency moves demand between two models that do not fit the pod's
+// budget together: the sidecar must follow the demand (load the wanted
+// model, unload the other), and the fake Triton's device memory must never
+// exceed the budget on the way.
+func TestResidency(t *testing.T) {
+	const gib = int64(1) << 30
+	p := defaultPoolParams()
+	p.model = "base"
+	p.minReplicas, p.maxReplicas = 1, 1
+	p.budgetBytes = 8 * gib
+	digest := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	entry := func(name, tier, mem, digestChar string) map[string]any {
+		return map[string]any{"name": name, "digest": digest(digestChar), "tier": tier,
+			"peakMemoryBytes": map[string]any{"1g.10gb": mem}, "loadTime": "2s"}
+	}
+	p.catalog = map[string]any{
+		"idleTimeout":  "20s",
+		"minResidency": "5s",
+		"models": []any{
+			entry("base", "P0", "1Gi", "a"),
+			entry("alpha", "P2", "5Gi", "b"),
+			entry("beta", "P2", "5Gi", "c"),
+		},
+	}
+	// The device is larger than the budget, so a breach of the budget is
+	// visible in the fake's memory gauge instead of failing as out-of-memory.
+	p.fakeModels = []fakeModel{
+		{Name: "base", MemoryBytes: 1 * gib, LoadTime: "1s", ServiceTime: "20ms", Concurrency: 4},
+		{Name: "alpha", MemoryBytes: 5 * gib, LoadTime: "2s", ServiceTime: "20ms", Concurrency: 4},
+		{Name: "beta", MemoryBytes: 5 * gib, LoadTime: "2s", ServiceTime: "20ms", Concurrency: 4},
+	}
+	p.residencyExtraArgs = []string{
+		fmt.Sprintf(`--demand-query=sum(rate(%s{model="$model"}[15s]))`, gatewayRequestsMetric),
+		"--demand-window=15s",
+	}
+	env := newPoolEnv(t, "residency", p)
+	env.waitReplicas(t, "one pod ready", 1, 3*time.Minute)
+	pr := env.kubelet.onlyPair(t)
+	client, err := triton.Dial(pr.grpcAddr, triton.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	resident := func() (map[string]bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		idx, err := client.Index(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for _, m := range idx {
+			out[m.Name] = true
+		}
+		return out, nil
+	}
+	follows := func(want, gone string) func() (bool, string) {
+		return func() (bool, string) {
+			r, err := resident()
+			if err != nil {
+				return false, err.Error()
+			}
+			return r[want] && !r[gone] && r["base"], fmt.Sprintf("resident %v", r)
+		}
+	}
+
+	start := time.Now()
+	env.gw.setRate("alpha", 5)
+	eventually(t, "alpha loaded on demand", 2*time.Minute, follows("alpha", "beta"))
+	env.gw.setRate("alpha", 0)
+	env.gw.setRate("beta", 5)
+	eventually(t, "demand moved: beta loaded, alpha unloaded", 3*time.Minute, follows("beta", "alpha"))
+	env.gw.setRate("beta", 0)
+
+	// The fake's device gauge, scraped every second by Prometheus, over the
+	// whole scenario.
+	window := time.Since(start).Round(time.Second) + 10*time.Second
+	q := fmt.Sprintf(`max(max_over_time(nv_gpu_memory_used_bytes{namespace=%q}[%s]))`, env.ns, model.Duration(window))
+	v, err := env.prom.query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 1 {
+		t.Fatalf("%s: %d samples, want 1", q, len(v))
+	}
+	peak := int64(v[0].Value)
+	logf("residency: peak device memory %.2f GiB, budget %.2f GiB", float64(peak)/float64(gib), float64(p.budgetBytes)/float64(gib))
+	if peak > p.budgetBytes {
+		t.Errorf("device memory peaked at %d bytes, over the budget %d", peak, p.budgetBytes)
+	}
+	if peak < 6*gib {
+		t.Errorf("device memory peaked at %d bytes; base + one 5 GiB model (6 GiB) was expected to be resident", peak)
+	}
+	sent, ok, failed, fails := env.gw.snapshot()
+	logf("residency: sent=%d ok=%d failed=%d (requests for a model not yet loaded fail, as on Triton)", sent, ok, failed)
+	if len(fails) > 0 {
+		logf("residency: first failures:\n%s", joinLines(fails[:min(5, len(fails))]))
+	}
+}
