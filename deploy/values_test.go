@@ -137,6 +137,7 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		got := map[string]pair{
 			"port":               {fmt.Sprintf(":%d", num("port")), d.ListenAddress},
 			"reserveBytes":       {num("reserveBytes"), d.ReserveBytes},
+			"nvml":               {v["nvml"], d.NVML},
 			"loopInterval":       {dur("loopInterval"), d.LoopInterval},
 			"demandWindow":       {dur("demandWindow"), d.DemandWindow},
 			"maxConcurrentLoads": {int(num("maxConcurrentLoads")), d.MaxConcurrentLoads},

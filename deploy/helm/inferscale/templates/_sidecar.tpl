@@ -21,8 +21,12 @@ Its flags are cmd/residency's. */}}
     - --mig-profile={{ . }}
     {{- end }}
     - --reserve-bytes={{ $rc.reserveBytes | int64 }}
+    - --nvml={{ $rc.nvml }}
     {{- with ($res.prometheusAddress | default $root.Values.prometheus.address) }}
     - --prometheus-address={{ . }}
+    {{- end }}
+    {{- with $res.demandQuery }}
+    - --demand-query={{ . }}
     {{- end }}
     - --listen=:{{ $rc.port }}
     - --loop-interval={{ $rc.loopInterval }}
