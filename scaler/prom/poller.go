@@ -126,6 +126,7 @@ type query struct {
 type subscription struct {
 	key      Key
 	q        *query
+	reqs     []Request    // the requests that resolve to key (guarded by Poller.mu)
 	lastUsed atomic.Int64 // unix nanoseconds
 }
 
@@ -207,8 +208,13 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if s, ok := p.reqs[r]; ok { // subscribed concurrently
+		s.touch(now)
+		return s.key, nil
+	}
 	if s, ok := p.subs[key]; ok {
 		p.reqs[r] = s
+		s.reqs = append(s.reqs, r)
 		s.touch(now)
 		return key, nil
 	}
@@ -232,7 +238,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 		}
 	}
 	q.subs++
-	s = &subscription{key: key, q: q}
+	s = &subscription{key: key, q: q, reqs: []Request{r}}
 	s.touch(now)
 	p.subs[key] = s
 	p.reqs[r] = s
@@ -250,10 +256,8 @@ func (p *Poller) Unsubscribe(k Key) {
 
 func (p *Poller) dropLocked(s *subscription) {
 	delete(p.subs, s.key)
-	for r, rs := range p.reqs {
-		if rs == s {
-			delete(p.reqs, r)
-		}
+	for _, r := range s.reqs {
+		delete(p.reqs, r)
 	}
 	s.q.subs--
 	if s.q.subs == 0 {

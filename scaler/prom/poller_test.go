@@ -319,6 +319,12 @@ func TestForgetUnread(t *testing.T) {
 	p.now = func() time.Time { return now }
 	kRead := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Engine: EngineTriton, Model: "m"})
 	kIdle := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Engine: EngineTriton, Model: "m"})
+	// Two spellings of one custom query share a key; forgetting it drops both.
+	kC1 := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `sum(x)`})
+	kC2 := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `sum( x{namespace="b"} )`})
+	if kC1 != kC2 {
+		t.Fatalf("equivalent custom queries got keys %v and %v", kC1, kC2)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no Prometheus needed: forgetting happens before evaluation
@@ -333,7 +339,10 @@ func TestForgetUnread(t *testing.T) {
 		t.Errorf("read key after ForgetAfter: Err = %v, want still subscribed", got.Err)
 	}
 	if got := p.Queries(); got != 1 {
-		t.Errorf("Queries = %d, want 1 (the idle key's query is dropped)", got)
+		t.Errorf("Queries = %d, want 1 (the idle keys' queries are dropped)", got)
+	}
+	if got := len(p.reqs); got != 1 {
+		t.Errorf("cached requests = %d, want 1 (only the read key's)", got)
 	}
 	// Subscribing again brings it back.
 	if k := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Engine: EngineTriton, Model: "m"}); k != kIdle {
