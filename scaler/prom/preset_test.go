@@ -216,3 +216,25 @@ func newTestPoller(t testing.TB, addr string) *Poller {
 	}
 	return p
 }
+
+// BenchmarkSubscribe1000Presets subscribes 1,000 preset ScaledObjects x 4 signals and reports
+// the distinct queries per refresh next to what a per-trigger scaler would issue.
+func BenchmarkSubscribe1000Presets(b *testing.B) {
+	var p *Poller
+	for b.Loop() {
+		p = newTestPoller(b, "http://127.0.0.1:1")
+		for i := range 1000 {
+			engine := EngineTriton
+			if i%2 == 1 {
+				engine = EngineVLLM
+			}
+			for _, kind := range Kinds {
+				if _, err := p.Subscribe(Request{Namespace: fmt.Sprintf("ns-%d", i%50), Kind: kind, Engine: engine, Model: fmt.Sprintf("model-%d", i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(p.Queries()), "queries/refresh")
+	b.ReportMetric(float64(p.Subscriptions()), "per-trigger-queries/refresh")
+}
