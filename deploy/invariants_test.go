@@ -24,12 +24,15 @@ import (
 )
 
 // Exact RBAC of the chart. The scaler reads ScaledObjects (bounds, scale target) and the scale
-// targets (ready replicas) and records events; the residency sidecar only records events.
-// Anything more (a write verb, another resource, a ClusterRole) fails the test.
+// targets (ready replicas) — a ClusterRole, because its informers watch every namespace — and
+// records events in its namespace; the residency sidecar only records events. Anything more (a
+// write verb, another resource, a second ClusterRole) fails the test.
 var (
-	wantScalerRules = []rbacv1.PolicyRule{
+	wantScalerClusterRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"keda.sh"}, Resources: []string{"scaledobjects"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	wantScalerRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	wantPoolRules = []rbacv1.PolicyRule{
@@ -38,8 +41,9 @@ var (
 )
 
 const (
-	scalerName = "rel-inferscale-scaler"
-	poolRole   = "rel-inferscale-pool"
+	scalerName        = "rel-inferscale-scaler"
+	scalerClusterRole = "team-a-rel-inferscale-scaler"
+	poolRole          = "rel-inferscale-pool"
 )
 
 func scalerFlagDecls(t *testing.T) []flagDecl {
@@ -241,6 +245,18 @@ func TestRBACExact(t *testing.T) {
 			o := renderObjects(t, rc)
 			if diff := cmp.Diff(wantScalerRules, o.roles[scalerName].Rules); diff != "" {
 				t.Errorf("scaler Role rules (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{scalerClusterRole}, slices.Sorted(mapKeys(o.clusterRoles))); diff != "" {
+				t.Fatalf("ClusterRoles (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantScalerClusterRules, o.clusterRoles[scalerClusterRole].Rules); diff != "" {
+				t.Errorf("scaler ClusterRole rules (-want +got):\n%s", diff)
+			}
+			for _, b := range o.clusterBinds {
+				want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: scalerName, Namespace: namespace}}
+				if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != scalerClusterRole || !cmp.Equal(want, b.Subjects) {
+					t.Errorf("ClusterRoleBinding %s: %+v %+v, want the scaler's ServiceAccount bound to %s", b.Name, b.RoleRef, b.Subjects, scalerClusterRole)
+				}
 			}
 			if r, ok := o.roles[poolRole]; ok {
 				if diff := cmp.Diff(wantPoolRules, r.Rules); diff != "" {

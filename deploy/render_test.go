@@ -103,6 +103,8 @@ type objects struct {
 	secrets        map[string]*corev1.Secret
 	roles          map[string]*rbacv1.Role
 	roleBindings   map[string]*rbacv1.RoleBinding
+	clusterRoles   map[string]*rbacv1.ClusterRole
+	clusterBinds   map[string]*rbacv1.ClusterRoleBinding
 	pdbs           map[string]*policyv1.PodDisruptionBudget
 	scaledObjects  map[string]*kedav1alpha1.ScaledObject
 	triggerAuths   map[string]*kedav1alpha1.TriggerAuthentication
@@ -152,6 +154,10 @@ func decodeStrict(doc string, into *objects) error {
 		name, err = put(into.roles, &rbacv1.Role{}, strict)
 	case "rbac.authorization.k8s.io/v1 RoleBinding":
 		name, err = put(into.roleBindings, &rbacv1.RoleBinding{}, strict)
+	case "rbac.authorization.k8s.io/v1 ClusterRole":
+		name, err = put(into.clusterRoles, &rbacv1.ClusterRole{}, strict)
+	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+		name, err = put(into.clusterBinds, &rbacv1.ClusterRoleBinding{}, strict)
 	case "policy/v1 PodDisruptionBudget":
 		name, err = put(into.pdbs, &policyv1.PodDisruptionBudget{}, strict)
 	case "keda.sh/v1alpha1 ScaledObject":
@@ -165,7 +171,7 @@ func decodeStrict(doc string, into *objects) error {
 			into.monitors[tm.Kind+"/"+name] = o
 		}
 	default:
-		return fmt.Errorf("unexpected object %s %s: the chart renders no such kind (a ClusterRole would land here too)", tm.APIVersion, tm.Kind)
+		return fmt.Errorf("unexpected object %s %s: the chart renders no such kind", tm.APIVersion, tm.Kind)
 	}
 	if err != nil {
 		return err
@@ -192,7 +198,8 @@ func decodeRelease(rel *release.Release) (*objects, error) {
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		serviceAccts: map[string]*corev1.ServiceAccount{}, configMaps: map[string]*corev1.ConfigMap{},
 		secrets: map[string]*corev1.Secret{}, roles: map[string]*rbacv1.Role{},
-		roleBindings: map[string]*rbacv1.RoleBinding{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
+		roleBindings: map[string]*rbacv1.RoleBinding{}, clusterRoles: map[string]*rbacv1.ClusterRole{},
+		clusterBinds: map[string]*rbacv1.ClusterRoleBinding{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		scaledObjects: map[string]*kedav1alpha1.ScaledObject{}, triggerAuths: map[string]*kedav1alpha1.TriggerAuthentication{},
 		monitors: map[string]*unstructured.Unstructured{}, testPods: map[string]*corev1.Pod{},
 	}
@@ -285,27 +292,27 @@ func TestRenderedKinds(t *testing.T) {
 	}{
 		{rc: renderCases[0], want: []string{
 			"Deployment/rel-inferscale-scaler", "PodDisruptionBudget/rel-inferscale-scaler",
-			"Pod/rel-inferscale-scaler-test-health", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
+			"Pod/rel-inferscale-scaler-test-health", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
 			"Service/rel-inferscale-scaler", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[1], want: []string{
 			"ConfigMap/rel-inferscale-embed-catalog", "Deployment/rel-inferscale-embed", "Deployment/rel-inferscale-scaler",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-embed", "Service/rel-inferscale-embed", "Service/rel-inferscale-scaler",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[2], want: []string{
 			"Deployment/rel-inferscale-llama", "Deployment/rel-inferscale-scaler",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-llama", "Service/rel-inferscale-llama", "Service/rel-inferscale-scaler",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[3], want: []string{
 			"ConfigMap/rel-inferscale-small-catalog", "Deployment/rel-inferscale-scaler", "Deployment/rel-inferscale-small",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-small", "Secret/rel-inferscale-scaler-client-tls", "Secret/rel-inferscale-scaler-tls",
 			"Service/rel-inferscale-scaler", "Service/rel-inferscale-small",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
@@ -316,7 +323,7 @@ func TestRenderedKinds(t *testing.T) {
 			"Deployment/rel-inferscale-chat", "Deployment/rel-inferscale-scaler", "Deployment/rel-inferscale-tail",
 			"PodDisruptionBudget/rel-inferscale-scaler", "PodMonitor/rel-inferscale-chat", "PodMonitor/rel-inferscale-scaler",
 			"PodMonitor/rel-inferscale-tail", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-chat", "ScaledObject/rel-inferscale-tail",
 			"Service/rel-inferscale-chat", "Service/rel-inferscale-scaler", "Service/rel-inferscale-tail",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler", "ServiceMonitor/rel-inferscale-scaler",
@@ -350,9 +357,9 @@ func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 			wantErr: `unknown field "cooldown"`,
 		},
 		{
-			name:    "cluster role",
-			doc:     "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: x}\n",
-			wantErr: "unexpected object rbac.authorization.k8s.io/v1 ClusterRole",
+			name:    "unknown kind",
+			doc:     "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n",
+			wantErr: "unexpected object batch/v1 Job",
 		},
 	}
 	for _, tt := range tests {

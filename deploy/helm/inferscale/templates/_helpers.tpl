@@ -68,6 +68,11 @@ app.kubernetes.io/component: scaler
 {{- end }}
 {{- end }}
 
+{{/* Cluster-scoped names must be unique across namespaces: prefix the namespace. */}}
+{{- define "inferscale.scaler.clusterRoleName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "inferscale.scaler.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* host:port KEDA dials; the scaler's TLS certificate must name this host. */}}
 {{- define "inferscale.scaler.address" -}}
 {{- printf "%s.%s.svc:%d" (include "inferscale.scaler.fullname" .) .Release.Namespace (int .Values.scaler.config.grpcPort) }}
