@@ -182,7 +182,7 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 		switch f {
 		case FamilyInferscale:
 			c.MuRPS = ProbeThroughput(cfg, mix)
-			c.Best = append(c.Best, exec(InferscalePolicy(c.MuRPS, cfg, DefaultHPABehavior())))
+			c.Best = append(c.Best, exec(InferscalePolicy(c.MuRPS, cfg, ChartHPABehavior())))
 		case FamilyHPAGPU:
 			var ps []Policy
 			for _, v := range HPAGPUTargets {

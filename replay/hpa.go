@@ -36,6 +36,20 @@ func DefaultHPABehavior() HPABehavior {
 	}
 }
 
+// ChartHPABehavior is the behaviour inferscale's Helm chart writes into the
+// ScaledObject (advanced.horizontalPodAutoscalerConfig, see
+// deploy/testdata/golden): scale up by max(1000 %, 100 pods) per 15 s and
+// down by up to 100 % per 15 s, both without stabilization window — the
+// scaler's own windows shape the answer. The chart also sets the HPA
+// tolerance to 0 where the cluster supports it; replay keeps the 10 %
+// default, the conservative case.
+func ChartHPABehavior() HPABehavior {
+	b := DefaultHPABehavior()
+	b.UpPods, b.UpPercent = 100, 1000
+	b.DownWindow = 0
+	return b
+}
+
 type recPoint struct {
 	at  time.Duration
 	rec int

@@ -20,11 +20,12 @@ type Policy struct {
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // inferscaleCtl drives scaler.Recommend (the live scaler's pure decision)
-// through KEDA and the HPA exactly as a ScaledObject with metricType
-// AverageValue and target 1 would: KEDA polls IsActive every 30 s and
-// scales 0 ↔ 1 with a 300 s cooldown; the HPA syncs every 15 s, sets
-// ceil(metric/1) replicas, skips changes within its 10 % tolerance, and
-// applies its behaviour.
+// through KEDA and the HPA exactly as the chart's ScaledObject (metricType
+// AverageValue, target 1, pollingInterval 15 s, cooldownPeriod 300 s)
+// would: KEDA polls IsActive every 15 s and scales 0 ↔ 1 with a 300 s
+// cooldown; the HPA syncs every 15 s, sets ceil(metric/1) replicas, skips
+// changes within its 10 % tolerance, and applies the chart's behaviour
+// (ChartHPABehavior).
 type inferscaleCtl struct {
 	p     scaler.Policy
 	st    scaler.State
@@ -43,7 +44,7 @@ func InferscalePolicy(mu float64, cfg PoolConfig, hb HPABehavior) Policy {
 	p.QueueQuery, p.RateQuery, p.ActivityQuery = "replay_queue", "replay_rate", "replay_activity"
 	p.MinReplicas, p.MaxReplicas = int32(cfg.MinReplicas), int32(cfg.MaxReplicas)
 	return Policy{Name: "inferscale", Setting: fmt.Sprintf("defaults, μ=%.3g/s", mu), New: func() Controller {
-		return &inferscaleCtl{p: p, hpa: hpa{b: hb, max: cfg.MaxReplicas}, keda: keda{polling: 30 * time.Second, cooldown: 300 * time.Second}, slots: cfg.Slots}
+		return &inferscaleCtl{p: p, hpa: hpa{b: hb, max: cfg.MaxReplicas}, keda: keda{polling: 15 * time.Second, cooldown: 300 * time.Second}, slots: cfg.Slots}
 	}}
 }
 
