@@ -182,18 +182,16 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		arrived += a
 		busyAcc += served
 		slotAcc += capS
-		inService := served
-		if meanSvc > 0 {
-			inService = served / meanSvc * math.Min(1, meanSvc)
-		}
-		poolAcc += backlogN + inService
+		// Requests in the pool: waiting, plus in service (busy slots on
+		// average over the second = slot-seconds served).
+		poolAcc += backlogN + served
 		live := ready
 		for _, p := range starting {
 			live += p.n
 		}
 		res.ReplicaSeconds += float64(live)
 		h.push(arrived, busyAcc, slotAcc, poolAcc)
-		if sec%interval == 0 {
+		if sec%interval == 0 && sec > 0 {
 			sig := Signals{Now: time.Duration(sec) * time.Second, Queue: backlogN, Ready: ready, Current: spec, Slots: cfg.Slots}
 			h.signals(&sig)
 			d := max(cfg.MinReplicas, min(cfg.MaxReplicas, ctl.Desired(sig)))

@@ -13,7 +13,7 @@ type Signals struct {
 	// Queue is the number of requests waiting now (not in service).
 	Queue float64
 	// Rate1m is arrivals per second over the last minute, like
-	// rate(requests_total[1m]).
+	// rate(requests_total[1m]) (over the elapsed time in the first minute).
 	Rate1m float64
 	// Activity is the busy fraction of ready slots over the last 15 s scrape
 	// interval, 0..1: the stand-in for DCGM_FI_PROF_GR_ENGINE_ACTIVE.
@@ -35,7 +35,8 @@ type Signals struct {
 // their own state and are used for one run.
 type Controller interface {
 	// Interval is the decision period; Desired is called at every multiple of
-	// it, from t = 0.
+	// it after t = 0 (the run starts from a warm pool sized for its first
+	// cold start; signals need a scrape interval of history).
 	Interval() time.Duration
 	// Desired returns the replica count to set now.
 	Desired(s Signals) int
@@ -155,7 +156,9 @@ func (h *history) signals(s *Signals) {
 	}
 	last := (h.n - 1) % 61
 	if i, k := h.back(60); k > 0 {
-		s.Rate1m = (h.arr[last] - h.arr[i]) / 60
+		// Over the span kept (60 s once a minute has passed): the run
+		// starts mid-stream, not from an idle pool.
+		s.Rate1m = (h.arr[last] - h.arr[i]) / float64(k)
 		s.Concurrency60s = (h.inPool[last] - h.inPool[i]) / float64(k)
 	}
 	if i, k := h.back(15); k > 0 {
