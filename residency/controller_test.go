@@ -373,3 +373,74 @@ func TestControllerFlagsOverPeak(t *testing.T) {
 		t.Errorf("accounted_bytes = %v, want the 3 GiB measurement", got)
 	}
 }
+
+func TestControllerWaitsForUnloadToFinish(t *testing.T) {
+	// a holds 6 GiB and has a request executing for a minute; b (6 GiB) is wanted and worth
+	// more. Triton's unload returns at once but a holds its memory until the request ends.
+	cat := catalog(model("a", TierP2, 6, time.Second), model("b", TierP1, 6, time.Minute))
+	a := fakeModel("a", 6)
+	a.ServiceTime = time.Minute
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{a, fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.step()
+	h.clock.Advance(3 * time.Minute) // past minResidency
+	served := make(chan error, 1)
+	go func() {
+		_, err := h.infer.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "a"})
+		served <- err
+	}()
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("a"); return st.Executing == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	h.demand.set("b", 5)
+	if !h.step() || h.state("a") != triton.StateUnloading {
+		t.Fatalf("a is %q; want UNLOADING after the eviction", h.state("a"))
+	}
+	h.step() // a still holds its memory: b must not load
+	if h.state("b") == triton.StateReady || h.state("b") == triton.StateLoading {
+		t.Fatalf("b is %q while a is still UNLOADING", h.state("b"))
+	}
+	h.clock.Advance(time.Minute) // the request ends; a becomes UNAVAILABLE
+	if err := <-served; err != nil {
+		t.Fatalf("the in-flight request failed: %v", err)
+	}
+	h.step()
+	if h.state("b") != triton.StateReady {
+		t.Fatalf("b is %q after a's memory came back", h.state("b"))
+	}
+	if h.srv.MaxDeviceUsedBytes() > 10*gi {
+		t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+	}
+}
+
+func TestControllerRun(t *testing.T) {
+	cat := catalog(model("pin", TierP0, 2, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.ctl.Run(runCtx) }()
+	// First loop loads pin and waits the 250ms settle time; the next observes it READY and
+	// waits a whole LoopInterval.
+	if err := h.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := h.ctl.Ready(); ok || h.state("pin") != triton.StateReady {
+		t.Fatalf("after the first loop: ready %v, pin %q; want loaded, not yet observed", ok, h.state("pin"))
+	}
+	h.clock.Advance(250 * time.Millisecond)
+	if err := h.clock.BlockUntil(ctx, 1); err != nil { // the second loop waits LoopInterval
+		t.Fatal(err)
+	}
+	if ok, why := h.ctl.Ready(); !ok {
+		t.Fatalf("not ready after the second loop: %s", why)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil after cancel", err)
+	}
+}
