@@ -393,3 +393,10 @@ func (k *kubelet) onlyPair(t *testing.T) *pair {
 	}
 	return out[0]
 }
+
+// drainedCount is the number of pairs drained and stopped so far.
+func (k *kubelet) drainedCount() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.drained
+}

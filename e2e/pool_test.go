@@ -46,6 +46,10 @@ type poolParams struct {
 	fakeModels         []fakeModel
 	budgetBytes        int64
 	residencyExtraArgs []string
+
+	// noScaledObject leaves the chart's ScaledObject out: the test scales
+	// the Deployment itself (TestHarnessKubelet).
+	noScaledObject bool
 }
 
 func defaultPoolParams() poolParams {
@@ -250,6 +254,15 @@ func newPoolEnv(t *testing.T, ns string, p poolParams) *poolEnv {
 	t.Cleanup(e.gw.stop)
 	e.gw.setRate(p.model, 0)
 
+	if p.noScaledObject {
+		kept := objs[:0]
+		for _, u := range objs {
+			if u.GetKind() != "ScaledObject" {
+				kept = append(kept, u)
+			}
+		}
+		objs = kept
+	}
 	applied, err := applyPool(ctx, c, objs, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -94,11 +94,14 @@ func TestPool(t *testing.T) {
 			requireNoFailures(t, env)
 		}},
 		{"scaler restart causes no scale-down", func(t *testing.T) {
-			// Demand falls just before the restart: the old process holds
-			// nHigh through its down-window; a restarted one seeds its
-			// history with the current count and must hold as long.
+			// Demand falls, and the scaler is restarted once its rate query
+			// (15 s window) sees only the low rate but before its down-window
+			// (30 s) lets the old process scale down: a restarted process that
+			// forgot its history would answer the low count at once; one that
+			// seeds its history with the current count holds a full
+			// down-window from the restart.
 			env.gw.setRate(p.model, low)
-			time.Sleep(2 * time.Second)
+			time.Sleep(18 * time.Second)
 			env.scaler.stop()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
