@@ -270,8 +270,8 @@ func (c *Controller) record(now time.Time, o observation, res Result) {
 		refusedNow[r.Model] = true
 		if !c.refused[r.Model] {
 			c.m.RefusedLoads.Inc()
-			c.deps.Log.Warn("load refused", "model", r.Model, "need_bytes", r.NeedBytes, "reason", r.Reason)
-			c.event(true, "LoadRefused", r.Model+": "+r.Reason)
+			c.deps.Log.Warn("load refused", "model", r.Model, "need_bytes", r.NeedBytes, "reason", r.Reason())
+			c.event(true, "LoadRefused", r.Model+": "+r.Reason())
 		}
 	}
 	c.refused = refusedNow

@@ -96,11 +96,23 @@ type Action struct {
 	At time.Time
 }
 
-// Refusal is a wanted load that does not fit even after every allowed eviction.
+// Refusal is a wanted load that does not fit even after every allowed eviction: NeedBytes is
+// more than BudgetBytes − FixedBytes − KeptBytes, the room left by fixed memory and the models
+// ranked above it.
 type Refusal struct {
-	Model     string
-	NeedBytes int64
-	Reason    string
+	Model       string
+	NeedBytes   int64
+	FixedBytes  int64
+	KeptBytes   int64
+	BudgetBytes int64
+}
+
+// Reason explains the refusal with its numbers (built on demand: plans run every loop, and most
+// refusals are never printed).
+func (r Refusal) Reason() string {
+	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
+		fmtBytes(r.NeedBytes), fmtBytes(r.FixedBytes), fmtBytes(r.KeptBytes),
+		fmtBytes(max(r.BudgetBytes-r.FixedBytes-r.KeptBytes, 0)), fmtBytes(r.BudgetBytes))
 }
 
 // Result is Decide's full answer: the plan, the loads it had to refuse, and the accounting.
@@ -285,7 +297,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 				Reason: loadReason(c)})
 		default:
 			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
-				Reason: p.refuseReason(cs, i, fixed, budget.TotalBytes)})
+				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes})
 		}
 	}
 	return res
@@ -334,11 +346,6 @@ func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, fmtBytes(p.loadBytes[i]), list)
 }
 
-func (p prefix) refuseReason(cs []contender, i int, fixed, budget int64) string {
-	kept := p.kept[i]
-	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
-		fmtBytes(cs[i].bytes), fmtBytes(fixed), fmtBytes(kept), fmtBytes(max(budget-fixed-kept, 0)), fmtBytes(budget))
-}
 
 func loadReason(c contender) string {
 	if c.model.Tier == TierP0 {

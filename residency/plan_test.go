@@ -42,7 +42,7 @@ func TestDecide(t *testing.T) {
 		obs         Observed
 		demand      Demand
 		want        []Action
-		wantRefused []Refusal
+		wantRefused []string // "model: reason"
 	}{
 		{
 			name:   "cold start loads P0 first, then demand; P2 without demand stays out",
@@ -82,8 +82,7 @@ func TestDecide(t *testing.T) {
 			budget: budget10,
 			obs:    Observed{Models: map[string]ModelStatus{"pin": ready(old, old), "young": ready(t0.Add(-time.Minute), t0)}},
 			demand: Demand{"want": 5},
-			wantRefused: []Refusal{{Model: "want", NeedBytes: 4 * gi,
-				Reason: "refused: needs 4.00GiB; fixed 9.00GiB + higher-ranked 0.0MiB leave 1.00GiB of 10.00GiB"}},
+			wantRefused: []string{"want: refused: needs 4.00GiB; fixed 9.00GiB + higher-ranked 0.0MiB leave 1.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "idle P1/P2 unloaded after the idle timeout; P0 and busy models stay",
@@ -116,16 +115,14 @@ func TestDecide(t *testing.T) {
 			budget: budget10,
 			obs:    Observed{Models: map[string]ModelStatus{"swap": {State: StateLoading, Reloading: true}}},
 			demand: Demand{"p1": 1},
-			wantRefused: []Refusal{{Model: "p1", NeedBytes: 5 * gi,
-				Reason: "refused: needs 5.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB"}},
+			wantRefused: []string{"p1: refused: needs 5.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "memory not returned by an unload blocks a load; reserve counts",
 			cat:    Catalog{ReserveBytes: gi, IdleTimeout: time.Minute, Models: []Model{model("m", TierP0, 4, time.Second)}},
 			budget: budget10,
 			obs:    Observed{UnaccountedBytes: 6 * gi},
-			wantRefused: []Refusal{{Model: "m", NeedBytes: 4 * gi,
-				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+			wantRefused: []string{"m: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "measured above peak is accounted at the measurement",
@@ -133,8 +130,7 @@ func TestDecide(t *testing.T) {
 			budget: budget10,
 			obs:    Observed{Models: map[string]ModelStatus{"big": {State: StateReady, MeasuredBytes: 7 * gi, OverPeak: true}}},
 			demand: Demand{"p1": 1},
-			wantRefused: []Refusal{{Model: "p1", NeedBytes: 4 * gi,
-				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+			wantRefused: []string{"p1: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "over budget (budget shrank): evict lowest until within",
@@ -150,8 +146,7 @@ func TestDecide(t *testing.T) {
 			cat:    catalog(model("m", TierP0, 4, time.Second)),
 			budget: budget10,
 			obs:    Observed{Models: map[string]ModelStatus{"foreign": {State: StateReady, MeasuredBytes: 7 * gi}}},
-			wantRefused: []Refusal{{Model: "m", NeedBytes: 4 * gi,
-				Reason: "refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"}},
+			wantRefused: []string{"m: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 	}
 	for _, tt := range tests {
@@ -160,7 +155,11 @@ func TestDecide(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got.Actions); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantRefused, got.Refused); diff != "" {
+			var refused []string
+			for _, r := range got.Refused {
+				refused = append(refused, r.Model+": "+r.Reason())
+			}
+			if diff := cmp.Diff(tt.wantRefused, refused); diff != "" {
 				t.Errorf("refused (-want +got):\n%s", diff)
 			}
 			checkPlan(t, tt.cat, tt.budget, tt.obs, tt.demand, t0, got.Actions)
@@ -378,34 +377,53 @@ func TestProfileBytes(t *testing.T) {
 	}
 }
 
+// benchCase is a 500-model catalog on an H200 7g.141gb budget: P0/P1/P2 mixed, models resident
+// (long enough ago) until 90% of the budget is used, half of all models in demand.
 func benchCase(n int) (Catalog, Budget, Observed, Demand) {
 	r := rand.New(rand.NewPCG(7, 7))
 	cat := Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute}
+	b := Budget{Profile: "7g.141gb", TotalBytes: 138880 << 20}
 	obs := Observed{Models: map[string]ModelStatus{}}
 	d := Demand{}
+	var used int64
 	for i := range n {
 		m := Model{Name: fmt.Sprintf("model-%03d", i), Digest: dgA, Tier: []Tier{TierP0, TierP1, TierP1, TierP2, TierP2}[i%5],
-			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{"7g.141gb": int64(1+r.IntN(8)) * gi / 4}}
+			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{b.Profile: int64(1+r.IntN(8)) * gi / 4}}
 		if m.Tier == TierP0 && i > 20 {
 			m.Tier = TierP1
 		}
 		cat.Models = append(cat.Models, m)
-		if r.IntN(3) == 0 {
+		if peak := m.PeakMemoryBytes[b.Profile]; r.IntN(3) == 0 && used+peak <= b.TotalBytes*9/10 {
+			used += peak
 			obs.Models[m.Name] = ready(t0.Add(-time.Hour), t0.Add(-time.Duration(r.IntN(900))*time.Second))
 		}
 		if r.IntN(2) == 0 {
 			d[m.Name] = r.Float64() * 20
 		}
 	}
-	return cat, Budget{Profile: "7g.141gb", TotalBytes: 138880 << 20}, obs, d
+	return cat, b, obs, d
 }
 
-// BenchmarkPlan500 plans for a 500-model catalog (a third resident, half in demand).
+// BenchmarkPlan500 plans for a 500-model catalog whose state is within budget but far from the
+// plan's fixed point (about 200 loads, evictions and idle unloads).
 func BenchmarkPlan500(b *testing.B) {
 	cat, bud, obs, d := benchCase(500)
 	b.ReportAllocs()
 	for b.Loop() {
 		Plan(cat, bud, obs, d, t0)
+	}
+}
+
+// BenchmarkPlan500Steady plans for the same catalog at its fixed point (the common loop: no
+// actions).
+func BenchmarkPlan500Steady(b *testing.B) {
+	cat, bud, obs, d := benchCase(500)
+	obs = Apply(obs, Plan(cat, bud, obs, d, t0))
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Plan(cat, bud, obs, d, t0)) != 0 {
+			b.Fatal("not at the fixed point")
+		}
 	}
 }
 
