@@ -270,6 +270,18 @@ func newPoolEnv(t *testing.T, ns string, p poolParams) *poolEnv {
 	logf("pool %s: applied %s", ns, strings.Join(applied, ", "))
 	e.tl = startTimeline(e)
 	t.Cleanup(e.tl.close)
+	// Runs first: KEDA stops polling (and scaling) this pool before the
+	// scaler, the pairs and Prometheus go away.
+	t.Cleanup(func() {
+		if p.noScaledObject {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.dyn.Resource(gvrScaledObj).Namespace(ns).Delete(ctx, e.scaledObject, metav1.DeleteOptions{}); err != nil {
+			logf("delete ScaledObject %s: %v", e.scaledObject, err)
+		}
+	})
 	return e
 }
 
