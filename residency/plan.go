@@ -346,7 +346,6 @@ func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, fmtBytes(p.loadBytes[i]), list)
 }
 
-
 func loadReason(c contender) string {
 	if c.model.Tier == TierP0 {
 		return fmt.Sprintf("load: P0 pinned; needs %s", fmtBytes(c.bytes))
