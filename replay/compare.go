@@ -127,7 +127,10 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 	}
 	leadS := int(math.Ceil(lead.Seconds()))
 	initial := 0
-	for t := 0; t <= leadS && t < len(need); t++ {
+	// Every run starts warm, with the replicas the first five minutes (or
+	// the first cold start, if longer) need, so that no policy pays for the
+	// simulation starting from nothing.
+	for t := 0; t <= max(leadS, 300) && t < len(need); t++ {
 		initial = max(initial, need[t])
 	}
 	initial = max(initial, 1)

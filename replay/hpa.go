@@ -51,8 +51,9 @@ func ChartHPABehavior() HPABehavior {
 }
 
 type recPoint struct {
-	at  time.Duration
-	rec int
+	at   time.Duration
+	rec  int
+	seed bool // counts for the down window only
 }
 
 type changePoint struct {
@@ -69,6 +70,7 @@ type hpa struct {
 	max     int
 	recs    []recPoint
 	changes []changePoint
+	seeded  bool
 }
 
 // ratioDesired is the HPA's tolerance rule: with usage ratio u, keep current
@@ -83,7 +85,13 @@ func (h *hpa) ratioDesired(current int, usage float64, proposal int) int {
 // step stabilizes and rate-limits a proposal and returns the new count.
 func (h *hpa) step(now time.Duration, current, proposal int) int {
 	proposal = max(h.b.MinReplicas, min(h.max, proposal))
-	h.recs = append(h.recs, recPoint{now, proposal})
+	if !h.seeded {
+		// The run starts mid-stream: a long-running HPA has recommended
+		// about the current count for its whole window.
+		h.seeded = true
+		h.recs = append(h.recs, recPoint{now, current, true})
+	}
+	h.recs = append(h.recs, recPoint{now, proposal, false})
 	keep := max(h.b.UpWindow, h.b.DownWindow)
 	k := 0
 	for _, r := range h.recs {
@@ -95,7 +103,7 @@ func (h *hpa) step(now time.Duration, current, proposal int) int {
 	h.recs = h.recs[:k]
 	upRec, downRec := proposal, proposal
 	for _, r := range h.recs {
-		if now-r.at <= h.b.UpWindow {
+		if now-r.at <= h.b.UpWindow && !r.seed {
 			upRec = min(upRec, r.rec)
 		}
 		if now-r.at <= h.b.DownWindow {
