@@ -170,7 +170,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
-	g := new(errgroup.Group)
+	// gctx ends when a goroutine fails (the listener), so that nothing waits for a SIGTERM
+	// that will not come.
+	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() error { return ctl.Run(loopCtx) })
 	if poller != nil {
 		g.Go(func() error { return poller.Run(loopCtx) })
@@ -182,7 +184,12 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		return nil
 	})
 	g.Go(func() error {
-		<-ctx.Done()
+		select {
+		case <-gctx.Done():
+			stopLoop()
+			return srv.Close()
+		case <-ctx.Done():
+		}
 		log.Info("terminating: draining")
 		derr := dr.Drain(context.Background())
 		stopLoop()

@@ -1,0 +1,52 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/inferscale/inferscale/residency"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestRunFailsFast(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	base := residency.DefaultConfig()
+	base.CatalogPath = "../../cmd/residency/example-catalog.yaml"
+	base.MIGProfile = "1g.10gb"
+	base.NVML = "off"
+	tests := []struct {
+		name string
+		give func(*residency.Config)
+		want string
+	}{
+		{name: "bad config", give: func(c *residency.Config) { c.MaxConcurrentLoads = 0 }, want: "MaxConcurrentLoads"},
+		{name: "missing catalog", give: func(c *residency.Config) { c.CatalogPath = "missing.yaml" }, want: "invalid catalog"},
+		{name: "no budget", give: func(c *residency.Config) { c.MIGProfile = "" }, want: "no memory budget"},
+		{name: "listen address taken", give: func(c *residency.Config) { c.ListenAddress = busy.Addr().String() }, want: "listen " + busy.Addr().String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.give(&c)
+			err := Run(context.Background(), c, discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	c := base
+	c.CatalogPath = "missing.yaml"
+	if err := Run(context.Background(), c, discard); !errors.Is(err, residency.ErrCatalog) {
+		t.Errorf("err = %v, want ErrCatalog", err)
+	}
+}
