@@ -41,7 +41,8 @@ type Deps struct {
 	Triton Triton
 	// Demand of models not loaded here; nil: none (they load only when P0).
 	Demand DemandSource
-	// DeviceUsedBytes reads the device's memory in use (gpu.Device.UsedBytes); nil without NVML.
+	// DeviceUsedBytes reads the device's memory in use: gpu.Device.UsedBytes with NVML, else
+	// TritonMemoryProbe; a negative value means unknown. nil: no device check.
 	DeviceUsedBytes func() (int64, error)
 	// Clock drives the loop and every timestamp; nil: the wall clock.
 	Clock triton.Clock

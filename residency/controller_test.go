@@ -2,7 +2,10 @@ package residency
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -257,32 +260,61 @@ func TestControllerFailedLoadsBackOffThenQuarantine(t *testing.T) {
 }
 
 func TestControllerDoesNotLoadIntoLeakedMemory(t *testing.T) {
-	cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
-	leaky := fakeModel("old", 4)
-	leaky.Fault.UnloadLeakBytes = 4 * gi
-	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
-	h.step()                          // sees old READY since t0
-	h.clock.Advance(11 * time.Minute) // idle past the 10m timeout
-	if !h.step() || h.state("old") != triton.StateUnavailable {
-		t.Fatalf("idle model not unloaded: %q", h.state("old"))
+	probes := []struct {
+		name  string
+		probe func(h *harness) func() (int64, error)
+	}{
+		{name: "device (as NVML)", probe: func(h *harness) func() (int64, error) {
+			return func() (int64, error) { return h.srv.DeviceUsedBytes(), nil }
+		}},
+		{name: "Triton's nv_gpu_memory_used_bytes", probe: func(h *harness) func() (int64, error) {
+			return TritonMemoryProbe(h.srv.MetricsURL(), nil)
+		}},
 	}
-	h.demand.set("big", 5)
-	h.step() // the device still shows 4 GiB in use: 4 + 8 > 10
-	if h.state("big") != triton.StateUnavailable && h.state("big") != "" {
-		t.Fatalf("big is %q: loaded into memory the unload did not return", h.state("big"))
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
+			leaky := fakeModel("old", 4)
+			leaky.Fault.UnloadLeakBytes = 4 * gi
+			h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+				Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+			h.ctl.deps.DeviceUsedBytes = p.probe(h)
+			h.step()                          // sees old READY since t0
+			h.clock.Advance(11 * time.Minute) // idle past the 10m timeout
+			if !h.step() || h.state("old") != triton.StateUnavailable {
+				t.Fatalf("idle model not unloaded: %q", h.state("old"))
+			}
+			h.demand.set("big", 5)
+			h.step() // the device still shows 4 GiB in use: 4 + 8 > 10
+			if h.state("big") != triton.StateUnavailable && h.state("big") != "" {
+				t.Fatalf("big is %q: loaded into memory the unload did not return", h.state("big"))
+			}
+			if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 0 {
+				t.Errorf("load failures %v: the controller tried a load that could not fit", got)
+			}
+			if got := testutil.ToFloat64(h.m.RefusedLoads); got != 1 {
+				t.Errorf("refused_loads_total = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(h.m.MeasuredBytes); got != float64(4*gi) {
+				t.Errorf("measured_bytes = %v, want the leaked 4 GiB", got)
+			}
+			if got := testutil.ToFloat64(h.m.Unloads.WithLabelValues("idle")); got != 1 {
+				t.Errorf("unloads_total{idle} = %v, want 1", got)
+			}
+			if h.srv.MaxDeviceUsedBytes() > 10*gi {
+				t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+			}
+		})
 	}
-	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 0 {
-		t.Errorf("load failures %v: the controller tried a load that could not fit", got)
-	}
-	if got := testutil.ToFloat64(h.m.RefusedLoads); got != 1 {
-		t.Errorf("refused_loads_total = %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(h.m.Unloads.WithLabelValues("idle")); got != 1 {
-		t.Errorf("unloads_total{idle} = %v, want 1", got)
-	}
-	if h.srv.MaxDeviceUsedBytes() > 10*gi {
-		t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+}
+
+func TestTritonMemoryProbeWithoutMetric(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "# TYPE nv_inference_count counter\nnv_inference_count{model=\"m\",version=\"1\"} 3")
+	}))
+	defer web.Close()
+	if got, err := TritonMemoryProbe(web.URL, nil)(); got != -1 || err != nil {
+		t.Errorf("probe = %d, %v; want -1 (unknown) without nv_gpu_memory_used_bytes", got, err)
 	}
 }
 

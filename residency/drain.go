@@ -142,7 +142,7 @@ func (d *Drainer) Read(ctx context.Context) (Work, error) {
 	if d.cfg.TritonMetricsURL == "" {
 		return w, nil
 	}
-	fams, err := d.scrape(ctx)
+	fams, err := scrapeMetrics(ctx, d.httpClient, d.cfg.TritonMetricsURL)
 	if err != nil {
 		return w, err
 	}
@@ -160,18 +160,19 @@ func (d *Drainer) Read(ctx context.Context) (Work, error) {
 	return w, nil
 }
 
-func (d *Drainer) scrape(ctx context.Context) ([]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.cfg.TritonMetricsURL, nil)
+// scrapeMetrics reads a Prometheus text (or protobuf) endpoint with client_golang's decoder.
+func scrapeMetrics(ctx context.Context, client *http.Client, url string) ([]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("triton metrics: %w", err)
 	}
-	resp, err := d.httpClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("triton metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("triton metrics %s: HTTP %d", d.cfg.TritonMetricsURL, resp.StatusCode)
+		return nil, fmt.Errorf("triton metrics %s: HTTP %d", url, resp.StatusCode)
 	}
 	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
 	var out []*dto.MetricFamily
@@ -181,8 +182,40 @@ func (d *Drainer) scrape(ctx context.Context) ([]*dto.MetricFamily, error) {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, fmt.Errorf("triton metrics %s: %w", d.cfg.TritonMetricsURL, err)
+			return nil, fmt.Errorf("triton metrics %s: %w", url, err)
 		}
 		out = append(out, &f)
+	}
+}
+
+// metricGPUUsed is Triton's per-GPU used-memory gauge.
+const metricGPUUsed = "nv_gpu_memory_used_bytes"
+
+// TritonMemoryProbe returns a Deps.DeviceUsedBytes that reads Triton's own
+// nv_gpu_memory_used_bytes (summed over the GPUs it reports) from metricsURL: the device check
+// when the sidecar has no NVML. It returns -1 (unknown, no check) when Triton does not export
+// the metric; client nil means a 5s-timeout client.
+func TritonMemoryProbe(metricsURL string, client *http.Client) func() (int64, error) {
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	return func() (int64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		fams, err := scrapeMetrics(ctx, client, metricsURL)
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range fams {
+			if f.GetName() != metricGPUUsed {
+				continue
+			}
+			var used float64
+			for _, m := range f.GetMetric() {
+				used += m.GetGauge().GetValue()
+			}
+			return int64(used), nil
+		}
+		return -1, nil
 	}
 }

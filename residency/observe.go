@@ -141,6 +141,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time) (observation, e
 		if err != nil {
 			return observation{}, fmt.Errorf("read device memory: %w", err)
 		}
+		if used < 0 { // the probe cannot tell (Triton without GPU metrics)
+			return o, nil
+		}
 		o.usedBytes = used
 		// Memory the device shows in use beyond the reserve and what the models account for:
 		// an unload that has not returned its memory yet, a leak, another process.

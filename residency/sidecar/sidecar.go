@@ -134,6 +134,12 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	defer tc.Close()
 
 	deps := residency.Deps{Triton: tc, DeviceUsedBytes: dev.UsedBytes, Log: log, Metrics: m}
+	if deps.DeviceUsedBytes == nil && cfg.TritonMetricsURL != "" {
+		// Without NVML, Triton's own nv_gpu_memory_used_bytes tells whether an unload gave
+		// its memory back.
+		deps.DeviceUsedBytes = residency.TritonMemoryProbe(cfg.TritonMetricsURL, nil)
+		log.Info("device memory from Triton's metrics", "url", cfg.TritonMetricsURL)
+	}
 	var poller *prom.Poller
 	if cfg.PrometheusAddress != "" {
 		pc := prom.DefaultConfig()
