@@ -63,6 +63,11 @@ type harness struct {
 // reading the fake's device memory (as NVML would).
 func newHarness(t *testing.T, fake tritontest.Config, cat Catalog, budget Budget) *harness {
 	t.Helper()
+	return newHarnessCfg(t, DefaultConfig(), fake, cat, budget)
+}
+
+func newHarnessCfg(t *testing.T, cfg Config, fake tritontest.Config, cat Catalog, budget Budget) *harness {
+	t.Helper()
 	h := &harness{t: t, clock: tritontest.NewFakeClock(t0), demand: &staticDemand{rates: map[string]float64{}}}
 	fake.Clock = h.clock
 	h.srv = tritontest.Start(t, fake)
@@ -84,7 +89,6 @@ func newHarness(t *testing.T, fake tritontest.Config, cat Catalog, budget Budget
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
 	h.ctl, err = NewController(cfg, cat, budget, Deps{
 		Triton: h.client, Demand: h.demand, Clock: h.clock, Metrics: h.m,
 		Log:             slog.New(slog.DiscardHandler),
@@ -474,5 +478,55 @@ func TestControllerRun(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil after cancel", err)
+	}
+}
+
+func TestControllerBoundsConcurrentLoads(t *testing.T) {
+	cat := catalog(model("a", TierP0, 1, 10*time.Second), model("b", TierP0, 1, 10*time.Second), model("c", TierP0, 1, 10*time.Second))
+	var ms []tritontest.Model
+	for _, n := range []string{"a", "b", "c"} {
+		m := fakeModel(n, 1)
+		m.LoadTime = 10 * time.Second
+		ms = append(ms, m)
+	}
+	cfg := DefaultConfig()
+	cfg.MaxConcurrentLoads = 2
+	h := newHarnessCfg(t, cfg, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi, Models: ms},
+		cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	loading := func() (n int) {
+		for _, st := range h.srv.Models() {
+			if st.State == triton.StateLoading {
+				n++
+			}
+		}
+		return n
+	}
+	done := make(chan error, 1)
+	go func() { _, err := h.ctl.Step(ctx); done <- err }()
+	if err := h.clock.BlockUntil(ctx, 2); err != nil { // two loads wait on their load time
+		t.Fatal(err)
+	}
+	if n := loading(); n != 2 || h.state("c") == triton.StateLoading {
+		t.Fatalf("%d models LOADING (c %q); want a and b, at most 2", n, h.state("c"))
+	}
+	h.clock.Advance(10 * time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, err := h.ctl.Step(ctx); done <- err }()
+	if err := h.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := loading(); n != 1 || h.state("c") != triton.StateLoading {
+		t.Fatalf("second step: %d LOADING, c %q; want c alone", n, h.state("c"))
+	}
+	h.clock.Advance(10 * time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("success")); got != 3 {
+		t.Errorf("loads_total{success} = %v, want 3", got)
 	}
 }
