@@ -5,7 +5,8 @@ import (
 )
 
 // Metrics are the sidecar's Prometheus collectors, registered on a caller's (private)
-// registry. Names are prefixed inferscale_residency_.
+// registry. Names are prefixed inferscale_residency_; each field is the metric of the same name
+// in snake case (help texts in NewMetrics).
 type Metrics struct {
 	Ready             prometheus.Gauge
 	ResidentModels    prometheus.Gauge
