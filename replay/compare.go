@@ -263,8 +263,6 @@ func quantileDur(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func sortFloats(f []float64) { slices.Sort(f) }
-
 // binnedMix draws n service times from a binned workload, each second's
 // mean service time weighted by its arrivals.
 func binnedMix(b *Binned, n int, seed uint64) []float64 {

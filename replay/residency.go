@@ -498,7 +498,7 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 // WriteTable writes the residency comparison as Markdown.
 func (rc *ResidencyComparison) WriteTable(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Residency on %s: %d models, budget %.1f GiB on one GPU (sizes and load times drawn per model, seeded; see docs/replay.md).\n\n", rc.Trace, rc.Models, float64(rc.BudgetBytes)/(1<<30))
+	fmt.Fprintf(&b, "Residency on %s: %d models, memory budget %.1f GiB, one load at a time (sizes and load times drawn per model, seeded; see docs/replay.md).\n\n", rc.Trace, rc.Models, float64(rc.BudgetBytes)/(1<<30))
 	b.WriteString("| policy | loads | hit ratio | request-hours waiting for loads | mean wait per miss | GiB loaded | unserved |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rc.Results {
 		hit := float64(r.Hits) / float64(max(1, r.Requests))

@@ -43,7 +43,8 @@ type RunConfig struct {
 	// ResidencyBudgetModels sizes the residency memory budget as this many
 	// median-sized models; 0 is AutoBudgetModels.
 	ResidencyBudgetModels float64
-	Stdout, Stderr        io.Writer
+	// Stdout receives the tables; Stderr the progress bar and file names.
+	Stdout, Stderr io.Writer
 }
 
 // BinnedThreshold is the expected request count above which auto mode
