@@ -50,6 +50,9 @@ type ModelStatus struct {
 	BackoffUntil time.Time
 	// OverPeak is set once the model was measured above its admitted peak (reported, kept).
 	OverPeak bool
+	// Digest is the digest of the copy Triton serves, when known (the controller loaded it);
+	// "" when unknown. A READY model whose Digest differs from the catalog's is reloaded.
+	Digest string
 }
 
 // Observed is one loop's view of Triton and the device.
@@ -92,6 +95,11 @@ type Action struct {
 	// AccountedBytes is the accounted memory once this step (and every step before it) has
 	// completed; never above the budget's TotalBytes when the plan started within budget.
 	AccountedBytes int64
+	// PeakBytes is the highest accounted memory while the step runs: the accounted memory
+	// before an unload, after a load, and before plus the swap overhead during a reload.
+	PeakBytes int64
+	// Digest is the catalog digest a load brings in (loads and reloads only).
+	Digest string
 	// At is the time the plan was made (Plan's now); Apply stamps LoadedSince with it.
 	At time.Time
 }
@@ -99,17 +107,25 @@ type Action struct {
 // Refusal is a wanted load that does not fit even after every allowed eviction: NeedBytes is
 // more than BudgetBytes − FixedBytes − KeptBytes, the room left by fixed memory and the models
 // ranked above it.
+//
+// For a deferred reload (Reload set), NeedBytes is the swap overhead and FixedBytes the
+// accounted memory the reload would start from.
 type Refusal struct {
 	Model       string
 	NeedBytes   int64
 	FixedBytes  int64
 	KeptBytes   int64
 	BudgetBytes int64
+	Reload      bool
 }
 
 // Reason explains the refusal with its numbers (built on demand: plans run every loop, and most
 // refusals are never printed).
 func (r Refusal) Reason() string {
+	if r.Reload {
+		return fmt.Sprintf("reload deferred: the swap needs %s more; accounted %s leaves %s of %s",
+			fmtBytes(r.NeedBytes), fmtBytes(r.FixedBytes), fmtBytes(max(r.BudgetBytes-r.FixedBytes, 0)), fmtBytes(r.BudgetBytes))
+	}
 	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
 		fmtBytes(r.NeedBytes), fmtBytes(r.FixedBytes), fmtBytes(r.KeptBytes),
 		fmtBytes(max(r.BudgetBytes-r.FixedBytes-r.KeptBytes, 0)), fmtBytes(r.BudgetBytes))
@@ -183,6 +199,8 @@ func Plan(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time
 type contender struct {
 	model    *Model // into the catalog
 	resident bool
+	stale    bool   // READY with another digest than the catalog's: reload if kept
+	digest   string // the digest Triton serves, for a stale model
 	bytes    int64
 	value    float64
 	rate     float64
@@ -201,15 +219,21 @@ type contender struct {
 // left out are evicted — so a victim is always below every load it makes room for, and never
 // P0 or younger than minResidency. Wanted models left out are refused.
 //
-// Actions are ordered unloads first (idle, then evictions lowest-ranked first), then loads
-// (highest-ranked first), so that when the start is within budget, the accounted memory after
-// every step is too. Ties break by name; the result is deterministic, and planning again on
+// A kept READY model whose Digest differs from the catalog's (a new artifact) is reloaded:
+// Triton keeps the old copy serving while the new one loads, so the reload holds the model's
+// SwapOverheadBytes on top until the swap, and it is emitted only when that fits (otherwise it
+// is a deferred Refusal with Reload set).
+//
+// Actions are ordered unloads first (idle, then evictions lowest-ranked first), then reloads
+// (by name), then loads (highest-ranked first), so that when the start is within budget, the
+// accounted memory during and after every step is too (Action.PeakBytes, AccountedBytes). Ties break by name; the result is deterministic, and planning again on
 // Apply(obs, actions) at the same time and demand yields no actions.
 func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) Result {
 	res := Result{StartBytes: Accounted(cat, budget, obs), BudgetBytes: budget.TotalBytes}
 	fixed := ReserveBytes(cat, budget) + max(obs.UnaccountedBytes, 0)
 	var idle []Action
 	var cs []contender
+	var staleFixed []contender // fixed READY models to reload
 
 	for name, st := range obs.Models {
 		if _, ok := cat.Model(name); !ok && st.State.holdsMemory() {
@@ -228,8 +252,12 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		case st.State == StateReady:
 			bytes := residentBytes(cat, budget.Profile, m.Name, st)
 			young := !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency
+			stale := placeable && st.Digest != "" && st.Digest != m.Digest
 			if !placeable || m.Tier == TierP0 || young {
 				fixed += bytes
+				if stale {
+					staleFixed = append(staleFixed, contender{model: m, resident: true, bytes: bytes, stale: true, digest: st.Digest})
+				}
 				continue
 			}
 			lastActive := st.LastUsed
@@ -245,7 +273,8 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
 				continue
 			}
-			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate), rate: rate})
+			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate), rate: rate,
+				stale: stale, digest: st.Digest})
 		case st.State.holdsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
@@ -275,6 +304,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 	acct := res.StartBytes
 	for _, a := range idle {
 		st := obs.Models[a.Model]
+		a.PeakBytes = acct
 		acct -= residentBytes(cat, budget.Profile, a.Model, st)
 		a.AccountedBytes = acct
 		res.Actions = append(res.Actions, a)
@@ -284,9 +314,30 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		if !c.resident || admitted[i] {
 			continue
 		}
+		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, At: now, AccountedBytes: acct - c.bytes,
+			PeakBytes: acct, Reason: p.evictReason(cs, i, fixed, budget.TotalBytes)})
 		acct -= c.bytes
-		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, At: now, AccountedBytes: acct,
-			Reason: p.evictReason(cs, i, fixed, budget.TotalBytes)})
+	}
+	// Reloads of kept models whose digest changed, by name, after the unloads and before the
+	// loads: the swap holds SwapOverheadBytes more until the old copy goes, so it runs only
+	// where that fits, and leaves the accounted memory as it was.
+	stale := staleFixed
+	for i, c := range cs {
+		if c.stale && admitted[i] {
+			stale = append(stale, c)
+		}
+	}
+	slices.SortFunc(stale, func(a, b contender) int { return strings.Compare(a.model.Name, b.model.Name) })
+	for _, c := range stale {
+		swap := c.model.SwapOverheadBytes
+		if acct+swap > budget.TotalBytes {
+			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: swap, FixedBytes: acct,
+				BudgetBytes: budget.TotalBytes, Reload: true})
+			continue
+		}
+		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
+			PeakBytes: acct + swap, Digest: c.model.Digest,
+			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(c.digest), shortDigest(c.model.Digest), fmtBytes(swap))})
 	}
 	for i, c := range cs {
 		switch {
@@ -294,7 +345,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		case admitted[i]:
 			acct += c.bytes
 			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
-				Reason: loadReason(c)})
+				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c)})
 		default:
 			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
 				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes})
@@ -346,6 +397,14 @@ func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, fmtBytes(p.loadBytes[i]), list)
 }
 
+// shortDigest abbreviates algorithm:hex to algorithm:first 12 hex digits.
+func shortDigest(d string) string {
+	if alg, hex, ok := strings.Cut(d, ":"); ok && len(hex) > 12 {
+		return alg + ":" + hex[:12]
+	}
+	return d
+}
+
 func loadReason(c contender) string {
 	if c.model.Tier == TierP0 {
 		return fmt.Sprintf("load: P0 pinned; needs %s", fmtBytes(c.bytes))
@@ -362,8 +421,9 @@ func fmtBytes(b int64) string {
 }
 
 // Apply returns obs after every action has completed: a loaded model is READY with
-// LoadedSince = the action's At; an unloaded model is UNAVAILABLE with reason "unloaded". Other
-// fields (LastUsed, MeasuredBytes, flags) are kept. obs is not modified.
+// LoadedSince = the action's At and Digest = the action's; a reloaded (already READY) model
+// keeps its LoadedSince and takes the new Digest; an unloaded model is UNAVAILABLE with reason
+// "unloaded". Other fields (LastUsed, MeasuredBytes, flags) are kept. obs is not modified.
 func Apply(obs Observed, actions []Action) Observed {
 	out := Observed{Models: maps.Clone(obs.Models), UnaccountedBytes: obs.UnaccountedBytes}
 	if out.Models == nil {
@@ -373,9 +433,15 @@ func Apply(obs Observed, actions []Action) Observed {
 		st := out.Models[a.Model]
 		switch a.Kind {
 		case ActionLoad:
-			st.State, st.Reason, st.LoadedSince, st.Reloading = StateReady, "", a.At, false
+			if st.State != StateReady {
+				st.LoadedSince = a.At
+			}
+			st.State, st.Reason, st.Reloading = StateReady, "", false
+			if a.Digest != "" {
+				st.Digest = a.Digest
+			}
 		case ActionUnload:
-			st.State, st.Reason, st.LoadedSince, st.Reloading = StateUnavailable, "unloaded", time.Time{}, false
+			st.State, st.Reason, st.LoadedSince, st.Reloading, st.Digest = StateUnavailable, "unloaded", time.Time{}, false, ""
 		}
 		out.Models[a.Model] = st
 	}

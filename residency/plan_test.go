@@ -50,8 +50,8 @@ func TestDecide(t *testing.T) {
 			budget: budget10,
 			demand: Demand{"b-p1": 1},
 			want: []Action{
-				{Kind: ActionLoad, Model: "z-p0", At: t0, AccountedBytes: 2 * gi, Reason: "load: P0 pinned; needs 2.00GiB"},
-				{Kind: ActionLoad, Model: "b-p1", At: t0, AccountedBytes: 5 * gi, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
+				{Kind: ActionLoad, Model: "z-p0", At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P0 pinned; needs 2.00GiB"},
+				{Kind: ActionLoad, Model: "b-p1", At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
 			},
 		},
 		{
@@ -61,8 +61,8 @@ func TestDecide(t *testing.T) {
 			obs:    Observed{Models: map[string]ModelStatus{"warm": ready(old, t0), "cold": ready(old, t0)}},
 			demand: Demand{"hot": 2, "warm": 1, "cold": 0.5},
 			want: []Action{
-				{Kind: ActionUnload, Model: "cold", At: t0, AccountedBytes: 4 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
-				{Kind: ActionLoad, Model: "hot", At: t0, AccountedBytes: 8 * gi, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
+				{Kind: ActionUnload, Model: "cold", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
+				{Kind: ActionLoad, Model: "hot", At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
 			},
 		},
 		{
@@ -72,8 +72,8 @@ func TestDecide(t *testing.T) {
 			obs:    Observed{Models: map[string]ModelStatus{"p1": ready(old, t0), "p2": ready(old, t0)}},
 			demand: Demand{"new": 2, "p1": 0.1, "p2": 1},
 			want: []Action{
-				{Kind: ActionUnload, Model: "p2", At: t0, AccountedBytes: 4 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
-				{Kind: ActionLoad, Model: "new", At: t0, AccountedBytes: 8 * gi, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
+				{Kind: ActionUnload, Model: "p2", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
+				{Kind: ActionLoad, Model: "new", At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
 			},
 		},
 		{
@@ -92,7 +92,7 @@ func TestDecide(t *testing.T) {
 				"pin": ready(old, old), "idle": ready(old, t0.Add(-11*time.Minute)),
 				"recent": ready(old, t0.Add(-9*time.Minute)), "busy": ready(old, old)}},
 			demand: Demand{"busy": 0.01},
-			want: []Action{{Kind: ActionUnload, Model: "idle", At: t0, AccountedBytes: 3 * gi,
+			want: []Action{{Kind: ActionUnload, Model: "idle", At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
 				Reason: "idle: P1 idle, unused for 11m0s ≥ idleTimeout 10m0s"}},
 		},
 		{
@@ -107,7 +107,7 @@ func TestDecide(t *testing.T) {
 			obs: Observed{Models: map[string]ModelStatus{
 				"q": {State: StateUnavailable, Quarantined: true}, "b": {State: StateUnavailable, BackoffUntil: t0.Add(time.Second)},
 				"done": {State: StateUnavailable, BackoffUntil: t0}}},
-			want: []Action{{Kind: ActionLoad, Model: "done", At: t0, AccountedBytes: gi, Reason: "load: P0 pinned; needs 1.00GiB"}},
+			want: []Action{{Kind: ActionLoad, Model: "done", At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
 		},
 		{
 			name:        "a reload holds peak plus swap overhead",
@@ -138,7 +138,7 @@ func TestDecide(t *testing.T) {
 			budget: Budget{Profile: prof, TotalBytes: 6 * gi},
 			obs:    Observed{Models: map[string]ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
 			demand: Demand{"a": 1, "b": 1},
-			want: []Action{{Kind: ActionUnload, Model: "b", At: t0, AccountedBytes: 4 * gi,
+			want: []Action{{Kind: ActionUnload, Model: "b", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
 				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"}},
 		},
 		{
@@ -242,8 +242,12 @@ func checkPlan(t *testing.T, cat Catalog, b Budget, obs Observed, d Demand, now 
 				t.Fatalf("step %d unloads %s loaded %s ago < minResidency %s", i, a.Model, now.Sub(st.LoadedSince), cat.MinResidency)
 			}
 		}
+		before := Accounted(cat, b, cur)
 		cur = Apply(cur, acts[i:i+1])
 		got := Accounted(cat, b, cur)
+		if a.PeakBytes < max(before, got) || a.PeakBytes > b.TotalBytes {
+			t.Fatalf("step %d (%s %s): PeakBytes %d; accounted %d before, %d after, budget %d", i, a.Kind, a.Model, a.PeakBytes, before, got, b.TotalBytes)
+		}
 		if got != a.AccountedBytes {
 			t.Fatalf("step %d (%s %s): AccountedBytes %d, recomputed %d", i, a.Kind, a.Model, a.AccountedBytes, got)
 		}
@@ -290,6 +294,9 @@ func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
 		}
 		if r.IntN(6) == 0 {
 			st.MeasuredBytes = int64(r.IntN(20)) * gi / 4
+		}
+		if st.State == StateReady {
+			st.Digest = []string{"", dgA, dgB}[r.IntN(3)] // the catalog has dgA: dgB is stale
 		}
 		st.Quarantined = r.IntN(10) == 0
 		if r.IntN(6) == 0 {
