@@ -239,6 +239,11 @@ func (c *clairvoyantCtl) Interval() time.Duration { return time.Second }
 func (c *clairvoyantCtl) Desired(s Signals) int {
 	t := int(s.Now / time.Second)
 	if t >= len(c.need) {
+		// Past the last arrival: keep what is there until the pool is
+		// empty, then release everything.
+		if s.Queue > 0 || s.Concurrency6s > 0 {
+			return max(1, s.Current)
+		}
 		return 0
 	}
 	return c.need[t]
