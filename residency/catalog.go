@@ -1,6 +1,8 @@
 package residency
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -304,4 +306,39 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// WatchCatalog re-reads the catalog file at path every LoopInterval and hands a changed, valid
+// catalog to SetCatalog, so a ConfigMap update (kubelet swaps the mounted file) takes effect
+// without a restart. An invalid catalog is reported (log and a Warning event, once per content)
+// and the current one kept. It returns nil when ctx is done.
+func (c *Controller) WatchCatalog(ctx context.Context, path string) error {
+	last, _ := os.ReadFile(path)
+	var rejected []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.deps.Clock.After(c.cfg.LoopInterval):
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			c.deps.Log.Warn("catalog not readable; keeping the current one", "path", path, "err", err)
+			continue
+		}
+		if bytes.Equal(data, last) || bytes.Equal(data, rejected) {
+			continue
+		}
+		cat, err := ParseCatalog(data)
+		if err == nil {
+			err = c.SetCatalog(cat)
+		}
+		if err != nil {
+			rejected = data
+			c.deps.Log.Warn("catalog update rejected; keeping the current one", "path", path, "err", err)
+			c.event(true, "CatalogRejected", fmt.Sprintf("%s: %v", path, err))
+			continue
+		}
+		last, rejected = data, nil
+	}
 }

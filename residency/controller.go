@@ -73,7 +73,6 @@ type Status struct {
 // shows the model UNAVAILABLE and the device shows its memory back.
 type Controller struct {
 	cfg    Config
-	cat    Catalog
 	budget Budget
 	deps   Deps
 	m      *Metrics
@@ -81,6 +80,8 @@ type Controller struct {
 	draining atomic.Bool
 
 	mu           sync.Mutex
+	cat          Catalog // replaced by SetCatalog; read through catalog()
+	loadedDigest map[string]string
 	firstReady   map[string]time.Time
 	samples      map[string][]countSample
 	failures     map[string]int
@@ -123,20 +124,57 @@ func NewController(cfg Config, cat Catalog, budget Budget, deps Deps) (*Controll
 		deps.Metrics = m
 	}
 	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics,
-		firstReady: map[string]time.Time{}, samples: map[string][]countSample{}, failures: map[string]int{},
+		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, samples: map[string][]countSample{}, failures: map[string]int{},
 		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{},
 		refused: map[string]bool{}}
-	c.status.Unplaceable = cat.Unplaceable(budget.Profile)
 	c.status.Err = errors.New("not observed yet")
 	c.m.BudgetBytes.Set(float64(budget.TotalBytes))
+	c.setCatalogLocked(cat)
+	return c, nil
+}
+
+// catalog returns the current catalog.
+func (c *Controller) catalog() Catalog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cat
+}
+
+// SetCatalog replaces the catalog (a ConfigMap update) from the next loop on. A model whose
+// digest changed starts afresh (failures, backoff and quarantine forgotten) and, where loaded,
+// is reloaded by the plan.
+func (c *Controller) SetCatalog(cat Catalog) error {
+	if err := cat.Validate(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var changed []string
+	for _, m := range cat.Models {
+		if old, ok := c.cat.Model(m.Name); ok && old.Digest != m.Digest {
+			changed = append(changed, m.Name)
+			delete(c.failures, m.Name)
+			delete(c.backoffUntil, m.Name)
+			delete(c.quarantined, m.Name)
+			delete(c.overPeak, m.Name)
+			c.m.OverPeak.DeleteLabelValues(m.Name)
+		}
+	}
+	c.setCatalogLocked(cat)
+	c.deps.Log.Info("catalog replaced", "models", len(cat.Models), "digest_changed", changed)
+	return nil
+}
+
+func (c *Controller) setCatalogLocked(cat Catalog) {
+	c.cat = cat
+	c.status.Unplaceable = cat.Unplaceable(c.budget.Profile)
 	c.m.UnplaceableModels.Set(float64(len(c.status.Unplaceable)))
 	if len(c.status.Unplaceable) > 0 {
 		c.deps.Log.Warn("catalog models have no peak for this pod's profile and are never loaded here",
-			"profile", budget.Profile, "models", c.status.Unplaceable)
+			"profile", c.budget.Profile, "models", c.status.Unplaceable)
 		c.event(true, "Unplaceable", fmt.Sprintf("models without a peak for profile %s are never loaded here: %s",
-			budget.Profile, strings.Join(c.status.Unplaceable, ", ")))
+			c.budget.Profile, strings.Join(c.status.Unplaceable, ", ")))
 	}
-	return c, nil
 }
 
 func (c *Controller) event(warning bool, reason, msg string) {
@@ -199,7 +237,8 @@ func (c *Controller) Run(ctx context.Context) error {
 // acted; an error means Triton could not be observed (nothing was done).
 func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	now := c.deps.Clock.Now()
-	o, err := c.observe(ctx, now)
+	cat := c.catalog()
+	o, err := c.observe(ctx, cat, now)
 	if err != nil {
 		c.m.LoopErrors.Inc()
 		c.mu.Lock()
@@ -208,9 +247,9 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		c.m.Ready.Set(0)
 		return false, err
 	}
-	c.flagOverPeak(o.obs)
-	res := Decide(c.cat, c.budget, o.obs, o.demand, now)
-	c.record(now, o, res)
+	c.flagOverPeak(cat, o.obs)
+	res := Decide(cat, c.budget, o.obs, o.demand, now)
+	c.record(cat, now, o, res)
 	if c.draining.Load() {
 		return false, nil
 	}
@@ -243,10 +282,10 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 }
 
 // record publishes the observation and plan in metrics and the status.
-func (c *Controller) record(now time.Time, o observation, res Result) {
+func (c *Controller) record(cat Catalog, now time.Time, o observation, res Result) {
 	resident := 0
 	var p0NotReady []string
-	for _, m := range c.cat.Models {
+	for _, m := range cat.Models {
 		st := o.obs.Models[m.Name]
 		if m.Tier == TierP0 && st.State != StateReady {
 			p0NotReady = append(p0NotReady, m.Name)
@@ -286,7 +325,7 @@ func (c *Controller) record(now time.Time, o observation, res Result) {
 }
 
 // flagOverPeak reports READY models measured above their admitted peak, once per model.
-func (c *Controller) flagOverPeak(obs Observed) {
+func (c *Controller) flagOverPeak(cat Catalog, obs Observed) {
 	names := make([]string, 0, len(obs.Models))
 	for name := range obs.Models {
 		names = append(names, name)
@@ -296,7 +335,7 @@ func (c *Controller) flagOverPeak(obs Observed) {
 	defer c.mu.Unlock()
 	for _, name := range names {
 		st := obs.Models[name]
-		m, ok := c.cat.Model(name)
+		m, ok := cat.Model(name)
 		peak, hasPeak := m.Peak(c.budget.Profile)
 		if !ok || !hasPeak || st.State != StateReady || st.MeasuredBytes <= peak || st.MeasuredBytes <= c.overPeak[name] {
 			continue
@@ -340,6 +379,7 @@ func (c *Controller) load(ctx context.Context, a Action) {
 		c.mu.Lock()
 		delete(c.failures, a.Model)
 		delete(c.backoffUntil, a.Model)
+		c.loadedDigest[a.Model] = a.Digest
 		c.mu.Unlock()
 		c.deps.Log.Info("loaded", "model", a.Model, "took", took)
 		c.event(false, "Loaded", fmt.Sprintf("%s loaded in %s: %s", a.Model, took, a.Reason))

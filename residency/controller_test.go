@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -528,5 +529,104 @@ func TestControllerBoundsConcurrentLoads(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("success")); got != 3 {
 		t.Errorf("loads_total{success} = %v, want 3", got)
+	}
+}
+
+func TestControllerReloadsChangedDigest(t *testing.T) {
+	withDigest := func(d string) Catalog {
+		m := model("a", TierP0, 4, 10*time.Second)
+		m.Digest, m.SwapOverheadBytes = d, 4*gi // Triton's reload holds old + new copy
+		return catalog(m)
+	}
+	a := fakeModel("a", 4)
+	a.LoadTime = 10 * time.Second
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{a}}, withDigest(dgA), Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stepWithLoad := func() {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { _, err := h.ctl.Step(ctx); done <- err }()
+		if err := h.clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(10 * time.Second)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stepWithLoad() // first load, digest dgA
+	if h.step() {
+		t.Fatal("acted again with the catalog unchanged")
+	}
+	if err := h.ctl.SetCatalog(withDigest(dgB)); err != nil {
+		t.Fatal(err)
+	}
+	stepWithLoad() // reload to dgB: old and new copy both held during the load
+	st, _ := h.srv.Model("a")
+	if st.Loads != 2 || st.State != triton.StateReady {
+		t.Fatalf("a: %d loads, %q; want reloaded once and READY", st.Loads, st.State)
+	}
+	if got := h.srv.MaxDeviceUsedBytes(); got != 8*gi {
+		t.Errorf("device peak %d, want the 8 GiB of old + new copy", got)
+	}
+	if h.step() {
+		t.Fatal("acted again after the reload")
+	}
+	if err := h.ctl.SetCatalog(Catalog{}); err == nil {
+		t.Error("an invalid catalog was accepted")
+	}
+}
+
+func TestWatchCatalog(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/catalog.yaml"
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry := func(digest string) string {
+		return "models: [{name: pin, digest: " + digest + ", tier: P0, peakMemoryBytes: {" + prof + ": 1Gi}}]"
+	}
+	write(entry(dgA))
+	cat, err := LoadCatalog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.ctl.WatchCatalog(watchCtx, path) }()
+	if err := h.clock.BlockUntil(ctx, 1); err != nil { // the watcher read its baseline and waits
+		t.Fatal(err)
+	}
+	tick := func() {
+		t.Helper()
+		h.clock.Advance(DefaultConfig().LoopInterval)
+		if err := h.clock.BlockUntil(ctx, 1); err != nil { // the watcher read and waits again
+			t.Fatal(err)
+		}
+	}
+	digest := func() string { m, _ := h.ctl.catalog().Model("pin"); return m.Digest }
+
+	write(entry(dgB))
+	tick()
+	if digest() != dgB {
+		t.Fatalf("digest %s after the file changed, want %s", digest(), dgB)
+	}
+	write("models: [{name: pin, tier: P7}]")
+	tick()
+	if digest() != dgB {
+		t.Fatalf("an invalid catalog replaced the current one")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -42,7 +42,7 @@ type observation struct {
 // observe re-reads Triton's index and statistics, the device and the demand source; nothing
 // about Triton's state is carried over from earlier loops except the time each model was first
 // seen READY and the statistics samples for demand. c.mu must not be held.
-func (c *Controller) observe(ctx context.Context, now time.Time) (observation, error) {
+func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (observation, error) {
 	idx, err := c.deps.Triton.Index(ctx, false)
 	if err != nil {
 		return observation{}, fmt.Errorf("read repository index: %w", err)
@@ -90,6 +90,11 @@ func (c *Controller) observe(ctx context.Context, now time.Time) (observation, e
 		} else {
 			delete(c.firstReady, name)
 		}
+		if st.State == StateReady {
+			st.Digest = c.loadedDigest[name]
+		} else {
+			delete(c.loadedDigest, name)
+		}
 		if a, ok := per[name]; ok {
 			st.LastUsed, st.MeasuredBytes = a.last, a.bytes
 			o.demand[name] = c.rateLocked(name, now, a.count)
@@ -103,7 +108,12 @@ func (c *Controller) observe(ctx context.Context, now time.Time) (observation, e
 			delete(c.firstReady, name)
 		}
 	}
-	for _, m := range c.cat.Models {
+	for name := range c.loadedDigest {
+		if _, ok := o.obs.Models[name]; !ok {
+			delete(c.loadedDigest, name)
+		}
+	}
+	for _, m := range cat.Models {
 		st, ok := o.obs.Models[m.Name]
 		if !ok {
 			st.State = StateUnavailable
@@ -147,8 +157,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time) (observation, e
 		o.usedBytes = used
 		// Memory the device shows in use beyond the reserve and what the models account for:
 		// an unload that has not returned its memory yet, a leak, another process.
-		modelBytes := Accounted(c.cat, c.budget, o.obs) - ReserveBytes(c.cat, c.budget)
-		o.obs.UnaccountedBytes = max(0, used-ReserveBytes(c.cat, c.budget)-modelBytes)
+		modelBytes := Accounted(cat, c.budget, o.obs) - ReserveBytes(cat, c.budget)
+		o.obs.UnaccountedBytes = max(0, used-ReserveBytes(cat, c.budget)-modelBytes)
 	}
 	return o, nil
 }

@@ -252,7 +252,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		case st.State == StateReady:
 			bytes := residentBytes(cat, budget.Profile, m.Name, st)
 			young := !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency
-			stale := placeable && st.Digest != "" && st.Digest != m.Digest
+			stale := placeable && st.Digest != "" && st.Digest != m.Digest && !st.Quarantined && !now.Before(st.BackoffUntil)
 			if !placeable || m.Tier == TierP0 || young {
 				fixed += bytes
 				if stale {

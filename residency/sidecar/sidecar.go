@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	// that will not come.
 	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() error { return ctl.Run(loopCtx) })
+	g.Go(func() error { return ctl.WatchCatalog(loopCtx, cfg.CatalogPath) })
 	if poller != nil {
 		g.Go(func() error { return poller.Run(loopCtx) })
 	}
