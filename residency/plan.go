@@ -199,11 +199,9 @@ func Plan(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time
 type contender struct {
 	model    *Model // into the catalog
 	resident bool
-	stale    bool   // READY with another digest than the catalog's: reload if kept
-	digest   string // the digest Triton serves, for a stale model
+	stale    bool // READY with another digest than the catalog's: reload if kept
 	bytes    int64
 	value    float64
-	rate     float64
 }
 
 // Decide is the residency decision, a pure function of its arguments.
@@ -256,7 +254,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || m.Tier == TierP0 || young {
 				fixed += bytes
 				if stale {
-					staleFixed = append(staleFixed, contender{model: m, resident: true, bytes: bytes, stale: true, digest: st.Digest})
+					staleFixed = append(staleFixed, contender{model: m, resident: true, bytes: bytes, stale: true})
 				}
 				continue
 			}
@@ -273,8 +271,8 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
 				continue
 			}
-			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate), rate: rate,
-				stale: stale, digest: st.Digest})
+			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate),
+				stale: stale})
 		case st.State.holdsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
@@ -282,7 +280,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate), rate: rate})
+			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate)})
 		}
 	}
 	slices.SortFunc(cs, func(a, b contender) int {
@@ -337,7 +335,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		}
 		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
 			PeakBytes: acct + swap, Digest: c.model.Digest,
-			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(c.digest), shortDigest(c.model.Digest), fmtBytes(swap))})
+			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), fmtBytes(swap))})
 	}
 	for i, c := range cs {
 		switch {
@@ -345,7 +343,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		case admitted[i]:
 			acct += c.bytes
 			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
-				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c)})
+				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c, demand.rate(c.model.Name))})
 		default:
 			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
 				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes})
@@ -405,11 +403,11 @@ func shortDigest(d string) string {
 	return d
 }
 
-func loadReason(c contender) string {
+func loadReason(c contender, rate float64) string {
 	if c.model.Tier == TierP0 {
 		return fmt.Sprintf("load: P0 pinned; needs %s", fmtBytes(c.bytes))
 	}
-	return fmt.Sprintf("load: %s demand %.3g req/s, value %.3g; needs %s", c.model.Tier, c.rate, c.value, fmtBytes(c.bytes))
+	return fmt.Sprintf("load: %s demand %.3g req/s, value %.3g; needs %s", c.model.Tier, rate, c.value, fmtBytes(c.bytes))
 }
 
 // fmtBytes prints bytes in GiB with two decimals (MiB below 1 GiB).
