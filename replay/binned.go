@@ -192,7 +192,7 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		res.ReplicaSeconds += float64(live)
 		h.push(arrived, busyAcc, slotAcc, poolAcc)
 		if sec%interval == 0 && sec > 0 {
-			sig := Signals{Now: time.Duration(sec) * time.Second, Queue: backlogN, Ready: ready, Current: spec, Slots: cfg.Slots}
+			sig := Signals{Now: time.Duration(sec) * time.Second, Queue: backlogN, Running: served, Ready: ready, Current: spec, Slots: cfg.Slots}
 			h.signals(&sig)
 			d := max(cfg.MinReplicas, min(cfg.MaxReplicas, ctl.Desired(sig)))
 			if d != spec {

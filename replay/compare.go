@@ -147,7 +147,7 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 		case FamilyHPAGPU:
 			steps += len(HPAGPUTargets)
 		case FamilyKEDAQueue:
-			steps += 2 * len(KEDAQueueTargets)
+			steps += 4 * len(KEDAQueueTargets)
 		case FamilyKnative:
 			steps += len(KnativeTargets)
 		case FamilyStatic:
@@ -194,9 +194,11 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 			c.Best = append(c.Best, sweep(ps))
 		case FamilyKEDAQueue:
 			var ps []Policy
-			for _, m := range []int{0, 1} {
-				for _, v := range KEDAQueueTargets {
-					ps = append(ps, KEDAQueuePolicy(v, m, cfg))
+			for _, inFlight := range []bool{false, true} {
+				for _, m := range []int{0, 1} {
+					for _, v := range KEDAQueueTargets {
+						ps = append(ps, KEDAQueuePolicy(v, m, inFlight, cfg))
+					}
 				}
 			}
 			c.Best = append(c.Best, sweep(ps))

@@ -94,35 +94,47 @@ func (c *hpaGPUCtl) Desired(s Signals) int {
 }
 
 // kedaQueueCtl is KEDA's Prometheus scaler on queue depth with metricType
-// AverageValue: the HPA sets ceil(queue / threshold) replicas (tolerance,
-// default behaviour); activation when queue > 0 (activationThreshold 0);
+// AverageValue: the HPA sets ceil(metric / threshold) replicas (tolerance,
+// default behaviour), where the metric is the queue (requests waiting) or,
+// with inFlight, waiting + running (vLLM's num_requests_waiting +
+// num_requests_running, the usual fix for a queue that reads 0 whenever the
+// pool keeps up); activation when the metric > 0 (activationThreshold 0);
 // polling 30 s; cooldown 300 s; minReplicaCount 0 or 1.
 type kedaQueueCtl struct {
 	threshold float64
 	minRC     int
+	inFlight  bool
 	hpa       hpa
 	keda      keda
 }
 
-// KEDAQueuePolicy returns KEDA's Prometheus scaler on queue depth with the
-// given per-replica threshold.
-func KEDAQueuePolicy(threshold float64, minReplicaCount int, cfg PoolConfig) Policy {
-	return Policy{Name: "keda-queue", Setting: fmt.Sprintf("threshold %g, min %d", threshold, minReplicaCount), New: func() Controller {
-		return &kedaQueueCtl{threshold: threshold, minRC: minReplicaCount, hpa: hpa{b: DefaultHPABehavior(), max: cfg.MaxReplicas}, keda: keda{polling: 30 * time.Second, cooldown: 300 * time.Second}}
+// KEDAQueuePolicy returns KEDA's Prometheus scaler on queue depth (or
+// waiting + running with inFlight) with the given per-replica threshold.
+func KEDAQueuePolicy(threshold float64, minReplicaCount int, inFlight bool, cfg PoolConfig) Policy {
+	metric := "queue"
+	if inFlight {
+		metric = "waiting+running"
+	}
+	return Policy{Name: "keda-queue", Setting: fmt.Sprintf("%s ≥ %g/replica, min %d", metric, threshold, minReplicaCount), New: func() Controller {
+		return &kedaQueueCtl{threshold: threshold, minRC: minReplicaCount, inFlight: inFlight, hpa: hpa{b: DefaultHPABehavior(), max: cfg.MaxReplicas}, keda: keda{polling: 30 * time.Second, cooldown: 300 * time.Second}}
 	}}
 }
 
 func (c *kedaQueueCtl) Interval() time.Duration { return 15 * time.Second }
 
 func (c *kedaQueueCtl) Desired(s Signals) int {
-	if c.minRC > 0 {
-		prop := int(math.Ceil(s.Queue/c.threshold - 1e-9))
-		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, s.Queue/(c.threshold*float64(max(1, s.Current))), prop))
+	m := s.Queue
+	if c.inFlight {
+		m += s.Running
 	}
-	return c.keda.step(s.Now, s.Current, func() bool { return s.Queue > 0 }, func() int {
-		prop := int(math.Ceil(s.Queue/c.threshold - 1e-9))
-		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, s.Queue/(c.threshold*float64(s.Current)), prop))
-	})
+	step := func() int {
+		prop := int(math.Ceil(m/c.threshold - 1e-9))
+		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, m/(c.threshold*float64(max(1, s.Current))), prop))
+	}
+	if c.minRC > 0 {
+		return step()
+	}
+	return c.keda.step(s.Now, s.Current, func() bool { return m > 0 }, step)
 }
 
 // knativeCtl is Knative Serving's KPA decider (pkg/autoscaler/scaling,

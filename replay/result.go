@@ -12,6 +12,9 @@ type Signals struct {
 	Now time.Duration
 	// Queue is the number of requests waiting now (not in service).
 	Queue float64
+	// Running is the number of requests in service now (busy slots), like
+	// vllm:num_requests_running.
+	Running float64
 	// Rate1m is arrivals per second over the last minute, like
 	// rate(requests_total[1m]) (over the elapsed time in the first minute).
 	Rate1m float64

@@ -331,7 +331,7 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 			sec := int(nextTick)
 			h.push(float64(s.arrived), s.busyAcc, s.slotAcc, s.queueAcc)
 			if sec%interval == 0 && sec > 0 {
-				sig := Signals{Now: time.Duration(sec) * time.Second, Queue: float64(s.qLen), Ready: s.ready, Current: s.spec, Slots: cfg.Slots}
+				sig := Signals{Now: time.Duration(sec) * time.Second, Queue: float64(s.qLen), Running: float64(s.busy), Ready: s.ready, Current: s.spec, Slots: cfg.Slots}
 				h.signals(&sig)
 				if d := ctl.Desired(sig); max(cfg.MinReplicas, min(cfg.MaxReplicas, d)) != s.spec {
 					res.ScaleEvents++
