@@ -106,7 +106,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(newDecisionCollector(srv))
+	if cfg.ObjectMetrics {
+		reg.MustRegister(newDecisionCollector(srv))
+	} else {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_triggers", Help: "Registered ScaledObject triggers.",
+		}, func() float64 { return float64(srv.Triggers()) }))
+	}
 	rm, err := newRPCMetrics(reg)
 	if err != nil {
 		return err
