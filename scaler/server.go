@@ -94,6 +94,7 @@ type trigger struct {
 	policy                  Policy
 	handles                 [numSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
+	streams                 atomic.Int32 // open StreamIsActive calls: never forgotten while > 0
 
 	mu      sync.Mutex
 	state   State
@@ -122,6 +123,11 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if health != nil {
+		// Nothing registered yet: nothing can be stale.
+		health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		health.SetServingStatus(pb.ExternalScaler_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
 	return &Server{
 		cfg:      cfg,
@@ -305,6 +311,8 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
+	tr.streams.Add(1)
+	defer tr.streams.Add(-1)
 	sent, last := false, false
 	for {
 		tr.mu.Lock()
@@ -389,7 +397,7 @@ func (s *Server) Refresh(now time.Time) {
 	all := make([]*trigger, 0, len(s.triggers))
 	cutoff := now.Add(-s.cfg.ForgetAfter).UnixNano()
 	for name, tr := range s.triggers {
-		if tr.lastUsed.Load() < cutoff {
+		if tr.lastUsed.Load() < cutoff && tr.streams.Load() == 0 {
 			delete(s.triggers, name)
 			tr.close()
 			s.log.Info("trigger forgotten (no RPC for ForgetAfter)", "namespace", tr.namespace, "scaledObject", tr.name,

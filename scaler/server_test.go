@@ -398,3 +398,30 @@ inferscale_scaler_decision_info{limit="",metric=%[1]q,namespace="team-a",scaledo
 		t.Fatal(err)
 	}
 }
+
+func TestForgetAfter(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.sig.set("team-a", prom.KindQueue, prom.Result{Value: 2, EvaluatedAt: t0})
+	h.sig.set("team-b", prom.KindQueue, prom.Result{Value: 2, EvaluatedAt: t0})
+	if _, err := h.metrics(t, ref("team-a", "gone", queueMeta())); err != nil {
+		t.Fatal(err)
+	}
+	streamed := ref("team-b", "streamed", queueMeta())
+	stream, err := h.client.StreamIsActive(ctx, streamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.srv.Triggers(); got != 2 {
+		t.Fatalf("%d triggers, want 2", got)
+	}
+	h.clock.add(11 * time.Minute) // past ForgetAfter (10m) without an RPC
+	h.srv.Refresh(h.clock.now())
+	if got := h.srv.Triggers(); got != 1 {
+		t.Fatalf("%d triggers after ForgetAfter, want 1 (the one with an open stream)", got)
+	}
+}
