@@ -458,3 +458,22 @@ func FuzzRecommendBounds(f *testing.F) {
 		}
 	})
 }
+
+// Without Kubernetes, an empty preset pod count is missing data unless the
+// trigger opts in with zeroWhenAbsent: ready.
+func TestPresetWithoutKubernetesAtZero(t *testing.T) {
+	p := DefaultPolicy()
+	p.Engine, p.Model, p.PrometheusAddress, p.ReplicaThroughput = EngineTriton, "m", "http://p:9090", 10
+	var o Observation
+	for _, s := range AllSignals() {
+		o.Samples[s] = Sample{Empty: true, EvaluatedAt: t0}
+	}
+	if rec, _ := Recommend(p, o, State{}, t0); !errors.Is(rec.Err, ErrNoData) {
+		t.Fatalf("err %v, want ErrNoData: vanished metrics must not read as zero pods (%s)", rec.Err, rec.Reason)
+	}
+	p.ZeroWhenAbsent = SignalSet(0).With(SignalReady)
+	rec, _ := Recommend(p, o, State{}, t0)
+	if rec.Err != nil || rec.Replicas != 0 || rec.Ready != 0 || rec.Active {
+		t.Fatalf("replicas %d ready %d active %v err %v (%s)", rec.Replicas, rec.Ready, rec.Active, rec.Err, rec.Reason)
+	}
+}
