@@ -13,6 +13,7 @@ import (
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -75,16 +76,12 @@ type Server struct {
 	targets Targets // nil: no Kubernetes access
 	log     *slog.Logger
 	now     func() time.Time
-	health  healthSetter
+	health  *health.Server
 
 	mu       sync.RWMutex
 	triggers map[string]*trigger // by metric name
 	quit     chan struct{}       // closed by Stop: ends streams
 	stopOnce sync.Once
-}
-
-type healthSetter interface {
-	SetServingStatus(service string, st healthpb.HealthCheckResponse_ServingStatus)
 }
 
 // trigger is one ScaledObject trigger: its policy, subscriptions and
@@ -107,7 +104,7 @@ type trigger struct {
 // targets (nil when the scaler runs without Kubernetes). log may be nil.
 // health, when non-nil, is set SERVING or NOT_SERVING after every refresh
 // by data freshness.
-func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Logger, health healthSetter) (*Server, error) {
+func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Logger, hs *health.Server) (*Server, error) {
 	var errs []error
 	if cfg.RefreshInterval <= 0 {
 		errs = append(errs, fmt.Errorf("RefreshInterval %v: must be > 0", cfg.RefreshInterval))
@@ -124,10 +121,10 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if health != nil {
+	if hs != nil {
 		// Nothing registered yet: nothing can be stale.
-		health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		health.SetServingStatus(pb.ExternalScaler_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		hs.SetServingStatus(pb.ExternalScaler_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
 	return &Server{
 		cfg:      cfg,
@@ -135,7 +132,7 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 		targets:  targets,
 		log:      log,
 		now:      time.Now,
-		health:   health,
+		health:   hs,
 		triggers: map[string]*trigger{},
 		quit:     make(chan struct{}),
 	}, nil
