@@ -389,3 +389,48 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("dashboard queries only %d inferscale metrics", used)
 	}
 }
+
+// TestEveryFlagHasAChartValue: a flag added to cmd/scaler or cmd/residency must get a chart
+// value (and so a default checked above), or be listed here with the reason it has none.
+func TestEveryFlagHasAChartValue(t *testing.T) {
+	type flagCase struct {
+		name       string
+		decls      []flagDecl
+		args       []string
+		notByChart map[string]string // flag -> why the chart does not write it
+	}
+	rel, err := render(t, map[string]any{"pools": []any{minimalPool()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeRelease(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := sidecar(o.deployments["rel-inferscale-p"].Spec.Template.Spec)
+	tests := []flagCase{
+		{"scaler", scalerFlagDecls(t), o.deployments[scalerName].Spec.Template.Spec.Containers[0].Args,
+			map[string]string{
+				"kubeconfig":         "in a pod the scaler uses in-cluster credentials",
+				"tls-cert-file":      "only with scaler.tls.enabled (the tls case checks the files are mounted)",
+				"tls-key-file":       "only with scaler.tls.enabled",
+				"tls-client-ca-file": "only with scaler.tls.clientAuth",
+			}},
+		{"residency", residencyFlagDecls(t), sc.Args, map[string]string{
+			"namespace":    "defaults to $POD_NAMESPACE, which the chart sets from the downward API",
+			"pod-name":     "defaults to $POD_NAME, which the chart sets from the downward API",
+			"budget-bytes": "only with pools[].residency.budgetBytes; otherwise the MIG profile's table entry",
+			"demand-query": "only with pools[].residency.demandQuery; otherwise Triton's preset",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rendered := argMap(tt.args)
+			for _, d := range tt.decls {
+				if _, ok := rendered[d.name]; !ok && tt.notByChart[d.name] == "" {
+					t.Errorf("--%s (%s) is declared by cmd/%s but the chart never writes it: add a value", d.name, d.field, tt.name)
+				}
+			}
+		})
+	}
+}
