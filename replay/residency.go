@@ -64,6 +64,36 @@ func DefaultResidencyConfig() ResidencyConfig {
 	}
 }
 
+// Validate reports every field out of range.
+func (c ResidencyConfig) Validate() error {
+	var errs []error
+	if !(c.BudgetModels == 0 || c.BudgetModels >= 1 && c.BudgetModels <= 1e4) {
+		errs = append(errs, fmt.Errorf("residency BudgetModels = %g: want 0 (auto) or [1, 10000]", c.BudgetModels))
+	}
+	if c.SizeMedianBytes < 1<<20 || c.SizeMedianBytes > 1<<40 {
+		errs = append(errs, fmt.Errorf("residency SizeMedianBytes = %d: want [1 MiB, 1 TiB]", c.SizeMedianBytes))
+	}
+	if !(c.SizeSigma >= 0 && c.SizeSigma <= 3) {
+		errs = append(errs, fmt.Errorf("residency SizeSigma = %g: want [0, 3]", c.SizeSigma))
+	}
+	if c.LoopInterval < 100*time.Millisecond || c.LoopInterval > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("residency LoopInterval = %v: want [100ms, 10m]", c.LoopInterval))
+	}
+	if c.DemandWindow < c.LoopInterval || c.DemandWindow > time.Hour {
+		errs = append(errs, fmt.Errorf("residency DemandWindow = %v: want [LoopInterval, 1h]", c.DemandWindow))
+	}
+	if c.IdleTimeout < 0 || c.MinResidency < 0 {
+		errs = append(errs, fmt.Errorf("residency IdleTimeout/MinResidency = %v/%v: want ≥ 0", c.IdleTimeout, c.MinResidency))
+	}
+	for i, d := range c.LoadTimeSamples {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("residency LoadTimeSamples[%d] = %v: want ≥ 0", i, d))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ResidencyResult is one residency policy's run.
 type ResidencyResult struct {
 	Policy   string
@@ -447,10 +477,6 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 		for m := range active {
 			counts[m][tick%nb] = 0
 		}
-		if i >= n && s.loading >= 0 && s.doneAt > t+loop {
-			// Nothing else happens before the load completes.
-			continue
-		}
 	}
 }
 
@@ -460,8 +486,8 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 	if len(tr.Requests) == 0 {
 		return nil, ErrEmptyTrace
 	}
-	if cfg.LoopInterval <= 0 || cfg.DemandWindow < cfg.LoopInterval || cfg.SizeMedianBytes <= 0 || !(cfg.BudgetModels == 0 || cfg.BudgetModels >= 1) || cfg.SizeSigma < 0 {
-		return nil, errors.New("residency config: want LoopInterval > 0, DemandWindow ≥ LoopInterval, SizeMedianBytes > 0, BudgetModels 0 (auto) or ≥ 1, SizeSigma ≥ 0")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x52657369))
 	bm := cfg.BudgetModels

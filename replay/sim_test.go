@@ -328,3 +328,17 @@ func TestResidencyPolicies(t *testing.T) {
 		t.Errorf("plan: loads %d hits %d unserved %d; want ≥ 3 loads, ≥ 1 hit, none unserved", r.Loads, r.Hits, r.Unserved)
 	}
 }
+
+func TestResidencyConfigValidate(t *testing.T) {
+	if err := DefaultResidencyConfig().Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	c := DefaultResidencyConfig()
+	c.BudgetModels, c.LoopInterval = 0.5, 0
+	err := c.Validate()
+	for _, want := range []string{"BudgetModels = 0.5", "LoopInterval = 0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to name %q", err, want)
+		}
+	}
+}
