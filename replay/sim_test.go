@@ -342,3 +342,39 @@ func TestResidencyConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareResidencyDeterministic(t *testing.T) {
+	// 12 models with skewed, interleaved demand over two hours.
+	tr := &Trace{Name: "skew"}
+	for m := range 12 {
+		tr.Models = append(tr.Models, modelName(m))
+	}
+	for i := range 3000 {
+		m := int32((i * i) % 12)
+		if i%3 == 0 {
+			m = 0
+		}
+		tr.Requests = append(tr.Requests, Request{At: time.Duration(i) * 2400 * time.Millisecond, Model: m, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown})
+	}
+	var a, b bytes.Buffer
+	for _, buf := range []*bytes.Buffer{&a, &b} {
+		rc, err := CompareResidency(tr, DefaultResidencyConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.WriteTable(buf); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rc.Results {
+			if r.Hits+r.Unserved > r.Requests || r.Requests != 3000 {
+				t.Errorf("%s: hits %d unserved %d of %d", r.Policy, r.Hits, r.Unserved, r.Requests)
+			}
+			if r.Policy == ResidencyBelady && r.Hits < rc.Results[1].Hits {
+				t.Errorf("Belady hits %d below LRU's %d", r.Hits, rc.Results[1].Hits)
+			}
+		}
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatalf("two runs differ:\n%s\n%s", a.String(), b.String())
+	}
+}
