@@ -30,7 +30,7 @@ type Sample struct {
 // Observation is everything Recommend sees of the world at one instant.
 type Observation struct {
 	// Samples holds the latest poll result per signal, indexed by Signal.
-	Samples [numSignals]Sample
+	Samples [NumSignals]Sample
 	// ReadyReplicas is R from Kubernetes (the scale target's ready replicas)
 	// when ReadyKnown; otherwise R comes from readyQuery if configured.
 	ReadyReplicas int32
@@ -77,7 +77,7 @@ type State struct {
 	// of the up-window, the down-window and the step-down period.
 	History []Point
 	// Good holds the last valid value per signal.
-	Good [numSignals]LastGood
+	Good [NumSignals]LastGood
 	// LastReplicas and LastActive are the previous answer (HasLast false
 	// before the first answer with data).
 	LastReplicas int32
@@ -141,9 +141,9 @@ type Recommendation struct {
 	// not computed (signal missing).
 	NRate, NDrain, NAct, Warm, Demand int32
 	// Values are the values used per signal (last good value when held).
-	Values [numSignals]float64
+	Values [NumSignals]float64
 	// Status per signal.
-	Status [numSignals]SignalStatus
+	Status [NumSignals]SignalStatus
 	// Ready is R as used (-1 unknown).
 	Ready int32
 	// Active is KEDA's 0 ↔ 1 answer (IsActive).
@@ -301,7 +301,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 
 	// Activation.
-	thresholds := [numSignals]float64{p.ActivationQueue, p.ActivationRate, p.ActivationActivity, 0}
+	thresholds := [NumSignals]float64{p.ActivationQueue, p.ActivationRate, p.ActivationActivity, 0}
 	var activeWhy []string
 	if p.WarmReplicas > 0 {
 		activeWhy = append(activeWhy, fmt.Sprintf("warm pool %d", p.WarmReplicas))

@@ -26,14 +26,15 @@ const (
 	SignalRate                   // λ: arrivals per second
 	SignalActivity               // A: mean GPU engine activity, 0..activityCeiling
 	SignalReady                  // R: ready replicas (readyQuery; Kubernetes when known)
-	numSignals
+	// NumSignals is the number of signals: the length of the per-signal arrays.
+	NumSignals
 )
 
-var signalNames = [numSignals]string{"queue", "rate", "activity", "ready"}
+var signalNames = [NumSignals]string{"queue", "rate", "activity", "ready"}
 
 // String returns the signal's name as used in zeroWhenAbsent, logs and metric labels.
 func (s Signal) String() string {
-	if s < 0 || s >= numSignals {
+	if s < 0 || s >= NumSignals {
 		return "signal(" + strconv.Itoa(int(s)) + ")"
 	}
 	return signalNames[s]

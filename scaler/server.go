@@ -89,7 +89,7 @@ type Server struct {
 type trigger struct {
 	namespace, name, metric string
 	policy                  Policy
-	handles                 [numSignals]SignalHandle
+	handles                 [NumSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
 	streams                 atomic.Int32 // open StreamIsActive calls: never forgotten while > 0
 
@@ -139,10 +139,10 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 }
 
 // kinds maps Signal to the poller's Kind.
-var kinds = [numSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
+var kinds = [NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
 
 // metadataKeyOf names the metadata key of a signal's query for errors.
-var metadataKeyOf = [numSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
+var metadataKeyOf = [NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
 
 // ensure returns the trigger for ref, registering it (parse, subscribe,
 // first evaluation) the first time. Errors are gRPC statuses.
