@@ -135,6 +135,10 @@ func (p poolParams) chartValues(promURL string) map[string]any {
 				// pending count adds the work queued inside the pods.
 				"queueQuery": fmt.Sprintf(`sum(%s{%s}) + (sum(nv_inference_pending_request_count{%s}) or vector(0))`, gatewayQueueMetric, sel, sel),
 				"rateQuery":  fmt.Sprintf(`sum(rate(%s{%s}[15s]))`, gatewayRequestsMetric, sel),
+				// No DCGM here: engine activity is Triton's own busy fraction
+				// (compute time per second; the fake runs one request at a
+				// time), averaged over the pods.
+				"activityQuery": fmt.Sprintf(`avg(rate(nv_inference_compute_infer_duration_us{%s}[15s])) / 1e6`, sel),
 			},
 			"keda": map[string]any{
 				"pollingInterval": p.pollingInterval,
