@@ -3,6 +3,13 @@
 // spec.maxReplicaCount, KEDA default 100) and the ready replicas of its scale target
 // (status.readyReplicas of a Deployment or StatefulSet). Reads come from informer caches and
 // never call the API server.
+//
+// Memory: the package links only client-go's dynamic client and tools/cache, not the typed
+// clientset, its informer factory or KEDA's API types, whose scheme registration (every
+// built-in API group, controller-runtime) cost ≈ 25 MiB of RSS at start-up. A transform
+// ([cache.TransformFunc]) replaces each listed or watched object, before it reaches the
+// cache, with a [Object] holding only namespace, name, resourceVersion and the fields read
+// here, so managedFields, annotations, pod templates and status conditions are never cached.
 package kube
 
 import (
@@ -13,21 +20,22 @@ import (
 	"sync"
 	"time"
 
-	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
-// ScaledObjects is the resource the informer watches.
-var ScaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+// The resources the informers watch.
+var (
+	ScaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+	Deployments   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	StatefulSets  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+)
 
 // KEDA's defaults for bounds the ScaledObject leaves unset.
 const (
@@ -83,22 +91,39 @@ type scaledObject struct {
 	problem    string
 }
 
+// Object is what the caches hold for every watched object: its identity and the few fields
+// read from it. It is the output of the informers' transform.
+type Object struct {
+	metav1.ObjectMeta
+	// Ready is status.readyReplicas of a Deployment or StatefulSet.
+	Ready int32
+	so    scaledObject
+}
+
+// GetObjectKind implements [runtime.Object]; cached objects carry no kind.
+func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements [runtime.Object].
+func (o *Object) DeepCopyObject() runtime.Object {
+	c := *o
+	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
 type nsName struct{ namespace, name string }
 
 // Cluster watches ScaledObjects, Deployments and StatefulSets. Its methods are safe for
 // concurrent use.
 type Cluster struct {
-	cfg     Config
-	log     *slog.Logger
-	dynF    dynamicinformer.DynamicSharedInformerFactory
-	kubeF   informers.SharedInformerFactory
-	soInf   cache.SharedIndexInformer
-	deploys appslisters.DeploymentLister
-	sets    appslisters.StatefulSetLister
-	synced  []cache.InformerSynced
+	cfg    Config
+	log    *slog.Logger
+	infs   []cache.SharedIndexInformer
+	synced []cache.InformerSynced
 
-	mu  sync.RWMutex
-	sos map[nsName]scaledObject
+	mu     sync.RWMutex
+	sos    map[nsName]scaledObject
+	deploy map[nsName]int32
+	sets   map[nsName]int32
 }
 
 // New returns a Cluster that talks to the API server at cfg. It starts nothing; call Run.
@@ -107,15 +132,11 @@ func New(restCfg *rest.Config, cfg Config, log *slog.Logger) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: dynamic client: %w", err)
 	}
-	kc, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("kube: clientset: %w", err)
-	}
-	return NewForClients(dyn, kc, cfg, log)
+	return NewForClient(dyn, cfg, log)
 }
 
-// NewForClients is New with clients supplied (fake clientsets in tests).
-func NewForClients(dyn dynamic.Interface, kc kubernetes.Interface, cfg Config, log *slog.Logger) (*Cluster, error) {
+// NewForClient is New with the client supplied (a fake dynamic client in tests).
+func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kube config: %w", err)
 	}
@@ -123,35 +144,97 @@ func NewForClients(dyn dynamic.Interface, kc kubernetes.Interface, cfg Config, l
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Cluster{
-		cfg:   cfg,
-		log:   log,
-		dynF:  dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, cfg.Resync, cfg.Namespace, nil),
-		kubeF: informers.NewSharedInformerFactoryWithOptions(kc, cfg.Resync, informers.WithNamespace(cfg.Namespace)),
-		sos:   map[nsName]scaledObject{},
+		cfg: cfg, log: log,
+		sos:    map[nsName]scaledObject{},
+		deploy: map[nsName]int32{},
+		sets:   map[nsName]int32{},
 	}
-	c.soInf = c.dynF.ForResource(ScaledObjects).Informer()
-	if _, err := c.soInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.upsert,
-		UpdateFunc: func(_, obj any) { c.upsert(obj) },
-		DeleteFunc: c.remove,
-	}); err != nil {
-		return nil, fmt.Errorf("kube: scaledobject handler: %w", err)
+	watches := []struct {
+		gvr schema.GroupVersionResource
+		tf  func(*unstructured.Unstructured, *Object)
+		set func(*Object)
+		del func(*Object)
+	}{
+		{ScaledObjects, transformScaledObject, c.upsert, c.remove},
+		{Deployments, transformReady, c.setReady(c.deploy), c.delReady(c.deploy)},
+		{StatefulSets, transformReady, c.setReady(c.sets), c.delReady(c.sets)},
 	}
-	d := c.kubeF.Apps().V1().Deployments()
-	s := c.kubeF.Apps().V1().StatefulSets()
-	c.deploys, c.sets = d.Lister(), s.Lister()
-	c.synced = []cache.InformerSynced{c.soInf.HasSynced, d.Informer().HasSynced, s.Informer().HasSynced}
+	for _, w := range watches {
+		inf := newInformer(dyn, w.gvr, cfg)
+		if err := inf.SetTransform(transform(w.tf)); err != nil {
+			return nil, fmt.Errorf("kube: %s transform: %w", w.gvr.Resource, err)
+		}
+		set, del := w.set, w.del
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { onObject(obj, set) },
+			UpdateFunc: func(_, obj any) { onObject(obj, set) },
+			DeleteFunc: func(obj any) { onObject(obj, del) },
+		}); err != nil {
+			return nil, fmt.Errorf("kube: %s handler: %w", w.gvr.Resource, err)
+		}
+		c.infs = append(c.infs, inf)
+		c.synced = append(c.synced, inf.HasSynced)
+	}
 	return c, nil
 }
 
-// Run starts the informers and blocks until ctx is done; then it stops them and waits for
-// their goroutines to end. It returns nil.
+// newInformer is dynamicinformer.NewFilteredDynamicInformer without the informers package
+// (which links every typed API group).
+func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, cfg Config) cache.SharedIndexInformer {
+	r := dyn.Resource(gvr).Namespace(cfg.Namespace)
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return r.Watch(ctx, o)
+		},
+	}, dyn)
+	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ResyncPeriod: cfg.Resync, ObjectDescription: gvr.String()})
+}
+
+// transform returns the informer transform: an *unstructured.Unstructured becomes an *Object
+// filled by fill; anything else (an already transformed object) passes unchanged, so the
+// transform is idempotent as client-go requires.
+func transform(fill func(*unstructured.Unstructured, *Object)) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		o := &Object{ObjectMeta: metav1.ObjectMeta{
+			Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(), UID: u.GetUID(),
+		}}
+		fill(u, o)
+		return o, nil
+	}
+}
+
+func transformReady(u *unstructured.Unstructured, o *Object) {
+	r, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+	o.Ready = int32(r)
+}
+
+func transformScaledObject(u *unstructured.Unstructured, o *Object) { o.so = parse(u.Object) }
+
+func onObject(obj any, f func(*Object)) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if o, ok := obj.(*Object); ok {
+		f(o)
+	}
+}
+
+// Run starts the informers and blocks until ctx is done; then it waits for their goroutines
+// to end. It returns nil.
 func (c *Cluster) Run(ctx context.Context) error {
-	c.dynF.Start(ctx.Done())
-	c.kubeF.Start(ctx.Done())
-	<-ctx.Done()
-	c.dynF.Shutdown()
-	c.kubeF.Shutdown()
+	var wg sync.WaitGroup
+	for _, inf := range c.infs {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	wg.Wait()
 	return nil
 }
 
@@ -177,8 +260,8 @@ func (c *Cluster) Synced() bool {
 // caches. ok is false when the ScaledObject is not in the cache (Target.Known is then false).
 func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	so, ok := c.sos[nsName{namespace, name}]
-	c.mu.RUnlock()
 	if !ok {
 		return Target{Problem: fmt.Sprintf("scaledobject %s/%s not found", namespace, name)}, false
 	}
@@ -190,84 +273,100 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 		t.Problem = fmt.Sprintf("scale target %s %s/%s: ready replicas are read only for apps/v1 Deployment and StatefulSet", so.apiVersion, so.kind, so.name)
 		return t, true
 	}
+	var m map[nsName]int32
 	switch so.kind {
 	case "Deployment":
-		d, err := c.deploys.Deployments(namespace).Get(so.name)
-		if err != nil {
-			t.Problem = fmt.Sprintf("deployment %s/%s: %v", namespace, so.name, err)
-			return t, true
-		}
-		t.Ready, t.ReadyKnown = d.Status.ReadyReplicas, true
+		m = c.deploy
 	case "StatefulSet":
-		s, err := c.sets.StatefulSets(namespace).Get(so.name)
-		if err != nil {
-			t.Problem = fmt.Sprintf("statefulset %s/%s: %v", namespace, so.name, err)
-			return t, true
-		}
-		t.Ready, t.ReadyKnown = s.Status.ReadyReplicas, true
+		m = c.sets
 	default:
 		t.Problem = fmt.Sprintf("scale target kind %q: ready replicas are read only for Deployment and StatefulSet", so.kind)
+		return t, true
 	}
+	r, ok := m[nsName{namespace, so.name}]
+	if !ok {
+		t.Problem = fmt.Sprintf("%s %s/%s not found", so.kind, namespace, so.name)
+		return t, true
+	}
+	t.Ready, t.ReadyKnown = r, true
 	return t, true
 }
 
-func (c *Cluster) upsert(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	so := parse(u)
-	if so.problem != "" {
-		c.log.Warn("scaledobject unusable", "namespace", u.GetNamespace(), "name", u.GetName(), "problem", so.problem)
+func (c *Cluster) upsert(o *Object) {
+	if o.so.problem != "" {
+		c.log.Warn("scaledobject unusable", "namespace", o.Namespace, "name", o.Name, "problem", o.so.problem)
 	}
 	c.mu.Lock()
-	c.sos[nsName{u.GetNamespace(), u.GetName()}] = so
+	c.sos[nsName{o.Namespace, o.Name}] = o.so
 	c.mu.Unlock()
 }
 
-func (c *Cluster) remove(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
+func (c *Cluster) remove(o *Object) {
 	c.mu.Lock()
-	delete(c.sos, nsName{u.GetNamespace(), u.GetName()})
+	delete(c.sos, nsName{o.Namespace, o.Name})
 	c.mu.Unlock()
 }
 
-// parse reads a ScaledObject through KEDA's own API types and fills KEDA's defaults.
-func parse(u *unstructured.Unstructured) scaledObject {
-	var so kedav1alpha1.ScaledObject
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &so); err != nil {
-		return scaledObject{problem: fmt.Sprintf("decode: %v", err)}
+func (c *Cluster) setReady(m map[nsName]int32) func(*Object) {
+	return func(o *Object) {
+		c.mu.Lock()
+		m[nsName{o.Namespace, o.Name}] = o.Ready
+		c.mu.Unlock()
 	}
+}
+
+func (c *Cluster) delReady(m map[nsName]int32) func(*Object) {
+	return func(o *Object) {
+		c.mu.Lock()
+		delete(m, nsName{o.Namespace, o.Name})
+		c.mu.Unlock()
+	}
+}
+
+// parse reads the fields of a ScaledObject (KEDA v1alpha1: spec.minReplicaCount and
+// spec.maxReplicaCount, *int32; spec.scaleTargetRef {apiVersion, kind, name}) and fills KEDA's
+// defaults (bounds 0 and 100; apps/v1 Deployment).
+func parse(obj map[string]any) scaledObject {
 	out := scaledObject{min: DefaultMinReplicas, max: DefaultMaxReplicas, kind: "Deployment", apiVersion: "apps/v1"}
-	if m := so.Spec.MinReplicaCount; m != nil {
-		out.min = *m
+	var errs []error
+	bound := func(field string, dst *int32) {
+		v, found, err := unstructured.NestedFieldNoCopy(obj, "spec", field)
+		if !found || v == nil {
+			return
+		}
+		n, ok := v.(int64)
+		if err != nil || !ok || n != int64(int32(n)) {
+			errs = append(errs, fmt.Errorf("spec.%s %v: must be an int32", field, v))
+			return
+		}
+		*dst = int32(n)
 	}
-	if m := so.Spec.MaxReplicaCount; m != nil {
-		out.max = *m
+	bound("minReplicaCount", &out.min)
+	bound("maxReplicaCount", &out.max)
+	ref := map[string]string{}
+	for _, f := range []string{"apiVersion", "kind", "name"} {
+		v, _, err := unstructured.NestedString(obj, "spec", "scaleTargetRef", f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.scaleTargetRef.%s: %w", f, err))
+		}
+		ref[f] = v
 	}
-	ref := so.Spec.ScaleTargetRef
+	out.name = ref["name"]
+	if ref["kind"] != "" {
+		out.kind = ref["kind"]
+	}
+	if ref["apiVersion"] != "" {
+		out.apiVersion = ref["apiVersion"]
+	}
 	switch {
-	case ref == nil || ref.Name == "":
+	case len(errs) > 0:
+		out.problem = "decode: " + errors.Join(errs...).Error()
+	case out.name == "":
 		out.problem = "spec.scaleTargetRef.name is empty"
 	case out.min < 0:
 		out.problem = fmt.Sprintf("spec.minReplicaCount %d: must be >= 0", out.min)
 	case out.max < 1 || out.max < out.min:
 		out.problem = fmt.Sprintf("spec.maxReplicaCount %d: must be >= 1 and >= minReplicaCount (%d)", out.max, out.min)
-	}
-	if ref != nil {
-		out.name = ref.Name
-		if ref.Kind != "" {
-			out.kind = ref.Kind
-		}
-		if ref.APIVersion != "" {
-			out.apiVersion = ref.APIVersion
-		}
 	}
 	return out
 }

@@ -7,13 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,25 +25,38 @@ func newScaledObject(ns, name string, spec map[string]any) *unstructured.Unstruc
 	}}
 }
 
-func deployment(ns, name string, ready int32) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Status:     appsv1.DeploymentStatus{ReadyReplicas: ready},
-	}
+// workload is an apps/v1 object as the API server serves it, with the fields the transform
+// must drop (managedFields, a pod template, conditions) filled in.
+func workload(kind, ns, name string, ready int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       kind,
+		"metadata": map[string]any{"namespace": ns, "name": name,
+			"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Update"}},
+			"annotations":   map[string]any{"deployment.kubernetes.io/revision": "3"}},
+		"spec": map[string]any{"replicas": int64(4), "template": map[string]any{
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "triton", "image": "nvcr.io/triton"}}}}},
+		"status": map[string]any{"readyReplicas": ready, "conditions": []any{map[string]any{"type": "Available"}}},
+	}}
+}
+
+func deployment(ns, name string, ready int64) *unstructured.Unstructured {
+	return workload("Deployment", ns, name, ready)
 }
 
 type env struct {
-	c    *Cluster
-	dyn  *dynamicfake.FakeDynamicClient
-	kube *fake.Clientset
+	c   *Cluster
+	dyn *dynamicfake.FakeDynamicClient
 }
 
-func start(t *testing.T, sos []runtime.Object, objs ...runtime.Object) env {
+var listKinds = map[schema.GroupVersionResource]string{
+	ScaledObjects: "ScaledObjectList", Deployments: "DeploymentList", StatefulSets: "StatefulSetList",
+}
+
+func start(t *testing.T, objs ...runtime.Object) env {
 	t.Helper()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{ScaledObjects: "ScaledObjectList"}, sos...)
-	kc := fake.NewClientset(objs...)
-	c, err := NewForClients(dyn, kc, DefaultConfig(), nil)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+	c, err := NewForClient(dyn, DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +69,7 @@ func start(t *testing.T, sos []runtime.Object, objs ...runtime.Object) env {
 	if err := c.WaitForSync(sctx); err != nil {
 		t.Fatal(err)
 	}
-	return env{c: c, dyn: dyn, kube: kc}
+	return env{c: c, dyn: dyn}
 }
 
 func TestLookup(t *testing.T) {
@@ -81,12 +92,13 @@ func TestLookup(t *testing.T) {
 			"minReplicaCount": int64(5), "maxReplicaCount": int64(2),
 		}),
 	}
-	e := start(t, sos,
+	e := start(t, append(sos,
 		deployment("a", "triton-pool", 3),
 		deployment("a", "vllm", 0),
-		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "llm"}, Status: appsv1.StatefulSetStatus{ReadyReplicas: 2}},
+		workload("StatefulSet", "a", "llm", 2),
 		deployment("b", "triton-pool", 9),
-	)
+		workload("StatefulSet", "a", "triton-pool", 7), // same name, other kind: not read
+	)...)
 	tests := []struct {
 		ns, name string
 		want     Target
@@ -96,7 +108,7 @@ func TestLookup(t *testing.T) {
 		{"a", "defaults", Target{Min: 0, Max: 100, Ready: 0, Known: true, ReadyKnown: true}, true},
 		{"a", "sts", Target{Min: 0, Max: 4, Ready: 2, Known: true, ReadyKnown: true}, true},
 		{"a", "rollout", Target{Min: 0, Max: 100, Known: true, Problem: `scale target argoproj.io/v1alpha1 Rollout/r: ready replicas are read only for apps/v1 Deployment and StatefulSet`}, true},
-		{"a", "no-target", Target{Min: 0, Max: 100, Known: true, Problem: `deployment a/missing: deployment.apps "missing" not found`}, true},
+		{"a", "no-target", Target{Min: 0, Max: 100, Known: true, Problem: `Deployment a/missing not found`}, true},
 		{"a", "inverted", Target{Min: 5, Max: 2, Problem: "spec.maxReplicaCount 2: must be >= 1 and >= minReplicaCount (5)"}, true},
 		{"b", "triton", Target{Problem: "scaledobject b/triton not found"}, false},
 	}
@@ -117,11 +129,11 @@ func TestLookup(t *testing.T) {
 // watches.
 func TestLookupFollowsChanges(t *testing.T) {
 	so := newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}, "maxReplicaCount": int64(8)})
-	e := start(t, []runtime.Object{so}, deployment("a", "pool", 1))
+	e := start(t, so, deployment("a", "pool", 1))
 	ctx := context.Background()
 
 	d := deployment("a", "pool", 4)
-	if _, err := e.kube.AppsV1().Deployments("a").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(Deployments).Namespace("a").UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { got, _ := e.c.Lookup("a", "pool"); return got.Ready == 4 })
@@ -139,6 +151,63 @@ func TestLookupFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { _, ok := e.c.Lookup("a", "pool"); return !ok })
+
+	so = newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}})
+	if _, err := e.dyn.Resource(ScaledObjects).Namespace("a").Create(ctx, so, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.dyn.Resource(Deployments).Namespace("a").Delete(ctx, "pool", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { got, ok := e.c.Lookup("a", "pool"); return ok && !got.ReadyKnown })
+}
+
+// TestTransformKeepsOnlyReadFields: the cache holds *Object with identity and the read fields,
+// never the managedFields, pod template or conditions of the listed object.
+func TestTransformKeepsOnlyReadFields(t *testing.T) {
+	tf := transform(transformReady)
+	got, err := tf(deployment("a", "pool", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Object{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "pool"}, Ready: 3}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Object{}, scaledObject{})); diff != "" {
+		t.Errorf("transform (-want +got):\n%s", diff)
+	}
+	again, err := tf(got)
+	if err != nil || again != got {
+		t.Errorf("transform of a transformed object = %v, %v; want it unchanged", again, err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		spec map[string]any
+		want scaledObject
+	}{
+		{"defaults", map[string]any{"scaleTargetRef": map[string]any{"name": "d"}},
+			scaledObject{min: 0, max: 100, kind: "Deployment", apiVersion: "apps/v1", name: "d"}},
+		{"bounds and kind", map[string]any{"minReplicaCount": int64(2), "maxReplicaCount": int64(9),
+			"scaleTargetRef": map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "s"}},
+			scaledObject{min: 2, max: 9, kind: "StatefulSet", apiVersion: "apps/v1", name: "s"}},
+		{"string bound", map[string]any{"maxReplicaCount": "9", "scaleTargetRef": map[string]any{"name": "d"}},
+			scaledObject{min: 0, max: 100, kind: "Deployment", apiVersion: "apps/v1", name: "d", problem: "decode: spec.maxReplicaCount 9: must be an int32"}},
+		{"bound over int32", map[string]any{"minReplicaCount": int64(1) << 40, "scaleTargetRef": map[string]any{"name": "d"}},
+			scaledObject{min: 0, max: 100, kind: "Deployment", apiVersion: "apps/v1", name: "d", problem: "decode: spec.minReplicaCount 1099511627776: must be an int32"}},
+		{"negative min", map[string]any{"minReplicaCount": int64(-1), "scaleTargetRef": map[string]any{"name": "d"}},
+			scaledObject{min: -1, max: 100, kind: "Deployment", apiVersion: "apps/v1", name: "d", problem: "spec.minReplicaCount -1: must be >= 0"}},
+		{"no target", map[string]any{},
+			scaledObject{min: 0, max: 100, kind: "Deployment", apiVersion: "apps/v1", problem: "spec.scaleTargetRef.name is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := parse(newScaledObject("a", "so", tt.spec).Object)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(scaledObject{})); diff != "" {
+				t.Errorf("parse (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -165,10 +234,10 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func BenchmarkLookup(b *testing.B) {
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{ScaledObjects: "ScaledObjectList"},
-		newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}}))
-	c, err := NewForClients(dyn, fake.NewClientset(deployment("a", "pool", 3)), DefaultConfig(), nil)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds,
+		newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}}),
+		deployment("a", "pool", 3))
+	c, err := NewForClient(dyn, DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
