@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/inferscale/inferscale/scaler"
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // Policy names a controller family and one setting of it. New builds a
@@ -27,9 +27,9 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // changes within its 10 % tolerance, and applies the chart's behaviour
 // (ChartHPABehavior).
 type inferscaleCtl struct {
-	p     scaler.Policy
-	st    scaler.State
-	last  scaler.Recommendation
+	p     decision.Policy
+	st    decision.State
+	last  decision.Recommendation
 	hpa   hpa
 	keda  keda
 	slots int
@@ -39,7 +39,7 @@ type inferscaleCtl struct {
 // μ (req/s per replica), the pool's bounds, and queue, rate and activity
 // signals configured; hb is the HPA behaviour of the generated HPA.
 func InferscalePolicy(mu float64, cfg PoolConfig, hb HPABehavior) Policy {
-	p := scaler.DefaultPolicy()
+	p := decision.DefaultPolicy()
 	p.ReplicaThroughput = mu
 	p.QueueQuery, p.RateQuery, p.ActivityQuery = "replay_queue", "replay_rate", "replay_activity"
 	p.MinReplicas, p.MaxReplicas = int32(cfg.MinReplicas), int32(cfg.MaxReplicas)
@@ -52,15 +52,15 @@ func (c *inferscaleCtl) Interval() time.Duration { return 15 * time.Second }
 
 func (c *inferscaleCtl) Desired(s Signals) int {
 	now := t0.Add(s.Now)
-	smp := func(v float64) scaler.Sample { return scaler.Sample{Value: v, EvaluatedAt: now} }
-	var obs scaler.Observation
-	obs.Samples[scaler.SignalQueue] = smp(s.Queue)
-	obs.Samples[scaler.SignalRate] = smp(s.Rate1m)
-	obs.Samples[scaler.SignalActivity] = smp(s.Activity)
+	smp := func(v float64) decision.Sample { return decision.Sample{Value: v, EvaluatedAt: now} }
+	var obs decision.Observation
+	obs.Samples[decision.SignalQueue] = smp(s.Queue)
+	obs.Samples[decision.SignalRate] = smp(s.Rate1m)
+	obs.Samples[decision.SignalActivity] = smp(s.Activity)
 	obs.ReadyReplicas, obs.ReadyKnown = int32(s.Ready), true
 	obs.CurrentReplicas, obs.CurrentKnown = int32(s.Current), true
 	obs.MinReplicas, obs.MaxReplicas, obs.BoundsKnown = c.p.MinReplicas, c.p.MaxReplicas, true
-	c.last, c.st = scaler.Recommend(c.p, obs, c.st, now)
+	c.last, c.st = decision.Recommend(c.p, obs, c.st, now)
 	return c.keda.step(s.Now, s.Current, func() bool { return c.last.Active }, func() int {
 		n := int(c.last.Replicas)
 		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, float64(n)/float64(s.Current), n))

@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // Residency policy names.
@@ -52,15 +52,23 @@ type ResidencyConfig struct {
 	Seed                      uint64
 }
 
+// controllerLoopInterval and controllerDemandWindow copy residency.DefaultConfig's LoopInterval
+// and DemandWindow: replay links only the pure planner (residency/plan), not package residency
+// with its client-go, gRPC and Triton dependencies. TestResidencyDefaultsMatchController keeps
+// the copies equal to the controller's.
+const (
+	controllerLoopInterval = 5 * time.Second
+	controllerDemandWindow = time.Minute
+)
+
 // DefaultResidencyConfig returns the documented defaults: an automatic
 // budget (AutoBudgetModels), median 6 GiB, σ 0.6, and the residency package's own
 // controller and catalog defaults.
 func DefaultResidencyConfig() ResidencyConfig {
-	rc := residency.DefaultConfig()
 	return ResidencyConfig{
 		BudgetModels: 0, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
-		LoopInterval: rc.LoopInterval, DemandWindow: rc.DemandWindow,
-		IdleTimeout: residency.DefaultIdleTimeout, MinResidency: residency.DefaultMinResidency, Seed: 1,
+		LoopInterval: controllerLoopInterval, DemandWindow: controllerDemandWindow,
+		IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, Seed: 1,
 	}
 }
 
@@ -337,16 +345,16 @@ func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 // completion): the plan would be the same.
 func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duration, budget int64, step float64) (ResidencyResult, error) {
 	s := newResSim(tr, cfg, sizes, loads, budget, ResidencyInferscale)
-	cat := residency.Catalog{IdleTimeout: cfg.IdleTimeout, MinResidency: cfg.MinResidency}
+	cat := plan.Catalog{IdleTimeout: cfg.IdleTimeout, MinResidency: cfg.MinResidency}
 	const profile = "replay"
 	for i := range tr.Models {
-		cat.Models = append(cat.Models, residency.Model{Name: modelName(i), Tier: residency.TierP1, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(tr.Models[i]))),
+		cat.Models = append(cat.Models, plan.Model{Name: modelName(i), Tier: plan.TierP1, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(tr.Models[i]))),
 			PeakMemoryBytes: map[string]int64{profile: sizes[i]}, LoadTime: loads[i]})
 	}
 	if err := cat.Validate(); err != nil {
 		return ResidencyResult{}, fmt.Errorf("residency catalog: %w", err)
 	}
-	bud := residency.Budget{Profile: profile, TotalBytes: budget}
+	bud := plan.Budget{Profile: profile, TotalBytes: budget}
 	if err := bud.Validate(); err != nil {
 		return ResidencyResult{}, err
 	}
@@ -405,7 +413,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 		}
 		if changed || t-lastPlan >= 30 {
 			now := t0.Add(time.Duration(t * 1e9))
-			demand := residency.Demand{}
+			demand := plan.Demand{}
 			for m := range active {
 				var c int32
 				for _, v := range counts[m] {
@@ -420,14 +428,14 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 				demand[modelName(int(m))] = float64(c) / cfg.DemandWindow.Seconds()
 			}
-			obs := residency.Observed{Models: map[string]residency.ModelStatus{}}
+			obs := plan.Observed{Models: map[string]plan.ModelStatus{}}
 			for id := range s.models {
 				m := &s.models[id]
 				switch m.state {
 				case rmReady:
-					obs.Models[modelName(id)] = residency.ModelStatus{State: residency.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
+					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
 				case rmLoading:
-					obs.Models[modelName(id)] = residency.ModelStatus{State: residency.StateLoading}
+					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateLoading}
 				}
 			}
 			// Plan sees only models that are loaded, loading or in demand:
@@ -442,7 +450,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					sub.Models = append(sub.Models, cat.Models[id])
 				}
 			}
-			actions := residency.Plan(sub, bud, obs, demand, now)
+			actions := plan.Plan(sub, bud, obs, demand, now)
 			loadOrder = loadOrder[:0]
 			for _, a := range actions {
 				var id int
@@ -451,12 +459,12 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 				m := &s.models[id]
 				switch a.Kind {
-				case residency.ActionUnload:
+				case plan.ActionUnload:
 					if m.state == rmReady {
 						m.state = rmOff
 						s.used -= m.size
 					}
-				case residency.ActionLoad:
+				case plan.ActionLoad:
 					loadOrder = append(loadOrder, int32(id))
 				}
 			}

@@ -5,128 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/opencontainers/go-digest"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
-
-// ErrCatalog is wrapped by every error ParseCatalog, LoadCatalog and Catalog.Validate return.
-var ErrCatalog = errors.New("invalid catalog")
-
-// Tier is a model's residency class.
-type Tier string
-
-// Tiers, from most to least protected.
-const (
-	// TierP0 models are pinned: always loaded, never evicted; the pod is not ready until every
-	// P0 model is READY.
-	TierP0 Tier = "P0"
-	// TierP1 models are kept while in demand and unloaded after the idle timeout.
-	TierP1 Tier = "P1"
-	// TierP2 models are loaded on demand and evicted before any P1 model.
-	TierP2 Tier = "P2"
-)
-
-// rank orders tiers for loading (lower first) and eviction (higher first).
-func (t Tier) rank() int {
-	switch t {
-	case TierP0:
-		return 0
-	case TierP1:
-		return 1
-	default:
-		return 2
-	}
-}
-
-// Catalog bounds and limits, used by Validate.
-const (
-	// MaxModels is the largest catalog accepted.
-	MaxModels = 10000
-	// MaxMemoryBytes bounds every byte count in the catalog (1 PiB): larger is a typo.
-	MaxMemoryBytes int64 = 1 << 50
-	// MaxLoadTime bounds a model's typical load time.
-	MaxLoadTime = time.Hour
-	// MaxIdleTimeout bounds the idle timeout.
-	MaxIdleTimeout = 7 * 24 * time.Hour
-	// MaxMinResidency bounds the minimum residency.
-	MaxMinResidency = 24 * time.Hour
-	// maxNameLen is Triton's practical limit: a model name is a directory name.
-	maxNameLen = 255
-)
-
-var (
-	// Triton model names are repository directory names.
-	modelNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
-	// Profile keys: MIG profiles (1g.10gb, 1g.10gb+me, 1c.3g.40gb) or whole-GPU names from the
-	// profile table (h100-80gb); lower case, no spaces.
-	profileRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]{0,62}$`)
-)
-
-// Model is one catalog entry: everything the planner knows about a model before it is loaded.
-type Model struct {
-	// Name is the model's name in Triton's repository.
-	Name string
-	// Digest identifies the immutable model artifact (algorithm:hex, e.g. sha256:…).
-	Digest string
-	// Tier is P0, P1 or P2.
-	Tier Tier
-	// PeakMemoryBytes is the admitted peak GPU memory per MIG profile (profile name -> bytes),
-	// from the model's admission record. A model without an entry for the pod's profile is
-	// never loaded in that pod.
-	PeakMemoryBytes map[string]int64
-	// SwapOverheadBytes is the extra memory held while the model is reloaded (Triton keeps the
-	// old copy serving while the new one loads).
-	SwapOverheadBytes int64
-	// LoadTime is the model's typical load time; it enters the model's value (see Value).
-	LoadTime time.Duration
-}
-
-// Peak returns the model's admitted peak bytes for profile and whether it has one.
-func (m Model) Peak(profile string) (int64, bool) {
-	b, ok := m.PeakMemoryBytes[profile]
-	return b, ok
-}
-
-// Catalog is the validated model catalog of one pod. Models are sorted by name.
-type Catalog struct {
-	// ReserveBytes is kept back from the budget (CUDA context, allocator slack).
-	ReserveBytes int64
-	// IdleTimeout: a P1/P2 model unused this long is unloaded.
-	IdleTimeout time.Duration
-	// MinResidency: a model loaded less than this long ago is never evicted.
-	MinResidency time.Duration
-	// Models, sorted by Name, names unique.
-	Models []Model
-}
-
-// Model returns the catalog entry named name.
-func (c Catalog) Model(name string) (Model, bool) {
-	i, ok := slices.BinarySearchFunc(c.Models, name, func(m Model, n string) int { return strings.Compare(m.Name, n) })
-	if !ok {
-		return Model{}, false
-	}
-	return c.Models[i], true
-}
-
-// Unplaceable returns, sorted, the names of models that have no peak memory entry for profile:
-// they are never loaded in a pod of that profile.
-func (c Catalog) Unplaceable(profile string) []string {
-	var out []string
-	for _, m := range c.Models {
-		if _, ok := m.PeakMemoryBytes[profile]; !ok {
-			out = append(out, m.Name)
-		}
-	}
-	return out
-}
 
 // catalogFile is the YAML schema. Durations are Go duration strings ("10m"); byte counts are
 // integers or Kubernetes quantities ("9Gi", "512Mi").
@@ -145,13 +33,6 @@ type modelFile struct {
 	SwapOverheadBytes *resource.Quantity           `json:"swapOverheadBytes,omitempty"`
 	LoadTime          *metav1.Duration             `json:"loadTime,omitempty"`
 }
-
-// Defaults applied when the catalog leaves a global field out.
-const (
-	DefaultIdleTimeout  = 10 * time.Minute
-	DefaultMinResidency = 2 * time.Minute
-	DefaultLoadTime     = 10 * time.Second
-)
 
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
 func LoadCatalog(path string) (Catalog, error) {
@@ -210,13 +91,13 @@ func ParseCatalog(data []byte) (Catalog, error) {
 			LoadTime:          durOf(mf.LoadTime, DefaultLoadTime),
 			PeakMemoryBytes:   make(map[string]int64, len(mf.PeakMemoryBytes)),
 		}
-		for _, p := range sortedKeys(mf.PeakMemoryBytes) {
+		for _, p := range slices.Sorted(maps.Keys(mf.PeakMemoryBytes)) {
 			q := mf.PeakMemoryBytes[p]
 			m.PeakMemoryBytes[p] = bytesOf(fmt.Sprintf("models[%d].peakMemoryBytes[%q]", i, p), &q, 1)
 		}
 		c.Models = append(c.Models, m)
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Violations(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -224,88 +105,6 @@ func ParseCatalog(data []byte) (Catalog, error) {
 	}
 	slices.SortFunc(c.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
-}
-
-// Validate checks every field and returns every violation (errors.Join), each naming its field
-// path and accepted range, wrapped in ErrCatalog; nil when the catalog is valid.
-func (c Catalog) Validate() error {
-	if err := c.validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrCatalog, err)
-	}
-	return nil
-}
-
-func (c Catalog) validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.ReserveBytes < 0 || c.ReserveBytes > MaxMemoryBytes {
-		add("reserveBytes: %d out of range [0, %d]", c.ReserveBytes, MaxMemoryBytes)
-	}
-	if c.IdleTimeout < time.Second || c.IdleTimeout > MaxIdleTimeout {
-		add("idleTimeout: %s out of range [1s, %s]", c.IdleTimeout, MaxIdleTimeout)
-	}
-	if c.MinResidency < 0 || c.MinResidency > MaxMinResidency {
-		add("minResidency: %s out of range [0s, %s]", c.MinResidency, MaxMinResidency)
-	}
-	if len(c.Models) == 0 {
-		add("models: empty; want 1 to %d models", MaxModels)
-	}
-	if len(c.Models) > MaxModels {
-		add("models: %d models; want at most %d", len(c.Models), MaxModels)
-	}
-	seen := make(map[string]int, len(c.Models))
-	for i, m := range c.Models {
-		p := fmt.Sprintf("models[%d]", i)
-		switch {
-		case m.Name == "":
-			add("%s.name: empty; want a Triton model name ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most %d bytes)", p, maxNameLen)
-		case len(m.Name) > maxNameLen || !modelNameRE.MatchString(m.Name):
-			add("%s.name: %q is not a Triton model name ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most %d bytes)", p, m.Name, maxNameLen)
-		}
-		if j, dup := seen[m.Name]; dup && m.Name != "" {
-			add("%s.name: %q duplicates models[%d].name; names must be unique", p, m.Name, j)
-		} else {
-			seen[m.Name] = i
-		}
-		if m.Digest == "" {
-			add("%s.digest: empty; want algorithm:hex, e.g. sha256:<64 hex digits>", p)
-		} else if err := digest.Digest(m.Digest).Validate(); err != nil {
-			add("%s.digest: %q: %v; want algorithm:hex, e.g. sha256:<64 hex digits>", p, m.Digest, err)
-		}
-		switch m.Tier {
-		case TierP0, TierP1, TierP2:
-		default:
-			add("%s.tier: %q; want one of P0, P1, P2", p, string(m.Tier))
-		}
-		if len(m.PeakMemoryBytes) == 0 {
-			add("%s.peakMemoryBytes: empty; want at least one MIG profile -> bytes entry", p)
-		}
-		for _, prof := range sortedKeys(m.PeakMemoryBytes) {
-			b := m.PeakMemoryBytes[prof]
-			if !profileRE.MatchString(prof) {
-				add("%s.peakMemoryBytes: profile %q is not a profile name (lower case, e.g. 1g.10gb or h100-80gb)", p, prof)
-			}
-			if b < 1 || b > MaxMemoryBytes {
-				add("%s.peakMemoryBytes[%q]: %d out of range [1, %d]", p, prof, b, MaxMemoryBytes)
-			}
-		}
-		if m.SwapOverheadBytes < 0 || m.SwapOverheadBytes > MaxMemoryBytes {
-			add("%s.swapOverheadBytes: %d out of range [0, %d]", p, m.SwapOverheadBytes, MaxMemoryBytes)
-		}
-		if m.LoadTime <= 0 || m.LoadTime > MaxLoadTime {
-			add("%s.loadTime: %s out of range (0s, %s]", p, m.LoadTime, MaxLoadTime)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // WatchCatalog re-reads the catalog file at path every LoopInterval and hands a changed, valid

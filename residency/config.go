@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // ErrConfig is wrapped by Config.Validate's error.
@@ -117,7 +119,7 @@ func (c Config) Validate() error {
 	if c.BudgetBytes < 0 || c.BudgetBytes > MaxMemoryBytes {
 		add("BudgetBytes (--budget-bytes): %d out of range [0, %d] (0: from NVML or --mig-profile)", c.BudgetBytes, MaxMemoryBytes)
 	}
-	if c.MIGProfile != "" && !profileRE.MatchString(c.MIGProfile) {
+	if c.MIGProfile != "" && !plan.ValidProfile(c.MIGProfile) {
 		add("MIGProfile (--mig-profile): %q is not a profile name (lower case, e.g. 1g.10gb; table: %v)", c.MIGProfile, Profiles())
 	}
 	if c.ReserveBytes < -1 || c.ReserveBytes > MaxMemoryBytes {

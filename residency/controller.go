@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
@@ -343,7 +344,7 @@ func (c *Controller) flagOverPeak(cat Catalog, obs Observed) {
 		c.overPeak[name] = st.MeasuredBytes
 		c.m.OverPeak.WithLabelValues(name).Set(float64(st.MeasuredBytes - peak))
 		msg := fmt.Sprintf("%s measured %s, above its admitted peak %s for %s; accounted at the measurement from now on",
-			name, fmtBytes(st.MeasuredBytes), fmtBytes(peak), c.budget.Profile)
+			name, plan.FormatBytes(st.MeasuredBytes), plan.FormatBytes(peak), c.budget.Profile)
 		c.deps.Log.Warn("model above admitted peak", "model", name, "measured_bytes", st.MeasuredBytes, "peak_bytes", peak)
 		c.event(true, "OverPeak", msg)
 	}

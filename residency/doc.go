@@ -5,7 +5,8 @@
 // The decision is the pure function [Plan] (with its detailed form [Decide]): catalog, budget,
 // observed state, demand and the current time in; an ordered list of load and unload actions
 // out, each carrying its reason and the accounted memory after it. [Apply] plays actions onto
-// an observation, for tests and for the offline replay.
+// an observation, for tests and for the offline replay. They live, with the catalog and budget
+// types, in the dependency-light package residency/plan and are re-exported here.
 //
 // Everything that touches the world lives around it: [Controller] re-reads Triton's index and
 // statistics every loop, asks Decide, and carries out one step of the plan (all unloads, or up

@@ -118,7 +118,7 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 		if !ok {
 			st.State = StateUnavailable
 		}
-		if !st.State.holdsMemory() {
+		if !st.State.HoldsMemory() {
 			notLoaded = append(notLoaded, m.Name)
 			st.MeasuredBytes = c.overPeak[m.Name] // a model that measured above its peak is admitted at that
 		}

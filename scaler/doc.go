@@ -2,7 +2,9 @@
 //
 // It turns the metadata of a ScaledObject trigger into a validated Policy
 // (ParseMetadata), computes a replica count from queue depth, request rate,
-// GPU engine activity and a warm pool with the pure function Recommend, and
+// GPU engine activity and a warm pool with the pure function Recommend
+// (which lives, with Policy and its types, in the dependency-free package
+// scaler/decision and is re-exported here), and
 // serves KEDA's externalscaler gRPC protocol (Server) from a snapshot that is
 // refreshed in the background, so no RPC ever waits on Prometheus.
 //

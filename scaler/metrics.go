@@ -73,7 +73,7 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			g(c.signalStatus, 1, s.String(), string(st))
-			if st.usable() {
+			if st.Usable() {
 				g(c.signal, rec.Values[s], s.String())
 			}
 		}

@@ -27,6 +27,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// t0 is the fixed start of every scenario.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
 // fakeSignals is an in-memory Signals: the test sets each (namespace, kind)
 // result directly, as the poller's snapshot would hold it.
 type fakeSignals struct {

@@ -1,4 +1,4 @@
-package residency
+package plan
 
 import (
 	"errors"

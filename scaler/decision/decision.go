@@ -1,4 +1,4 @@
-package scaler
+package decision
 
 import (
 	"errors"
@@ -121,7 +121,9 @@ const (
 	StatusNever        SignalStatus = "never" // never produced a valid sample: reported and left out
 )
 
-func (s SignalStatus) usable() bool { return s == StatusFresh || s == StatusZero || s == StatusHeld }
+// Usable reports whether a signal with this status entered the decision: fresh, read as zero,
+// or held at its last good value.
+func (s SignalStatus) Usable() bool { return s == StatusFresh || s == StatusZero || s == StatusHeld }
 
 // Recommendation is Recommend's answer.
 type Recommendation struct {
@@ -217,7 +219,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// Ready replicas: Kubernetes first, then readyQuery.
 	rKnown, r := obs.ReadyKnown, obs.ReadyReplicas
 	rec.Status[SignalReady], rec.Values[SignalReady] = evalSignal(p, SignalReady, obs.Samples[SignalReady], &st, false, now)
-	if !rKnown && rec.Status[SignalReady].usable() {
+	if !rKnown && rec.Status[SignalReady].Usable() {
 		rKnown, r = true, int32(math.Min(math.Round(rec.Values[SignalReady]), math.MaxInt32))
 	}
 	if rKnown {
@@ -267,8 +269,8 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 
 	// Demand terms.
 	mr := p.ReplicaThroughput * p.TargetUtilization
-	lambda, lambdaOK := rec.Values[SignalRate], rec.Status[SignalRate].usable()
-	queue, queueOK := rec.Values[SignalQueue], rec.Status[SignalQueue].usable()
+	lambda, lambdaOK := rec.Values[SignalRate], rec.Status[SignalRate].Usable()
+	queue, queueOK := rec.Values[SignalQueue], rec.Status[SignalQueue].Usable()
 	demand, haveDemand := 0.0, false
 	take := func(n float64, t Term) {
 		if !haveDemand || n > demand {
@@ -290,7 +292,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		rec.NDrain = clampReplicas(n, 0, math.MaxInt32)
 		take(n, TermDrain)
 	}
-	if rKnown && rec.Status[SignalActivity].usable() {
+	if rKnown && rec.Status[SignalActivity].Usable() {
 		n := 0.0
 		if r > 0 {
 			a := math.Min(1, rec.Values[SignalActivity]/p.ActivityCeiling)
@@ -307,7 +309,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		activeWhy = append(activeWhy, fmt.Sprintf("warm pool %d", p.WarmReplicas))
 	}
 	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
-		if rec.Status[s].usable() && rec.Values[s] > thresholds[s] {
+		if rec.Status[s].Usable() && rec.Values[s] > thresholds[s] {
 			activeWhy = append(activeWhy, fmt.Sprintf("%s %g > %g", s, rec.Values[s], thresholds[s]))
 		}
 	}

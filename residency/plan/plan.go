@@ -1,4 +1,4 @@
-package residency
+package plan
 
 import (
 	"cmp"
@@ -21,9 +21,9 @@ const (
 	StateUnavailable State = "UNAVAILABLE"
 )
 
-// holdsMemory reports whether a model in state s is accounted: Triton holds its memory while it
+// HoldsMemory reports whether a model in state s is accounted: Triton holds its memory while it
 // is loading, ready, or unloading (until it reports UNAVAILABLE).
-func (s State) holdsMemory() bool {
+func (s State) HoldsMemory() bool {
 	return s == StateReady || s == StateLoading || s == StateUnloading
 }
 
@@ -124,11 +124,11 @@ type Refusal struct {
 func (r Refusal) Reason() string {
 	if r.Reload {
 		return fmt.Sprintf("reload deferred: the swap needs %s more; accounted %s leaves %s of %s",
-			fmtBytes(r.NeedBytes), fmtBytes(r.FixedBytes), fmtBytes(max(r.BudgetBytes-r.FixedBytes, 0)), fmtBytes(r.BudgetBytes))
+			FormatBytes(r.NeedBytes), FormatBytes(r.FixedBytes), FormatBytes(max(r.BudgetBytes-r.FixedBytes, 0)), FormatBytes(r.BudgetBytes))
 	}
 	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
-		fmtBytes(r.NeedBytes), fmtBytes(r.FixedBytes), fmtBytes(r.KeptBytes),
-		fmtBytes(max(r.BudgetBytes-r.FixedBytes-r.KeptBytes, 0)), fmtBytes(r.BudgetBytes))
+		FormatBytes(r.NeedBytes), FormatBytes(r.FixedBytes), FormatBytes(r.KeptBytes),
+		FormatBytes(max(r.BudgetBytes-r.FixedBytes-r.KeptBytes, 0)), FormatBytes(r.BudgetBytes))
 }
 
 // Result is Decide's full answer: the plan, the loads it had to refuse, and the accounting.
@@ -166,7 +166,7 @@ func ReserveBytes(cat Catalog, b Budget) int64 { return max(cat.ReserveBytes, b.
 func Accounted(cat Catalog, b Budget, obs Observed) int64 {
 	total := ReserveBytes(cat, b) + max(obs.UnaccountedBytes, 0)
 	for name, st := range obs.Models {
-		if st.State.holdsMemory() {
+		if st.State.HoldsMemory() {
 			total += residentBytes(cat, b.Profile, name, st)
 		}
 	}
@@ -234,7 +234,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 	var staleFixed []contender // fixed READY models to reload
 
 	for name, st := range obs.Models {
-		if _, ok := cat.Model(name); !ok && st.State.holdsMemory() {
+		if _, ok := cat.Model(name); !ok && st.State.HoldsMemory() {
 			fixed += max(st.MeasuredBytes, 0)
 		}
 	}
@@ -273,7 +273,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			}
 			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate),
 				stale: stale})
-		case st.State.holdsMemory(): // LOADING, UNLOADING: in flight, left alone.
+		case st.State.HoldsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
 			wanted := m.Tier == TierP0 || rate > 0
@@ -335,7 +335,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		}
 		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
 			PeakBytes: acct + swap, Digest: c.model.Digest,
-			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), fmtBytes(swap))})
+			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), FormatBytes(swap))})
 	}
 	for i, c := range cs {
 		switch {
@@ -381,7 +381,7 @@ func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	n := p.nLoads[i]
 	if n == 0 {
 		return fmt.Sprintf("evict: %s value %.3g lowest; over budget: fixed %s + higher-ranked models leave no room for %s within %s",
-			c.model.Tier, c.value, fmtBytes(fixed), fmtBytes(c.bytes), fmtBytes(budget))
+			c.model.Tier, c.value, FormatBytes(fixed), FormatBytes(c.bytes), FormatBytes(budget))
 	}
 	const show = 3
 	names := make([]string, 0, show)
@@ -392,7 +392,7 @@ func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	if n > show {
 		list = fmt.Sprintf("%s and %d more", list, n-show)
 	}
-	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, fmtBytes(p.loadBytes[i]), list)
+	return fmt.Sprintf("evict: %s value %.3g lowest; need %s for %s", c.model.Tier, c.value, FormatBytes(p.loadBytes[i]), list)
 }
 
 // shortDigest abbreviates algorithm:hex to algorithm:first 12 hex digits.
@@ -405,13 +405,14 @@ func shortDigest(d string) string {
 
 func loadReason(c contender, rate float64) string {
 	if c.model.Tier == TierP0 {
-		return fmt.Sprintf("load: P0 pinned; needs %s", fmtBytes(c.bytes))
+		return fmt.Sprintf("load: P0 pinned; needs %s", FormatBytes(c.bytes))
 	}
-	return fmt.Sprintf("load: %s demand %.3g req/s, value %.3g; needs %s", c.model.Tier, rate, c.value, fmtBytes(c.bytes))
+	return fmt.Sprintf("load: %s demand %.3g req/s, value %.3g; needs %s", c.model.Tier, rate, c.value, FormatBytes(c.bytes))
 }
 
-// fmtBytes prints bytes in GiB with two decimals (MiB below 1 GiB).
-func fmtBytes(b int64) string {
+// FormatBytes renders a byte count for reasons and logs: MiB with one decimal below 1 GiB, GiB
+// with two above.
+func FormatBytes(b int64) string {
 	if b < 1<<30 && b > -(1<<30) {
 		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
 	}

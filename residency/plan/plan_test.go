@@ -1,4 +1,4 @@
-package residency
+package plan
 
 import (
 	"fmt"
@@ -14,6 +14,11 @@ import (
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 const gi = int64(1) << 30
+
+const (
+	dgA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	dgB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
 
 const prof = "1g.10gb"
 
