@@ -33,7 +33,18 @@ var (
 	KnativeTargets   = []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
 	// ClairvoyantHeadroom multiplies the oracle's fluid need.
 	ClairvoyantHeadroom = []float64{1, 1.1, 1.25, 1.5, 2}
+	// InferscaleTargetUtilizations (ρ) × InferscaleActivityTargets is the
+	// grid of the "inferscale (tuned)" row; every other field keeps its
+	// default. The defaults row (ρ 0.8, activityTarget 0.7) is run and
+	// reported as it is, untuned.
+	InferscaleTargetUtilizations = []float64{0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
+	InferscaleActivityTargets    = []float64{0.5, 0.7, 0.9}
 )
+
+// InferscaleTuned names the row of inferscale at its cheapest setting on
+// the InferscaleTargetUtilizations × InferscaleActivityTargets grid that
+// meets the SLO (part of FamilyInferscale).
+const InferscaleTuned = "inferscale (tuned)"
 
 // Mode selects the simulator.
 type Mode string
@@ -64,9 +75,10 @@ type Comparison struct {
 	MuRPS float64
 	// LowerBoundGPUHours is Σ service time ÷ slots: no policy can use fewer.
 	LowerBoundGPUHours float64
-	// Best holds one result per family: inferscale and clairvoyant as run,
-	// each swept baseline at its cheapest setting that meets the SLO (or,
-	// when none does, its highest attainment).
+	// Best holds one result per family: inferscale at its defaults as run,
+	// then inferscale (tuned) and each swept baseline at its cheapest
+	// setting that meets the SLO (or, when none does, its highest
+	// attainment).
 	Best []Result
 	// All holds every run, sweeps included.
 	All []Result
@@ -141,7 +153,7 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 	for _, f := range families {
 		switch f {
 		case FamilyInferscale:
-			steps++
+			steps += 1 + len(InferscaleTargetUtilizations)*len(InferscaleActivityTargets)
 		case FamilyClairvoyant:
 			steps += len(ClairvoyantHeadroom)
 		case FamilyHPAGPU:
@@ -186,6 +198,13 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 		case FamilyInferscale:
 			c.MuRPS = ProbeThroughput(cfg, mix)
 			c.Best = append(c.Best, exec(InferscalePolicy(c.MuRPS, cfg, ChartHPABehavior())))
+			var ps []Policy
+			for _, rho := range InferscaleTargetUtilizations {
+				for _, a := range InferscaleActivityTargets {
+					ps = append(ps, InferscaleTunedPolicy(c.MuRPS, rho, a, cfg, ChartHPABehavior()))
+				}
+			}
+			c.Best = append(c.Best, sweep(ps))
 		case FamilyHPAGPU:
 			var ps []Policy
 			for _, v := range HPAGPUTargets {

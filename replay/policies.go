@@ -39,11 +39,32 @@ type inferscaleCtl struct {
 // μ (req/s per replica), the pool's bounds, and queue, rate and activity
 // signals configured; hb is the HPA behaviour of the generated HPA.
 func InferscalePolicy(mu float64, cfg PoolConfig, hb HPABehavior) Policy {
+	return inferscalePolicy(replayPolicy(mu, cfg), FamilyInferscale, fmt.Sprintf("defaults, μ=%.3g/s", mu), cfg, hb)
+}
+
+// InferscaleTunedPolicy is InferscalePolicy with targetUtilization ρ and
+// activityTarget set to rho and activityTarget (both in (0, 1]); every
+// other field keeps its default. Compare sweeps it over
+// InferscaleTargetUtilizations × InferscaleActivityTargets, as it sweeps
+// the baselines, for the "inferscale (tuned)" row.
+func InferscaleTunedPolicy(mu, rho, activityTarget float64, cfg PoolConfig, hb HPABehavior) Policy {
+	p := replayPolicy(mu, cfg)
+	p.TargetUtilization, p.ActivityTarget = rho, activityTarget
+	return inferscalePolicy(p, InferscaleTuned, fmt.Sprintf("ρ=%g, activityTarget=%g, μ=%.3g/s", rho, activityTarget, mu), cfg, hb)
+}
+
+// replayPolicy is DefaultPolicy with μ, the pool's bounds and the replay's
+// queue, rate and activity signals.
+func replayPolicy(mu float64, cfg PoolConfig) decision.Policy {
 	p := decision.DefaultPolicy()
 	p.ReplicaThroughput = mu
 	p.QueueQuery, p.RateQuery, p.ActivityQuery = "replay_queue", "replay_rate", "replay_activity"
 	p.MinReplicas, p.MaxReplicas = int32(cfg.MinReplicas), int32(cfg.MaxReplicas)
-	return Policy{Name: "inferscale", Setting: fmt.Sprintf("defaults, μ=%.3g/s", mu), New: func() Controller {
+	return p
+}
+
+func inferscalePolicy(p decision.Policy, name, setting string, cfg PoolConfig, hb HPABehavior) Policy {
+	return Policy{Name: name, Setting: setting, New: func() Controller {
 		return &inferscaleCtl{p: p, hpa: hpa{b: hb, max: cfg.MaxReplicas}, keda: keda{polling: 15 * time.Second, cooldown: 300 * time.Second}, slots: cfg.Slots}
 	}}
 }
