@@ -23,6 +23,7 @@ func TestConfigValidate(t *testing.T) {
 		{"prometheus", func(c *Config) { c.PrometheusAddress = "prometheus:9090" }, []string{"PrometheusAddress"}},
 		{"tls pair", func(c *Config) { c.TLSCertFile = "/tls/tls.crt" }, []string{"TLSCertFile and TLSKeyFile: must be set together"}},
 		{"mtls without tls", func(c *Config) { c.TLSClientCAFile = "/tls/ca.crt" }, []string{"TLSClientCAFile: requires TLSCertFile"}},
+		{"object metrics bound", func(c *Config) { c.ObjectMetricsMaxTriggers = -1 }, []string{"ObjectMetricsMaxTriggers -1: must be in [0, 1000000] (0: no bound)"}},
 		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel "kubernetes-namespace": must be a label name`}},
 		{
 			"every violation",

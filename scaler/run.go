@@ -106,13 +106,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	if err != nil {
 		return err
 	}
-	if cfg.ObjectMetrics {
-		reg.MustRegister(newDecisionCollector(srv))
-	} else {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "inferscale_scaler_triggers", Help: "Registered ScaledObject triggers.",
-		}, func() float64 { return float64(srv.Triggers()) }))
-	}
+	dc := newDecisionCollector(srv)
+	dc.perObject, dc.maxTriggers = cfg.ObjectMetrics, cfg.ObjectMetricsMaxTriggers
+	reg.MustRegister(dc)
 	rm, err := newRPCMetrics(reg)
 	if err != nil {
 		return err

@@ -40,7 +40,8 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "private key of --tls-cert-file (PEM)")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "require client certificates signed by this CA (mTLS)")
 	fs.DurationVar(&c.GracefulStopTimeout, "graceful-stop-timeout", c.GracefulStopTimeout, "wait this long for in-flight RPCs on SIGTERM [0s, 5m]")
-	fs.BoolVar(&c.ObjectMetrics, "object-metrics", c.ObjectMetrics, "export per-ScaledObject decision series on /metrics (turn off with many thousands of ScaledObjects)")
+	fs.BoolVar(&c.ObjectMetrics, "object-metrics", c.ObjectMetrics, "export per-ScaledObject decision series on /metrics (up to 20 per ScaledObject)")
+	fs.IntVar(&c.ObjectMetricsMaxTriggers, "object-metrics-max-triggers", c.ObjectMetricsMaxTriggers, "export per-ScaledObject series only while at most this many triggers are registered (a scrape holds every series in memory); 0: no bound")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 }

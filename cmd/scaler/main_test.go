@@ -15,12 +15,13 @@ func TestFlagsFillConfig(t *testing.T) {
 	cfg := scaler.DefaultConfig()
 	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
 	flags(fs, &cfg)
-	if err := fs.Parse([]string{"--listen=:9191", "--prometheus-address=http://127.0.0.1:9091", "--metrics-listen=:8181", "--refresh-interval=2s", "--tls-cert-file=/c", "--tls-key-file=/k"}); err != nil {
+	if err := fs.Parse([]string{"--listen=:9191", "--prometheus-address=http://127.0.0.1:9091", "--metrics-listen=:8181", "--refresh-interval=2s", "--tls-cert-file=/c", "--tls-key-file=/k", "--object-metrics-max-triggers=50"}); err != nil {
 		t.Fatal(err)
 	}
 	want := scaler.DefaultConfig()
 	want.Listen, want.PrometheusAddress, want.MetricsListen, want.RefreshInterval = ":9191", "http://127.0.0.1:9091", ":8181", 2*time.Second
 	want.TLSCertFile, want.TLSKeyFile = "/c", "/k"
+	want.ObjectMetricsMaxTriggers = 50
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}

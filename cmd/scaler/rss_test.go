@@ -29,6 +29,9 @@ import (
 // waits until every one answers from real data plus a few refreshes, and
 // reports the process's VmRSS and VmHWM and the Prometheus queries per
 // refresh. Run: go test -run '^$' -bench Process -benchtime 1x ./cmd/scaler/
+// (SCALER_BENCH_GOMEMLIMIT=off runs without a memory limit, =64MiB with
+// another; SCALER_BENCH_ARGS adds flags, e.g. "--object-metrics-max-triggers=0"
+// to measure a scrape with every per-ScaledObject series.)
 func BenchmarkProcess10000ScaledObjects(b *testing.B) {
 	const namespaces, models, objects = 100, 20, 10000
 	exp := promtest.NewExporter(b)
@@ -59,11 +62,19 @@ func BenchmarkProcess10000ScaledObjects(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--prometheus-address="+ps.URL(),
-		"--refresh-interval=1s", "--log-level=info")
+	args := []string{"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--prometheus-address=" + ps.URL(),
+		"--refresh-interval=1s", "--log-level=info"}
+	cmd := exec.Command(bin, append(args, strings.Fields(os.Getenv("SCALER_BENCH_ARGS"))...)...)
 	// A memory limit is how the chart bounds the garbage headroom; the
 	// figures below are under it.
-	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+memLimit)
+	limit := memLimit
+	if l := os.Getenv("SCALER_BENCH_GOMEMLIMIT"); l != "" {
+		limit = l
+	}
+	cmd.Env = os.Environ()
+	if limit != "off" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
