@@ -100,8 +100,14 @@ func TestPool(t *testing.T) {
 			// forgot its history would answer the low count at once; one that
 			// seeds its history with the current count holds a full
 			// down-window from the restart.
+			env.gw.setRate(p.model, high)
+			env.waitReplicas(t, "steady before the restart", nHigh, 4*time.Minute)
+			holdSteady(t, env, nHigh, p.scaleDownWindow) // the down-window fills with steady answers
 			env.gw.setRate(p.model, low)
 			time.Sleep(18 * time.Second)
+			if spec, _, err := env.state(context.Background()); err != nil || int(spec) != nHigh {
+				t.Fatalf("precondition: %d replicas 18 s after demand fell (err %v), want %d still held by the down-window", spec, err, nHigh)
+			}
 			env.scaler.stop()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -202,4 +208,17 @@ func eventuallyInFlight(t *testing.T, env *poolEnv, n int) string {
 		return k >= n, describe("pod", pod, "inflight", k)
 	})
 	return victim
+}
+
+// holdSteady asserts that .spec.replicas stays n for d.
+func holdSteady(t *testing.T, env *poolEnv, n int, d time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < d {
+		spec, _, err := env.state(context.Background())
+		if err == nil && int(spec) != n {
+			t.Fatalf("replicas changed to %d %.1fs into a steady period, want %d", spec, time.Since(start).Seconds(), n)
+		}
+		time.Sleep(time.Second)
+	}
 }
