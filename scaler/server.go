@@ -99,7 +99,7 @@ type trigger struct {
 	state   State
 	rec     Recommendation
 	have    bool          // rec holds an evaluation
-	changed chan struct{} // closed and replaced when rec.Active changes
+	changed chan struct{} // made by a waiting StreamIsActive; closed and cleared when rec.Active changes
 }
 
 // NewServer returns a Server reading signals from signals and bounds from
@@ -166,7 +166,7 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
-	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, changed: make(chan struct{})}
+	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p}
 	for _, sig := range AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
@@ -245,9 +245,9 @@ func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
 	rec, st := Recommend(tr.policy, obs, tr.state, now)
 	tr.state, tr.rec, tr.have = st, rec, true
 	tr.rec.Reason = "" // logged below; not kept per trigger (10,000 ScaledObjects)
-	if !hadPrev || prev.Active != rec.Active {
+	if (!hadPrev || prev.Active != rec.Active) && tr.changed != nil {
 		close(tr.changed)
-		tr.changed = make(chan struct{})
+		tr.changed = nil // the next waiter makes one: no channel per idle trigger
 	}
 	tr.mu.Unlock()
 
@@ -315,6 +315,9 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	sent, last := false, false
 	for {
 		tr.mu.Lock()
+		if tr.changed == nil {
+			tr.changed = make(chan struct{})
+		}
 		rec, have, changed := tr.rec, tr.have, tr.changed
 		tr.mu.Unlock()
 		tr.lastUsed.Store(s.now().UnixNano())
