@@ -8,8 +8,8 @@
 // clientset, its informer factory or KEDA's API types, whose scheme registration (every
 // built-in API group, controller-runtime) cost ≈ 25 MiB of RSS at start-up. A transform
 // ([cache.TransformFunc]) replaces each listed or watched object, before it reaches the
-// cache, with a [Object] holding only namespace, name, resourceVersion and the fields read
-// here, so managedFields, annotations, pod templates and status conditions are never cached.
+// cache, with a small object holding only namespace, name, resourceVersion and the fields
+// read here, so managedFields, annotations, pod templates and status conditions are never cached.
 package kube
 
 import (
@@ -91,39 +91,35 @@ type scaledObject struct {
 	problem    string
 }
 
-// Object is what the caches hold for every watched object: its identity and the few fields
-// read from it. It is the output of the informers' transform.
-type Object struct {
-	metav1.ObjectMeta
-	// Ready is status.readyReplicas of a Deployment or StatefulSet.
-	Ready int32
-	so    scaledObject
+// object is what the caches hold for every watched object: its identity and the few fields
+// read from it, 64 bytes (plus the strings; a ScaledObject adds its parsed scaledObject). It
+// is the output of the informers' transform. It carries no metav1.ObjectMeta (≈ 260 bytes of
+// mostly empty fields): client-go reaches namespace, name and resourceVersion through
+// meta.Accessor (k8s.io/apimachinery/pkg/api/meta), which accepts a [metav1.ObjectMetaAccessor].
+type object struct {
+	namespace, name, resourceVersion string
+	ready                            int32         // status.readyReplicas (Deployment, StatefulSet)
+	so                               *scaledObject // ScaledObjects only
+}
+
+// GetObjectMeta implements [metav1.ObjectMetaAccessor] for client-go's key functions.
+func (o *object) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, ResourceVersion: o.resourceVersion}
 }
 
 // GetObjectKind implements [runtime.Object]; cached objects carry no kind.
-func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (o *object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// DeepCopyObject implements [runtime.Object].
-func (o *Object) DeepCopyObject() runtime.Object {
-	c := *o
-	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
-	return &c
-}
-
-type nsName struct{ namespace, name string }
+// DeepCopyObject implements [runtime.Object]; an object is never modified once made.
+func (o *object) DeepCopyObject() runtime.Object { c := *o; return &c }
 
 // Cluster watches ScaledObjects, Deployments and StatefulSets. Its methods are safe for
 // concurrent use.
 type Cluster struct {
-	cfg    Config
-	log    *slog.Logger
-	infs   []cache.SharedIndexInformer
-	synced []cache.InformerSynced
-
-	mu     sync.RWMutex
-	sos    map[nsName]scaledObject
-	deploy map[nsName]int32
-	sets   map[nsName]int32
+	cfg                Config
+	log                *slog.Logger
+	sos, deploys, sets cache.SharedIndexInformer
+	infs               []cache.SharedIndexInformer
 }
 
 // New returns a Cluster that talks to the API server at cfg. It starts nothing; call Run.
@@ -143,37 +139,22 @@ func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{
-		cfg: cfg, log: log,
-		sos:    map[nsName]scaledObject{},
-		deploy: map[nsName]int32{},
-		sets:   map[nsName]int32{},
-	}
-	watches := []struct {
-		gvr schema.GroupVersionResource
-		tf  func(*unstructured.Unstructured, *Object)
-		set func(*Object)
-		del func(*Object)
+	c := &Cluster{cfg: cfg, log: log}
+	for _, w := range []struct {
+		inf  *cache.SharedIndexInformer
+		gvr  schema.GroupVersionResource
+		fill func(*unstructured.Unstructured, *object)
 	}{
-		{ScaledObjects, transformScaledObject, c.upsert, c.remove},
-		{Deployments, transformReady, c.setReady(c.deploy), c.delReady(c.deploy)},
-		{StatefulSets, transformReady, c.setReady(c.sets), c.delReady(c.sets)},
-	}
-	for _, w := range watches {
+		{&c.sos, ScaledObjects, c.fillScaledObject},
+		{&c.deploys, Deployments, fillReady},
+		{&c.sets, StatefulSets, fillReady},
+	} {
 		inf := newInformer(dyn, w.gvr, cfg)
-		if err := inf.SetTransform(transform(w.tf)); err != nil {
+		if err := inf.SetTransform(transform(w.fill)); err != nil {
 			return nil, fmt.Errorf("kube: %s transform: %w", w.gvr.Resource, err)
 		}
-		set, del := w.set, w.del
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { onObject(obj, set) },
-			UpdateFunc: func(_, obj any) { onObject(obj, set) },
-			DeleteFunc: func(obj any) { onObject(obj, del) },
-		}); err != nil {
-			return nil, fmt.Errorf("kube: %s handler: %w", w.gvr.Resource, err)
-		}
+		*w.inf = inf
 		c.infs = append(c.infs, inf)
-		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return c, nil
 }
@@ -194,37 +175,34 @@ func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, cfg Con
 		cache.SharedIndexInformerOptions{ResyncPeriod: cfg.Resync, ObjectDescription: gvr.String()})
 }
 
-// transform returns the informer transform: an *unstructured.Unstructured becomes an *Object
+// transform returns the informer transform: an *unstructured.Unstructured becomes an *object
 // filled by fill; anything else (an already transformed object) passes unchanged, so the
 // transform is idempotent as client-go requires.
-func transform(fill func(*unstructured.Unstructured, *Object)) cache.TransformFunc {
+func transform(fill func(*unstructured.Unstructured, *object)) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		o := &Object{ObjectMeta: metav1.ObjectMeta{
-			Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(), UID: u.GetUID(),
-		}}
+		o := &object{namespace: u.GetNamespace(), name: u.GetName(), resourceVersion: u.GetResourceVersion()}
 		fill(u, o)
 		return o, nil
 	}
 }
 
-func transformReady(u *unstructured.Unstructured, o *Object) {
+func fillReady(u *unstructured.Unstructured, o *object) {
 	r, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-	o.Ready = int32(r)
+	o.ready = int32(r)
 }
 
-func transformScaledObject(u *unstructured.Unstructured, o *Object) { o.so = parse(u.Object) }
-
-func onObject(obj any, f func(*Object)) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+// fillScaledObject parses the ScaledObject; an unusable one is logged here, once per add or
+// update event (the transform sees each event once).
+func (c *Cluster) fillScaledObject(u *unstructured.Unstructured, o *object) {
+	so := parse(u.Object)
+	if so.problem != "" {
+		c.log.Warn("scaledobject unusable", "namespace", o.namespace, "name", o.name, "problem", so.problem)
 	}
-	if o, ok := obj.(*Object); ok {
-		f(o)
-	}
+	o.so = &so
 }
 
 // Run starts the informers and blocks until ctx is done; then it waits for their goroutines
@@ -240,7 +218,7 @@ func (c *Cluster) Run(ctx context.Context) error {
 
 // WaitForSync blocks until every cache has synced (true) or ctx is done (ErrNotSynced).
 func (c *Cluster) WaitForSync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.sos.HasSynced, c.deploys.HasSynced, c.sets.HasSynced) {
 		return ErrNotSynced
 	}
 	return nil
@@ -248,23 +226,27 @@ func (c *Cluster) WaitForSync(ctx context.Context) error {
 
 // Synced reports whether every cache has synced; before that Lookup may miss objects.
 func (c *Cluster) Synced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
-		}
+	return c.sos.HasSynced() && c.deploys.HasSynced() && c.sets.HasSynced()
+}
+
+// get returns the cached object namespace/name of inf, or nil.
+func get(inf cache.SharedIndexInformer, namespace, name string) *object {
+	v, ok, err := inf.GetIndexer().GetByKey(cache.ObjectName{Namespace: namespace, Name: name}.String())
+	if err != nil || !ok {
+		return nil
 	}
-	return true
+	o, _ := v.(*object)
+	return o
 }
 
 // Lookup returns the bounds and ready replicas of the ScaledObject namespace/name from the
 // caches. ok is false when the ScaledObject is not in the cache (Target.Known is then false).
 func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	so, ok := c.sos[nsName{namespace, name}]
-	if !ok {
+	o := get(c.sos, namespace, name)
+	if o == nil || o.so == nil {
 		return Target{Problem: fmt.Sprintf("scaledobject %s/%s not found", namespace, name)}, false
 	}
+	so := o.so
 	t := Target{Min: so.min, Max: so.max, Known: so.problem == "", Problem: so.problem}
 	if !t.Known {
 		return t, true
@@ -273,54 +255,23 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 		t.Problem = fmt.Sprintf("scale target %s %s/%s: ready replicas are read only for apps/v1 Deployment and StatefulSet", so.apiVersion, so.kind, so.name)
 		return t, true
 	}
-	var m map[nsName]int32
+	var inf cache.SharedIndexInformer
 	switch so.kind {
 	case "Deployment":
-		m = c.deploy
+		inf = c.deploys
 	case "StatefulSet":
-		m = c.sets
+		inf = c.sets
 	default:
 		t.Problem = fmt.Sprintf("scale target kind %q: ready replicas are read only for Deployment and StatefulSet", so.kind)
 		return t, true
 	}
-	r, ok := m[nsName{namespace, so.name}]
-	if !ok {
+	w := get(inf, namespace, so.name)
+	if w == nil {
 		t.Problem = fmt.Sprintf("%s %s/%s not found", so.kind, namespace, so.name)
 		return t, true
 	}
-	t.Ready, t.ReadyKnown = r, true
+	t.Ready, t.ReadyKnown = w.ready, true
 	return t, true
-}
-
-func (c *Cluster) upsert(o *Object) {
-	if o.so.problem != "" {
-		c.log.Warn("scaledobject unusable", "namespace", o.Namespace, "name", o.Name, "problem", o.so.problem)
-	}
-	c.mu.Lock()
-	c.sos[nsName{o.Namespace, o.Name}] = o.so
-	c.mu.Unlock()
-}
-
-func (c *Cluster) remove(o *Object) {
-	c.mu.Lock()
-	delete(c.sos, nsName{o.Namespace, o.Name})
-	c.mu.Unlock()
-}
-
-func (c *Cluster) setReady(m map[nsName]int32) func(*Object) {
-	return func(o *Object) {
-		c.mu.Lock()
-		m[nsName{o.Namespace, o.Name}] = o.Ready
-		c.mu.Unlock()
-	}
-}
-
-func (c *Cluster) delReady(m map[nsName]int32) func(*Object) {
-	return func(o *Object) {
-		c.mu.Lock()
-		delete(m, nsName{o.Namespace, o.Name})
-		c.mu.Unlock()
-	}
 }
 
 // parse reads the fields of a ScaledObject (KEDA v1alpha1: spec.minReplicaCount and

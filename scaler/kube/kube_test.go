@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	goruntime "runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -162,21 +166,27 @@ func TestLookupFollowsChanges(t *testing.T) {
 	waitFor(t, func() bool { got, ok := e.c.Lookup("a", "pool"); return ok && !got.ReadyKnown })
 }
 
-// TestTransformKeepsOnlyReadFields: the cache holds *Object with identity and the read fields,
+// TestTransformKeepsOnlyReadFields: the cache holds *object with identity and the read fields,
 // never the managedFields, pod template or conditions of the listed object.
 func TestTransformKeepsOnlyReadFields(t *testing.T) {
-	tf := transform(transformReady)
-	got, err := tf(deployment("a", "pool", 3))
+	tf := transform(fillReady)
+	d := deployment("a", "pool", 3)
+	d.SetResourceVersion("42")
+	got, err := tf(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Object{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "pool"}, Ready: 3}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Object{}, scaledObject{})); diff != "" {
+	want := &object{namespace: "a", name: "pool", resourceVersion: "42", ready: 3}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(object{})); diff != "" {
 		t.Errorf("transform (-want +got):\n%s", diff)
 	}
 	again, err := tf(got)
 	if err != nil || again != got {
 		t.Errorf("transform of a transformed object = %v, %v; want it unchanged", again, err)
+	}
+	// client-go's key function reads the identity through meta.Accessor.
+	if key, err := cache.MetaNamespaceKeyFunc(got); err != nil || key != "a/pool" {
+		t.Errorf("MetaNamespaceKeyFunc = %q, %v; want a/pool", key, err)
 	}
 }
 
@@ -253,4 +263,50 @@ func BenchmarkLookup(b *testing.B) {
 			b.Fatalf("Ready = %d", got.Ready)
 		}
 	}
+}
+
+// BenchmarkMemory10000 reports the live heap the Cluster holds for 10,000 ScaledObjects and
+// their 10,000 Deployments (the fake client's own copies excluded): the transformed cache
+// entries and the lookup tables.
+// Run: go test -run '^$' -bench Memory -benchtime 1x ./scaler/kube/
+func BenchmarkMemory10000(b *testing.B) {
+	const n = 10000
+	objs := make([]runtime.Object, 0, 2*n)
+	for i := range n {
+		ns, name := fmt.Sprintf("team-%03d", i%100), fmt.Sprintf("pool-%05d", i)
+		objs = append(objs, newScaledObject(ns, name, map[string]any{
+			"scaleTargetRef": map[string]any{"name": name}, "minReplicaCount": int64(1), "maxReplicaCount": int64(8),
+		}), deployment(ns, name, 3))
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+	objs = nil
+	before := liveHeap()
+	c, err := NewForClient(dyn, DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if err := c.WaitForSync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if got, _ := c.Lookup("team-042", "pool-09942"); got.Ready != 3 {
+		b.Fatalf("Lookup = %+v", got)
+	}
+	held := liveHeap() - before
+	for b.Loop() {
+	}
+	goruntime.KeepAlive(c)
+	b.ReportMetric(float64(held)/(1<<20), "live-heap-MiB")
+	b.ReportMetric(float64(held)/(2*n), "B/object")
+}
+
+func liveHeap() uint64 {
+	goruntime.GC()
+	goruntime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
