@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config configures the scaler process (cmd/scaler's flags; the Helm chart's
@@ -36,6 +38,15 @@ type Config struct {
 	NamespaceLabel string
 	// PodLabel is the series label carrying the pod name. Default "pod".
 	PodLabel string
+	// WatchNamespace confines the scaler to one Kubernetes namespace: the
+	// informers list and watch ScaledObjects, Deployments and StatefulSets
+	// only there (so a namespaced Role suffices), and an RPC for a
+	// ScaledObject in any other namespace is answered InvalidArgument
+	// naming both namespaces (with or without Kubernetes access), rather
+	// than served from metadata bounds for an object the scaler cannot see.
+	// Default "" (all namespaces, a ClusterRole); otherwise a DNS-1123
+	// label (the Helm chart sets the release namespace).
+	WatchNamespace string
 	// Kubeconfig is a kubeconfig path; empty means in-cluster config when
 	// running in a pod, and no Kubernetes access otherwise (bounds from
 	// metadata, ready replicas from readyQuery).
@@ -115,6 +126,11 @@ func (c Config) Validate() error {
 	for _, l := range []struct{ field, v string }{{"NamespaceLabel", c.NamespaceLabel}, {"PodLabel", c.PodLabel}} {
 		if !model.LegacyValidation.IsValidLabelName(l.v) {
 			errs = append(errs, fmt.Errorf("%s %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", l.field, l.v))
+		}
+	}
+	if c.WatchNamespace != "" {
+		if msgs := validation.IsDNS1123Label(c.WatchNamespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("WatchNamespace %q: must be empty (all namespaces) or a namespace name (DNS-1123 label: %s)", c.WatchNamespace, strings.Join(msgs, "; ")))
 		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"tls pair", func(c *Config) { c.TLSCertFile = "/tls/tls.crt" }, []string{"TLSCertFile and TLSKeyFile: must be set together"}},
 		{"mtls without tls", func(c *Config) { c.TLSClientCAFile = "/tls/ca.crt" }, []string{"TLSClientCAFile: requires TLSCertFile"}},
 		{"object metrics bound", func(c *Config) { c.ObjectMetricsMaxTriggers = -1 }, []string{"ObjectMetricsMaxTriggers -1: must be in [0, 1000000] (0: no bound)"}},
+		{"watch namespace", func(c *Config) { c.WatchNamespace = "Team_A" }, []string{`WatchNamespace "Team_A": must be empty (all namespaces) or a namespace name (DNS-1123 label`}},
 		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel "kubernetes-namespace": must be a label name`}},
 		{
 			"every violation",

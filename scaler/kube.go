@@ -41,7 +41,9 @@ func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.
 		log.Info("no Kubernetes access (no --kubeconfig, not in a pod): bounds from metadata, ready replicas from readyQuery")
 		return nil, nil
 	}
-	cluster, err := kube.New(rc, kube.DefaultConfig(), log)
+	kc := kube.DefaultConfig()
+	kc.Namespace = cfg.WatchNamespace
+	cluster, err := kube.New(rc, kc, log)
 	if err != nil {
 		return nil, err
 	}
@@ -49,9 +51,9 @@ func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.
 	sctx, cancel := context.WithTimeout(ctx, kubeSyncTimeout)
 	defer cancel()
 	if err := cluster.WaitForSync(sctx); err != nil {
-		return nil, fmt.Errorf("Kubernetes informers (ScaledObjects, Deployments, StatefulSets; check RBAC) not synced within %v: %w", kubeSyncTimeout, err)
+		return nil, fmt.Errorf("Kubernetes informers (ScaledObjects, Deployments, StatefulSets in %s; check RBAC) not synced within %v: %w", watchScope(cfg.WatchNamespace), kubeSyncTimeout, err)
 	}
-	log.Info("Kubernetes informers synced")
+	log.Info("Kubernetes informers synced", "watchNamespace", cfg.WatchNamespace)
 	return clusterTargets{cluster}, nil
 }
 
@@ -66,4 +68,12 @@ func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
 		return Target{}, false
 	}
 	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown}, true
+}
+
+// watchScope names what the informers watch, for errors.
+func watchScope(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return fmt.Sprintf("namespace %q", ns)
 }

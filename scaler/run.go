@@ -102,6 +102,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		Defaults:        Defaults{PrometheusAddress: cfg.PrometheusAddress},
 		RefreshInterval: cfg.RefreshInterval,
 		ForgetAfter:     cfg.ForgetAfter,
+		WatchNamespace:  cfg.WatchNamespace,
 	}, signals, targets, log.With("component", "server"), hs)
 	if err != nil {
 		return err

@@ -65,6 +65,10 @@ type ServerConfig struct {
 	// ForgetAfter drops a trigger no RPC has asked about for this long
 	// (deleted ScaledObjects), ≥ RefreshInterval.
 	ForgetAfter time.Duration
+	// WatchNamespace, when set, is the only namespace served (Config's
+	// WatchNamespace): an RPC for a ScaledObject elsewhere is answered
+	// InvalidArgument, never registered.
+	WatchNamespace string
 }
 
 // Server implements KEDA's externalscaler.ExternalScalerServer. RPCs read
@@ -151,6 +155,11 @@ var metadataKeyOf = [NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQ
 func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 	if ref == nil || ref.GetName() == "" || ref.GetNamespace() == "" {
 		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef: name and namespace are required")
+	}
+	if ns := s.cfg.WatchNamespace; ns != "" && ref.GetNamespace() != ns {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"ScaledObject %s/%s: namespace %q is not served: this scaler watches only namespace %q (--watch-namespace)",
+			ref.GetNamespace(), ref.GetName(), ref.GetNamespace(), ns)
 	}
 	name := MetricName(ref.GetNamespace(), ref.GetName(), ref.GetScalerMetadata())
 	now := s.now()

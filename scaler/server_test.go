@@ -94,6 +94,12 @@ type harness struct {
 // newHarness serves a Server over bufconn with KEDA's own client stubs.
 func newHarness(t *testing.T, targets Targets) *harness {
 	t.Helper()
+	return newHarnessIn(t, targets, "")
+}
+
+// newHarnessIn is newHarness for a scaler with --watch-namespace=watchNamespace.
+func newHarnessIn(t *testing.T, targets Targets, watchNamespace string) *harness {
+	t.Helper()
 	h := &harness{clock: &fakeClock{t: t0}, sig: newFakeSignals(), reg: prometheus.NewRegistry()}
 	hs := health.NewServer()
 	var tg Targets
@@ -104,6 +110,7 @@ func newHarness(t *testing.T, targets Targets) *harness {
 		Defaults:        Defaults{PrometheusAddress: "http://prometheus:9090"},
 		RefreshInterval: 5 * time.Second,
 		ForgetAfter:     10 * time.Minute,
+		WatchNamespace:  watchNamespace,
 	}, h.sig, tg, nil, hs)
 	if err != nil {
 		t.Fatal(err)

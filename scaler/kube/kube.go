@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -48,7 +50,9 @@ var ErrNotSynced = errors.New("kube: informer caches not synced")
 
 // Config configures a [Cluster].
 type Config struct {
-	// Namespace limits the watch to one namespace; empty watches all namespaces.
+	// Namespace limits the lists and watches to one namespace (a namespaced Role
+	// suffices); empty watches all namespaces (a ClusterRole). Default "", otherwise a
+	// DNS-1123 label. Lookup reports objects of other namespaces as not found.
 	Namespace string
 	// Resync is the informers' resync period; 0 disables resync. Default 10m, range
 	// 0 or [1m, 24h].
@@ -61,6 +65,11 @@ func DefaultConfig() Config { return Config{Resync: 10 * time.Minute} }
 // Validate returns every violation in c, each naming the field and the accepted range.
 func (c Config) Validate() error {
 	var errs []error
+	if c.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("Namespace %q: must be empty (all namespaces) or a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
 	if c.Resync != 0 && (c.Resync < time.Minute || c.Resync > 24*time.Hour) {
 		errs = append(errs, fmt.Errorf("Resync %v: must be 0 or in [1m, 24h]", c.Resync))
 	}

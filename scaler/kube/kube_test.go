@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -59,8 +60,13 @@ var listKinds = map[schema.GroupVersionResource]string{
 
 func start(t *testing.T, objs ...runtime.Object) env {
 	t.Helper()
+	return startWith(t, DefaultConfig(), objs...)
+}
+
+func startWith(t *testing.T, cfg Config, objs ...runtime.Object) env {
+	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
-	c, err := NewForClient(dyn, DefaultConfig(), nil)
+	c, err := NewForClient(dyn, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +232,64 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Resync: time.Second}).Validate(); err == nil {
 		t.Fatal("Resync 1s accepted, want an error naming Resync")
+	}
+	if err := (Config{Namespace: "team-a"}).Validate(); err != nil {
+		t.Fatalf("Namespace team-a: %v", err)
+	}
+	err := (Config{Namespace: "Team_A"}).Validate()
+	if err == nil || !strings.Contains(err.Error(), `Namespace "Team_A": must be empty (all namespaces) or a DNS-1123 label`) {
+		t.Fatalf("Namespace Team_A: %v, want an error naming Namespace and the accepted form", err)
+	}
+}
+
+// TestWatchNamespace: with Namespace set, every list and watch of the three resources is
+// confined to it (a namespaced Role suffices) and objects elsewhere never reach the caches.
+func TestWatchNamespace(t *testing.T) {
+	so := func(ns string) *unstructured.Unstructured {
+		return newScaledObject(ns, "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}, "maxReplicaCount": int64(6)})
+	}
+	cfg := DefaultConfig()
+	cfg.Namespace = "a"
+	e := startWith(t, cfg, so("a"), deployment("a", "pool", 2), so("b"), deployment("b", "pool", 5))
+	if got, ok := e.c.Lookup("a", "pool"); !ok || got != (Target{Min: 0, Max: 6, Ready: 2, Known: true, ReadyKnown: true}) {
+		t.Errorf("Lookup(a/pool) = %+v, %v; want max 6, ready 2", got, ok)
+	}
+	if got, ok := e.c.Lookup("b", "pool"); ok || got.Problem != "scaledobject b/pool not found" {
+		t.Errorf("Lookup(b/pool) = %+v, %v; want not found (outside the watched namespace)", got, ok)
+	}
+
+	// A ScaledObject created in b, then one in a: once a's reaches the cache, b's would
+	// have too had the watch covered b.
+	ctx := context.Background()
+	other := newScaledObject("b", "late", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}})
+	if _, err := e.dyn.Resource(ScaledObjects).Namespace("b").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mine := newScaledObject("a", "late", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}})
+	if _, err := e.dyn.Resource(ScaledObjects).Namespace("a").Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, ok := e.c.Lookup("a", "late"); return ok })
+	if _, ok := e.c.Lookup("b", "late"); ok {
+		t.Error("Lookup(b/late) found an object outside the watched namespace")
+	}
+
+	seen := map[string]bool{}
+	for _, a := range e.dyn.Actions() {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			continue
+		}
+		if a.GetNamespace() != "a" {
+			t.Errorf("%s %s in namespace %q, want only namespace a", a.GetVerb(), a.GetResource().Resource, a.GetNamespace())
+		}
+		seen[a.GetVerb()+" "+a.GetResource().Resource] = true
+	}
+	want := map[string]bool{}
+	for _, r := range []string{"scaledobjects", "deployments", "statefulsets"} {
+		want["list "+r], want["watch "+r] = true, true
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("list/watch actions (-want +got):\n%s", diff)
 	}
 }
 
