@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
-	"strings"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
