@@ -31,6 +31,9 @@ var (
 	HPAGPUTargets    = []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
 	KEDAQueueTargets = []float64{1, 2, 4, 8, 16, 32, 64}
 	KnativeTargets   = []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
+	// KnativeScaleDownDelays are the scale-down-delay settings swept with
+	// KnativeTargets and min-scale 0 and 1: Knative's default (0) and 5 min.
+	KnativeScaleDownDelays = []time.Duration{0, 5 * time.Minute}
 	// ClairvoyantHeadroom multiplies the oracle's fluid need.
 	ClairvoyantHeadroom = []float64{1, 1.1, 1.25, 1.5, 2}
 	// InferscaleTargetUtilizations (ρ) × InferscaleActivityTargets is the
@@ -161,7 +164,7 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 		case FamilyKEDAQueue:
 			steps += 4 * len(KEDAQueueTargets)
 		case FamilyKnative:
-			steps += len(KnativeTargets)
+			steps += 2 * len(KnativeScaleDownDelays) * len(KnativeTargets)
 		case FamilyStatic:
 			steps += bits(peak*2 + 1)
 		}
@@ -223,8 +226,12 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 			c.Best = append(c.Best, sweep(ps))
 		case FamilyKnative:
 			var ps []Policy
-			for _, v := range KnativeTargets {
-				ps = append(ps, KnativePolicy(v, cfg))
+			for _, d := range KnativeScaleDownDelays {
+				for _, m := range []int{0, 1} {
+					for _, v := range KnativeTargets {
+						ps = append(ps, KnativePolicy(v, m, d, cfg))
+					}
+				}
 			}
 			c.Best = append(c.Best, sweep(ps))
 		case FamilyStatic:

@@ -158,72 +158,131 @@ func (c *kedaQueueCtl) Desired(s Signals) int {
 	return c.keda.step(s.Now, s.Current, func() bool { return m > 0 }, step)
 }
 
-// knativeCtl is Knative Serving's KPA decider (pkg/autoscaler/scaling,
-// autoscaler.go): target concurrency per pod = utilisation × slots; stable
-// window 60 s, panic window 6 s (10 %), panic threshold 200 %; in panic the
-// count never falls; scale-down at most ÷2 per decision
-// (max-scale-down-rate 2), scale-up at most ×1000; decisions every 2 s;
-// scale to zero after the stable window plus a 30 s grace with no traffic.
-// The activator buffers requests at zero, so demand is seen at zero too.
+// knativeCtl is Knative Serving's KPA: the decider of
+// knative/serving pkg/autoscaler/scaling/autoscaler.go (autoscaler.Scale)
+// followed by the KPA scaler's scale-to-zero handling
+// (pkg/reconciler/autoscaling/kpa/scaler.go), with the defaults of
+// config-autoscaler except the swept target, min-scale and
+// scale-down-delay. Every 2 s (tick-interval):
+//
+//	readyPodsCount = max(1, ready)          (pods still starting do not count)
+//	maxScaleUp     = ⌈1000 × readyPodsCount⌉ (max-scale-up-rate 1000)
+//	maxScaleDown   = ⌊readyPodsCount / 2⌋    (max-scale-down-rate 2)
+//	dspc = ⌈stable/target⌉, dppc = ⌈panic/target⌉, each clamped to
+//	        [maxScaleDown, maxScaleUp]
+//	panic starts, or is extended, while dppc/readyPodsCount ≥ 2
+//	        (panic-threshold 200 %) and ends once it is not and the last
+//	        time it was is more than one stable window (60 s) ago;
+//	in panic desired = maxPanicPods = the largest max(dspc, dppc) since
+//	        panic began (maxPanicPods starts at 0 and is reset to 0 on exit)
+//	with scale-down-delay D > 0, desired = the largest desired of the last D
+//	        (autoscaler.go's delayWindow, a max over a time window)
+//
+// stable and panic are the pool's concurrency (requests waiting or in
+// service, as queue-proxies and the activator report them) averaged over
+// 60 s and 6 s (stable-window, panic-window-percentage 10 %). Desired 0 is
+// applied only after 30 s (scale-to-zero-grace-period) with none in
+// either window; min-scale bounds it from below. A lower desired count is
+// applied at once (the Deployment deletes pods still starting first), so a
+// replica cancelled while starting and asked for again starts cold again:
+// that is Knative's behaviour with scale-down-delay 0, the default, and why
+// the sweep also runs scale-down-delay 5 min (the knob Knative documents
+// for slow-starting revisions, the counterpart of the HPA's 300 s
+// scale-down stabilisation).
+//
+// One deviation, for the simulation only: the run starts mid-stream with a
+// warm pool but no request in flight, so the first minute's windows read
+// the pool filling up rather than the trace's steady level; the decider
+// does not scale down until one stable window (60 s) has passed, as a
+// revision with a full window of history would not.
 type knativeCtl struct {
-	target     float64
-	panicUntil time.Duration
-	inPanic    bool
-	maxPanic   int
-	idleSince  time.Duration
-	idle       bool
-	max        int
+	target    float64
+	minScale  int
+	delay     time.Duration
+	panicTime time.Duration
+	inPanic   bool
+	maxPanic  int
+	idleSince time.Duration
+	idle      bool
+	max       int
+	window    []knDesired // desired counts of the last delay, max first
 }
 
-// KnativePolicy returns Knative's KPA at the given target utilisation of
-// the replica's slots.
-func KnativePolicy(util float64, cfg PoolConfig) Policy {
-	return Policy{Name: "knative", Setting: fmt.Sprintf("target %.0f%% of %d slots", util*100, cfg.Slots), New: func() Controller {
-		return &knativeCtl{target: util * float64(cfg.Slots), max: cfg.MaxReplicas}
+type knDesired struct {
+	at time.Duration
+	n  int
+}
+
+// Knative's defaults (config-autoscaler) that the replay holds fixed.
+const (
+	knativeStableWindow   = 60 * time.Second
+	knativeTick           = 2 * time.Second
+	knativeGrace          = 30 * time.Second
+	knativePanicThreshold = 2.0
+	knativeMaxScaleUp     = 1000.0
+	knativeMaxScaleDown   = 2.0
+)
+
+// KnativePolicy returns Knative's KPA at target utilisation util of the
+// replica's slots (target = util × slots concurrent requests per pod),
+// with min-scale minScale (0 or more) and scale-down-delay delay (0
+// disables it).
+func KnativePolicy(util float64, minScale int, delay time.Duration, cfg PoolConfig) Policy {
+	return Policy{Name: "knative", Setting: fmt.Sprintf("target %.0f%% of %d slots, min %d, delay %v", util*100, cfg.Slots, minScale, delay), New: func() Controller {
+		return &knativeCtl{target: util * float64(cfg.Slots), minScale: minScale, delay: delay, max: cfg.MaxReplicas}
 	}}
 }
 
-func (c *knativeCtl) Interval() time.Duration { return 2 * time.Second }
+func (c *knativeCtl) Interval() time.Duration { return knativeTick }
 
 func (c *knativeCtl) Desired(s Signals) int {
-	ready := max(1, s.Ready)
-	dspc := int(math.Ceil(s.Concurrency60s/c.target - 1e-9))
-	dppc := int(math.Ceil(s.Concurrency6s/c.target - 1e-9))
-	maxUp := int(math.Ceil(1000 * float64(ready)))
-	maxDown := int(math.Floor(float64(ready) / 2))
-	if s.Current == 0 {
-		maxDown = 0
+	ready := float64(max(1, s.Ready))
+	maxUp := math.Ceil(knativeMaxScaleUp * ready)
+	maxDown := 0.0
+	if s.Current > 0 { // Reachable: a revision scaled to zero is not.
+		maxDown = math.Floor(ready / knativeMaxScaleDown)
 	}
-	dspc = max(maxDown, min(maxUp, dspc))
-	dppc = max(maxDown, min(maxUp, dppc))
-	over := float64(dppc)/float64(ready) >= 2.0
+	dspc := math.Ceil(s.Concurrency60s/c.target - 1e-9)
+	dppc := math.Ceil(s.Concurrency6s/c.target - 1e-9)
+	stable := int(math.Min(math.Max(dspc, maxDown), maxUp))
+	panicN := int(math.Min(math.Max(dppc, maxDown), maxUp))
+	over := dppc/ready >= knativePanicThreshold
 	switch {
 	case over:
-		if !c.inPanic {
-			c.maxPanic = s.Current
-		}
-		c.inPanic, c.panicUntil = true, s.Now+60*time.Second
-	case c.inPanic && s.Now >= c.panicUntil:
-		c.inPanic = false
+		c.inPanic, c.panicTime = true, s.Now
+	case c.inPanic && s.Now > c.panicTime+knativeStableWindow:
+		c.inPanic, c.maxPanic = false, 0
 	}
-	d := dspc
+	d := stable
 	if c.inPanic {
-		c.maxPanic = max(c.maxPanic, dppc)
+		c.maxPanic = max(c.maxPanic, stable, panicN)
 		d = c.maxPanic
 	}
-	// Scale to zero: only after a stable window of no traffic plus grace.
-	if s.Concurrency60s == 0 && s.Concurrency6s == 0 {
+	if c.delay > 0 {
+		for len(c.window) > 0 && c.window[len(c.window)-1].n <= d {
+			c.window = c.window[:len(c.window)-1]
+		}
+		c.window = append(c.window, knDesired{at: s.Now, n: d})
+		for c.window[0].at <= s.Now-c.delay {
+			c.window = c.window[1:]
+		}
+		d = c.window[0].n
+	}
+	if s.Now < knativeStableWindow {
+		d = max(d, s.Current)
+	}
+	// Scale to zero only after the grace period with no traffic.
+	if d == 0 {
 		if !c.idle {
 			c.idle, c.idleSince = true, s.Now
 		}
-		if s.Now-c.idleSince < 30*time.Second {
-			d = max(d, min(s.Current, 1))
+		if s.Now-c.idleSince < knativeGrace {
+			d = min(s.Current, 1)
 		}
 	} else {
 		c.idle = false
-		d = max(d, 1)
 	}
-	return min(d, c.max)
+	return min(max(d, c.minScale), c.max)
 }
 
 // staticCtl holds a fixed count.

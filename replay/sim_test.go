@@ -149,17 +149,108 @@ func TestKEDAActivationAndCooldown(t *testing.T) {
 
 func TestKnativePanicNeverScalesDown(t *testing.T) {
 	c := &knativeCtl{target: 0.7 * 4, max: 100}
-	// Ready 2, 6 s concurrency 20: 20/2.8 → 8 pods ≥ 2 × 2: panic, 8.
-	if got := c.Desired(Signals{Now: 0, Concurrency6s: 20, Concurrency60s: 2, Ready: 2, Current: 2}); got != 8 {
+	// Ready 2, 6 s concurrency 20: ⌈20/2.8⌉ = 8 pods, 8/2 ≥ 2: panic, 8.
+	if got := c.Desired(Signals{Now: 60 * time.Second, Concurrency6s: 20, Concurrency60s: 2, Ready: 2, Current: 2}); got != 8 {
 		t.Errorf("panic answer %d, want 8", got)
 	}
 	// Burst gone but still within 60 s of panic: stays at 8.
-	if got := c.Desired(Signals{Now: 30 * time.Second, Concurrency6s: 1, Concurrency60s: 3, Ready: 8, Current: 8}); got != 8 {
+	if got := c.Desired(Signals{Now: 90 * time.Second, Concurrency6s: 1, Concurrency60s: 3, Ready: 8, Current: 8}); got != 8 {
 		t.Errorf("in panic %d, want 8", got)
 	}
-	// Out of panic: stable 3/2.8 → 2, but at most ÷2 per step: 4.
-	if got := c.Desired(Signals{Now: 62 * time.Second, Concurrency6s: 1, Concurrency60s: 3, Ready: 8, Current: 8}); got != 4 {
+	// Exactly 60 s after the last panic tick Knative still panics
+	// (panicTime.Add(StableWindow).Before(now) is false).
+	if got := c.Desired(Signals{Now: 120 * time.Second, Concurrency6s: 1, Concurrency60s: 3, Ready: 8, Current: 8}); got != 8 {
+		t.Errorf("at 60 s after panic %d, want 8", got)
+	}
+	// Out of panic: stable ⌈3/2.8⌉ = 2, but at most ÷2 per step: 4.
+	if got := c.Desired(Signals{Now: 122 * time.Second, Concurrency6s: 1, Concurrency60s: 3, Ready: 8, Current: 8}); got != 4 {
 		t.Errorf("after panic %d, want 4 (÷2 bound)", got)
+	}
+}
+
+func TestKnativeDecider(t *testing.T) {
+	min := time.Minute
+	tests := []struct {
+		name     string
+		minScale int
+		delay    time.Duration
+		steps    []Signals
+		want     []int
+	}{{
+		// Pods still starting do not count: ready 1 bounds the scale-down
+		// to ⌊1/2⌋ = 0, so 10 requested pods fall to ⌈2/2.8⌉ = 1.
+		name:  "starting pods not protected",
+		steps: []Signals{{Now: min, Concurrency6s: 2, Concurrency60s: 2, Ready: 1, Current: 10}},
+		want:  []int{1},
+	}, {
+		// The first stable window only scales up (the run starts warm
+		// with nothing in flight).
+		name:  "warm start holds",
+		steps: []Signals{{Now: 2 * time.Second, Concurrency6s: 1, Concurrency60s: 1, Ready: 10, Current: 10}, {Now: 60 * time.Second, Concurrency6s: 1, Concurrency60s: 1, Ready: 10, Current: 10}},
+		want:  []int{10, 5},
+	}, {
+		// scale-down-delay 60 s: the largest desired of the last minute.
+		name:  "scale-down delay",
+		delay: time.Minute,
+		steps: []Signals{
+			{Now: 60 * time.Second, Concurrency6s: 14, Concurrency60s: 14, Ready: 5, Current: 5},
+			{Now: 62 * time.Second, Concurrency6s: 3, Concurrency60s: 3, Ready: 5, Current: 5},
+			{Now: 118 * time.Second, Concurrency6s: 3, Concurrency60s: 3, Ready: 5, Current: 5},
+			{Now: 120 * time.Second, Concurrency6s: 3, Concurrency60s: 3, Ready: 5, Current: 5},
+		},
+		want: []int{5, 5, 5, 2},
+	}, {
+		// Scale to zero after 30 s of desired 0; min-scale 1 never does.
+		name: "scale to zero grace",
+		steps: []Signals{
+			{Now: 100 * time.Second, Ready: 1, Current: 1},
+			{Now: 128 * time.Second, Ready: 1, Current: 1},
+			{Now: 130 * time.Second, Ready: 1, Current: 1},
+		},
+		want: []int{1, 1, 0},
+	}, {
+		name:     "min-scale 1",
+		minScale: 1,
+		steps:    []Signals{{Now: 100 * time.Second, Ready: 1, Current: 1}, {Now: 200 * time.Second, Ready: 1, Current: 1}},
+		want:     []int{1, 1},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := KnativePolicy(0.7, tt.minScale, tt.delay, testPool(4)).New()
+			var got []int
+			for _, s := range tt.steps {
+				got = append(got, c.Desired(s))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKnativeSteadyStreamNoFlapping replays one hour of a constant stream
+// (2 req/s of 10 s each: 20 in flight) on a warm pool with a 60 s cold
+// start. Knative at target 70 % of 4 slots wants ⌈20/2.8⌉ = 8 pods and
+// must hold them: a handful of scale events, no cold start beyond that.
+// Before the decider let its first stable window fill, the partial window
+// of a pool with nothing yet in flight cut the warm pool to 1, the queue
+// grew through a 60 s cold start and panic overshot.
+func TestKnativeSteadyStreamNoFlapping(t *testing.T) {
+	cfg := testPool(4)
+	cfg.ColdStart = time.Minute
+	var w Workload
+	for i := range 7200 {
+		w.ArrivalS = append(w.ArrivalS, float64(i)/2)
+		w.ServiceS = append(w.ServiceS, 10)
+	}
+	for _, delay := range KnativeScaleDownDelays {
+		r := simulateRequests(cfg, &w, KnativePolicy(0.7, 0, delay, cfg).New(), defaultRunOptions(w.DurationS(), 8))
+		if r.ScaleEvents > 3 || r.ColdStarts > 2 {
+			t.Errorf("delay %v: %d scale events, %d cold starts in 1 h; want ≤ 3 and ≤ 2", delay, r.ScaleEvents, r.ColdStarts)
+		}
+		if r.Attainment() < 0.999 {
+			t.Errorf("delay %v: SLO attainment %.4f, want ≥ 0.999", delay, r.Attainment())
+		}
 	}
 }
 
