@@ -24,18 +24,25 @@ import (
 )
 
 // Exact RBAC of the chart. The scaler reads ScaledObjects (bounds, scale target) and the scale
-// targets (ready replicas) — a ClusterRole, because its informers watch every namespace — and
-// records events in its namespace; the residency sidecar only records events. Anything more (a
-// write verb, another resource, a second ClusterRole) fails the test.
+// targets (ready replicas) and records events in its namespace: by default all in one Role, as
+// its informers watch only the release namespace (--watch-namespace); with
+// scaler.watchAllNamespaces the read rules are a ClusterRole and the Role keeps only events.
+// The residency sidecar only records events. Anything more (a write verb, another resource, a
+// ClusterRole by default, a second one when shared) fails the test.
 var (
-	wantScalerClusterRules = []rbacv1.PolicyRule{
+	wantScalerReadRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"keda.sh"}, Resources: []string{"scaledobjects"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list", "watch"}},
 	}
-	wantScalerRules = []rbacv1.PolicyRule{
+	wantScalerEventRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
-	wantPoolRules = []rbacv1.PolicyRule{
+	// Default (one scaler per namespace): one Role with every rule, no ClusterRole.
+	wantScalerRules = slices.Concat(wantScalerReadRules, wantScalerEventRules)
+	// Shared scaler: the read rules cluster-wide, events in the release namespace.
+	wantSharedScalerClusterRules = wantScalerReadRules
+	wantSharedScalerRules        = wantScalerEventRules
+	wantPoolRules                = []rbacv1.PolicyRule{
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 )
@@ -243,14 +250,23 @@ func TestRBACExact(t *testing.T) {
 	for _, rc := range renderCases {
 		t.Run(rc.name, func(t *testing.T) {
 			o := renderObjects(t, rc)
-			if diff := cmp.Diff(wantScalerRules, o.roles[scalerName].Rules); diff != "" {
+			wantRules, wantClusterRoles, wantClusterBinds := wantScalerRules, []string(nil), []string(nil)
+			if rc.sharedScaler {
+				wantRules, wantClusterRoles, wantClusterBinds = wantSharedScalerRules, []string{scalerClusterRole}, []string{scalerClusterRole}
+			}
+			if diff := cmp.Diff(wantRules, o.roles[scalerName].Rules); diff != "" {
 				t.Errorf("scaler Role rules (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{scalerClusterRole}, slices.Sorted(mapKeys(o.clusterRoles))); diff != "" {
+			if diff := cmp.Diff(wantClusterRoles, slices.Sorted(mapKeys(o.clusterRoles))); diff != "" {
 				t.Fatalf("ClusterRoles (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(wantScalerClusterRules, o.clusterRoles[scalerClusterRole].Rules); diff != "" {
-				t.Errorf("scaler ClusterRole rules (-want +got):\n%s", diff)
+			if diff := cmp.Diff(wantClusterBinds, slices.Sorted(mapKeys(o.clusterBinds))); diff != "" {
+				t.Fatalf("ClusterRoleBindings (-want +got):\n%s", diff)
+			}
+			if rc.sharedScaler {
+				if diff := cmp.Diff(wantSharedScalerClusterRules, o.clusterRoles[scalerClusterRole].Rules); diff != "" {
+					t.Errorf("scaler ClusterRole rules (-want +got):\n%s", diff)
+				}
 			}
 			for _, b := range o.clusterBinds {
 				want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: scalerName, Namespace: namespace}}
@@ -421,6 +437,20 @@ func TestScalerDeployment(t *testing.T) {
 			}
 			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 				t.Errorf("scaler resources %+v: want a CPU request and a memory limit", c.Resources)
+			}
+			// The informers watch what the RBAC allows: the release namespace, or every
+			// namespace with a ClusterRole (TestRBACExact).
+			if wantNS := map[bool]string{false: namespace, true: ""}[rc.sharedScaler]; cfg.WatchNamespace != wantNS {
+				t.Errorf("scaler --watch-namespace %q, want %q", cfg.WatchNamespace, wantNS)
+			}
+			// GOMEMLIMIT is the Go runtime's soft limit; the binary's mapped pages (≈ 20 MiB
+			// RSS, docs/scaler.md) come on top, so it must leave that much under the limit.
+			gml, err := goMemLimit(c.Env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if limit := c.Resources.Limits.Memory().Value(); gml <= 0 || gml > limit-20<<20 {
+				t.Errorf("scaler GOMEMLIMIT %d bytes with a %d-byte memory limit: want set and ≤ limit − 20 MiB", gml, limit)
 			}
 			rp := c.ReadinessProbe
 			tls := cfg.TLSCertFile != ""
@@ -661,4 +691,27 @@ func TestScrapeTargets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goMemLimit reads the GOMEMLIMIT of a container's env in bytes (Go's syntax: a number with an
+// optional B, KiB, MiB, GiB or TiB suffix); 0 when it is not set.
+func goMemLimit(env []corev1.EnvVar) (int64, error) {
+	i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+	if i < 0 {
+		return 0, nil
+	}
+	v := env[i].Value
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}, {"", 0}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("GOMEMLIMIT %q: want a number with an optional B, KiB, MiB, GiB or TiB suffix", v)
+			}
+			return x << u.shift, nil
+		}
+	}
+	return 0, nil
 }

@@ -45,6 +45,8 @@ var kubeVersion = chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "
 type renderCase struct {
 	name  string
 	files []string
+	// sharedScaler: the case sets scaler.watchAllNamespaces (ClusterRole, no --watch-namespace).
+	sharedScaler bool
 }
 
 var renderCases = []renderCase{
@@ -53,6 +55,7 @@ var renderCases = []renderCase{
 	{name: "vllm-example", files: []string{"examples/vllm-llama.yaml"}},
 	{name: "tls", files: []string{"testdata/tls.yaml"}},
 	{name: "monitoring", files: []string{"testdata/monitoring.yaml"}},
+	{name: "shared-scaler", files: []string{"testdata/shared-scaler.yaml"}, sharedScaler: true},
 }
 
 // readValues reads and merges values files, later files winning.
@@ -292,27 +295,27 @@ func TestRenderedKinds(t *testing.T) {
 	}{
 		{rc: renderCases[0], want: []string{
 			"Deployment/rel-inferscale-scaler", "PodDisruptionBudget/rel-inferscale-scaler",
-			"Pod/rel-inferscale-scaler-test-health", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
+			"Pod/rel-inferscale-scaler-test-health", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
 			"Service/rel-inferscale-scaler", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[1], want: []string{
 			"ConfigMap/rel-inferscale-embed-catalog", "Deployment/rel-inferscale-embed", "Deployment/rel-inferscale-scaler",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-embed", "Service/rel-inferscale-embed", "Service/rel-inferscale-scaler",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[2], want: []string{
 			"Deployment/rel-inferscale-llama", "Deployment/rel-inferscale-scaler",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-llama", "Service/rel-inferscale-llama", "Service/rel-inferscale-scaler",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
 		}},
 		{rc: renderCases[3], want: []string{
 			"ConfigMap/rel-inferscale-small-catalog", "Deployment/rel-inferscale-scaler", "Deployment/rel-inferscale-small",
 			"PodDisruptionBudget/rel-inferscale-scaler", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-small", "Secret/rel-inferscale-scaler-client-tls", "Secret/rel-inferscale-scaler-tls",
 			"Service/rel-inferscale-scaler", "Service/rel-inferscale-small",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler",
@@ -323,10 +326,15 @@ func TestRenderedKinds(t *testing.T) {
 			"Deployment/rel-inferscale-chat", "Deployment/rel-inferscale-scaler", "Deployment/rel-inferscale-tail",
 			"PodDisruptionBudget/rel-inferscale-scaler", "PodMonitor/rel-inferscale-chat", "PodMonitor/rel-inferscale-scaler",
 			"PodMonitor/rel-inferscale-tail", "Pod/rel-inferscale-scaler-test-health",
-			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
+			"Role/rel-inferscale-pool", "Role/rel-inferscale-scaler", "RoleBinding/rel-inferscale-pool", "RoleBinding/rel-inferscale-scaler",
 			"ScaledObject/rel-inferscale-chat", "ScaledObject/rel-inferscale-tail",
 			"Service/rel-inferscale-chat", "Service/rel-inferscale-scaler", "Service/rel-inferscale-tail",
 			"ServiceAccount/rel-inferscale-pool", "ServiceAccount/rel-inferscale-scaler", "ServiceMonitor/rel-inferscale-scaler",
+		}},
+		{rc: renderCases[5], want: []string{
+			"Deployment/rel-inferscale-scaler", "PodDisruptionBudget/rel-inferscale-scaler",
+			"Pod/rel-inferscale-scaler-test-health", "Role/rel-inferscale-scaler", "ClusterRole/team-a-rel-inferscale-scaler", "ClusterRoleBinding/team-a-rel-inferscale-scaler", "RoleBinding/rel-inferscale-scaler",
+			"Service/rel-inferscale-scaler", "ServiceAccount/rel-inferscale-scaler",
 		}},
 	}
 	for _, tt := range tests {

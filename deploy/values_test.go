@@ -55,6 +55,9 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		want := scaler.DefaultConfig()
 		// Deliberate difference: the Go default has no Prometheus; in a cluster the chart names one.
 		want.PrometheusAddress = chartProm
+		// Deliberate difference: the Go default watches every namespace; the chart (one
+		// release per inference namespace) confines the scaler to its own.
+		want.WatchNamespace = namespace
 		if diff := cmp.Diff(want, scalerConfig(t, o.deployments[scalerName])); diff != "" {
 			t.Errorf("rendered scaler flags differ from scaler.DefaultConfig() (-want +got):\n%s", diff)
 		}
@@ -233,6 +236,16 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			name: "log level",
 			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"logLevel": "verbose"}}},
 			want: []string{"/scaler/config/logLevel"},
+		},
+		{
+			name: "GOMEMLIMIT not in Go's syntax",
+			give: map[string]any{"scaler": map[string]any{"goMemLimit": "40MB"}},
+			want: []string{"/scaler/goMemLimit"},
+		},
+		{
+			name: "watchAllNamespaces not a boolean",
+			give: map[string]any{"scaler": map[string]any{"watchAllNamespaces": "yes"}},
+			want: []string{"/scaler/watchAllNamespaces"},
 		},
 		{
 			name: "misspelt top-level key",

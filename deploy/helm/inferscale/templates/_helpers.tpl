@@ -68,6 +68,17 @@ app.kubernetes.io/component: scaler
 {{- end }}
 {{- end }}
 
+{{/* The scaler's read rules: ScaledObjects (bounds, scale target) and the scale targets
+(ready replicas). A Role with --watch-namespace, a ClusterRole with scaler.watchAllNamespaces. */}}
+{{- define "inferscale.scaler.readRules" -}}
+- apiGroups: ["keda.sh"]
+  resources: ["scaledobjects"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+
 {{/* Cluster-scoped names must be unique across namespaces: prefix the namespace. */}}
 {{- define "inferscale.scaler.clusterRoleName" -}}
 {{- printf "%s-%s" .Release.Namespace (include "inferscale.scaler.fullname" .) | trunc 63 | trimSuffix "-" }}
