@@ -2,7 +2,10 @@ package scaler
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -38,6 +41,49 @@ func TestDocsExamplesParse(t *testing.T) {
 		for _, tr := range so.Spec.Triggers {
 			if _, err := ParseMetadata(tr.Metadata, Defaults{PrometheusAddress: "http://prometheus:9090"}); err != nil {
 				t.Errorf("example %s: %v", so.Metadata.Name, err)
+			}
+		}
+	}
+}
+
+// TestDocsBenchCommands keeps docs/scaler.md's benchmark commands runnable: every
+// `go test … -bench PATTERN … ./pkg/` names a package holding, for each |-alternative of
+// PATTERN, a benchmark it matches (a moved benchmark otherwise runs nothing, silently).
+func TestDocsBenchCommands(t *testing.T) {
+	md, err := os.ReadFile("../docs/scaler.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := regexp.MustCompile(`go test [^\n`+"`"+`]*?-bench '?([^' ]+)'? [^\n`+"`"+`]*?\./([\w/]*?)/?(?:\s|$|`+"`"+`)`).FindAllSubmatch(md, -1)
+	if len(cmds) < 3 {
+		t.Fatalf("found %d -bench commands in docs/scaler.md, want at least 3", len(cmds))
+	}
+	decl := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(`)
+	for _, c := range cmds {
+		pattern, pkg := string(c[1]), string(c[2])
+		files, err := filepath.Glob(filepath.Join("..", pkg, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("-bench %s ./%s: no test files in ./%s (%v)", pattern, pkg, pkg, err)
+			continue
+		}
+		var benches []string
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range decl.FindAllSubmatch(src, -1) {
+				benches = append(benches, string(m[1]))
+			}
+		}
+		for _, alt := range strings.Split(pattern, "|") {
+			re, err := regexp.Compile(alt)
+			if err != nil {
+				t.Errorf("-bench %s: %v", pattern, err)
+				continue
+			}
+			if !slices.ContainsFunc(benches, re.MatchString) {
+				t.Errorf("-bench %s ./%s: %q matches none of %v", pattern, pkg, alt, benches)
 			}
 		}
 	}
