@@ -17,6 +17,11 @@ func TestControlPlane(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := suite.cluster
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs(60)
+		}
+	})
 	res, err := c.kube.Discovery().ServerResourcesForGroupVersion("external.metrics.k8s.io/v1beta1")
 	if err != nil {
 		t.Fatalf("discovery of external.metrics.k8s.io/v1beta1 (served by keda-adapter): %v", err)

@@ -54,6 +54,15 @@ type podRuntime struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	drainTook time.Duration
+	// notReadyInDrain: the sidecar's readiness failed while the pod was
+	// draining, before its processes were stopped.
+	notReadyInDrain atomic.Bool
+}
+
+// drainRecord is what the kubelet saw of one drained pod.
+type drainRecord struct {
+	took     time.Duration
+	notReady bool
 }
 
 // kubelet plays the kubelet for the pool's pods on the fake node: it runs
@@ -77,13 +86,14 @@ type kubelet struct {
 
 	mu      sync.Mutex
 	pods    map[types.UID]*podRuntime
-	started int // pairs ever started
-	drained int // pairs drained and stopped
+	drains  map[string]drainRecord // pod name -> drain
+	started int                    // pairs ever started
+	drained int                    // pairs drained and stopped
 }
 
 func startKubelet(c *cluster, ns, selector string, launcher pairLauncher, prom *promServer, coldStart time.Duration) *kubelet {
 	k := &kubelet{c: c, ns: ns, selector: selector, launcher: launcher, prom: prom, coldStart: coldStart,
-		stopCh: make(chan struct{}), wake: make(chan struct{}, 1), pods: map[types.UID]*podRuntime{}}
+		stopCh: make(chan struct{}), wake: make(chan struct{}, 1), pods: map[types.UID]*podRuntime{}, drains: map[string]drainRecord{}}
 	f := informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	inf := f.Core().V1().Pods()
@@ -212,6 +222,9 @@ func (k *kubelet) run(ctx context.Context, rt *podRuntime, pod *corev1.Pod) {
 				continue
 			}
 			rt.ready.Store(ready)
+			if !ready && rt.stopping.Load() {
+				rt.notReadyInDrain.Store(true)
+			}
 			logf("kubelet: pod %s ready=%v (%.1fs after creation)", rt.name, ready, time.Since(rt.created).Seconds())
 		}
 	}
@@ -234,6 +247,7 @@ func (k *kubelet) terminate(rt *podRuntime) {
 	k.mu.Lock()
 	delete(k.pods, rt.uid)
 	k.drained++
+	k.drains[rt.name] = drainRecord{took: rt.drainTook, notReady: rt.notReadyInDrain.Load()}
 	k.mu.Unlock()
 	logf("kubelet: pod %s drained and stopped in %.1fs", rt.name, rt.drainTook.Seconds())
 	k.confirmDeletion(rt.name, rt.uid)
@@ -399,4 +413,12 @@ func (k *kubelet) drainedCount() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.drained
+}
+
+// drainOf returns what the kubelet saw of a pod's drain, if it was drained.
+func (k *kubelet) drainOf(pod string) (drainRecord, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r, ok := k.drains[pod]
+	return r, ok
 }

@@ -143,6 +143,14 @@ func TestPool(t *testing.T) {
 				return err != nil, describe("pod", victim, "err", err)
 			})
 			env.gw.setRate(p.model, high)
+			d, ok := env.kubelet.drainOf(victim)
+			if !ok {
+				t.Fatalf("pod %s was not drained through its sidecar", victim)
+			}
+			if !d.notReady {
+				t.Errorf("pod %s: sidecar never reported not-ready during its drain", victim)
+			}
+			logf("drain: %s drained in %.1fs, not-ready during drain: %v", victim, d.took.Seconds(), d.notReady)
 			requireNoFailures(t, env)
 		}},
 	}
