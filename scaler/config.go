@@ -96,7 +96,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate returns every violation, each naming the field and the accepted range.
+// Validate returns every violation, each naming the field, its cmd/scaler
+// flag and the accepted range, e.g. "RefreshInterval (--refresh-interval) 0s:
+// must be in [100ms, 10m]".
 func (c Config) Validate() error {
 	var errs []error
 	addr := func(field, v string) {
@@ -104,52 +106,52 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: must be host:port (e.g. \":9090\"): %v", field, v, err))
 		}
 	}
-	addr("Listen", c.Listen)
-	addr("MetricsListen", c.MetricsListen)
+	addr("Listen (--listen)", c.Listen)
+	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
 		if u, err := url.Parse(c.PrometheusAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("PrometheusAddress %q: must be empty or an http:// or https:// URL with a host", c.PrometheusAddress))
+			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host", c.PrometheusAddress))
 		}
 	}
 	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("RefreshInterval %v: must be in [100ms, 10m]", c.RefreshInterval))
+		errs = append(errs, fmt.Errorf("RefreshInterval (--refresh-interval) %v: must be in [100ms, 10m]", c.RefreshInterval))
 	}
 	if c.QueryTimeout < 100*time.Millisecond || c.QueryTimeout > 5*time.Minute {
-		errs = append(errs, fmt.Errorf("QueryTimeout %v: must be in [100ms, 5m]", c.QueryTimeout))
+		errs = append(errs, fmt.Errorf("QueryTimeout (--query-timeout) %v: must be in [100ms, 5m]", c.QueryTimeout))
 	}
 	if c.QueryConcurrency < 1 || c.QueryConcurrency > 256 {
-		errs = append(errs, fmt.Errorf("QueryConcurrency %d: must be in [1, 256]", c.QueryConcurrency))
+		errs = append(errs, fmt.Errorf("QueryConcurrency (--query-concurrency) %d: must be in [1, 256]", c.QueryConcurrency))
 	}
 	if c.ForgetAfter < c.RefreshInterval {
-		errs = append(errs, fmt.Errorf("ForgetAfter %v: must be ≥ RefreshInterval (%v)", c.ForgetAfter, c.RefreshInterval))
+		errs = append(errs, fmt.Errorf("ForgetAfter (--forget-after) %v: must be ≥ RefreshInterval (--refresh-interval, %v)", c.ForgetAfter, c.RefreshInterval))
 	}
-	for _, l := range []struct{ field, v string }{{"NamespaceLabel", c.NamespaceLabel}, {"PodLabel", c.PodLabel}} {
+	for _, l := range []struct{ field, v string }{{"NamespaceLabel (--namespace-label)", c.NamespaceLabel}, {"PodLabel (--pod-label)", c.PodLabel}} {
 		if !model.LegacyValidation.IsValidLabelName(l.v) {
 			errs = append(errs, fmt.Errorf("%s %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", l.field, l.v))
 		}
 	}
 	if c.WatchNamespace != "" {
 		if msgs := validation.IsDNS1123Label(c.WatchNamespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("WatchNamespace %q: must be empty (all namespaces) or a namespace name (DNS-1123 label: %s)", c.WatchNamespace, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("WatchNamespace (--watch-namespace) %q: must be empty (all namespaces) or a namespace name (DNS-1123 label: %s)", c.WatchNamespace, strings.Join(msgs, "; ")))
 		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		errs = append(errs, fmt.Errorf("TLSCertFile and TLSKeyFile: must be set together (got cert %q, key %q)", c.TLSCertFile, c.TLSKeyFile))
+		errs = append(errs, fmt.Errorf("TLSCertFile (--tls-cert-file) and TLSKeyFile (--tls-key-file): must be set together (got cert %q, key %q)", c.TLSCertFile, c.TLSKeyFile))
 	}
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
-		errs = append(errs, errors.New("TLSClientCAFile: requires TLSCertFile and TLSKeyFile (mTLS is TLS with client certificates)"))
+		errs = append(errs, errors.New("TLSClientCAFile (--tls-client-ca-file): requires TLSCertFile and TLSKeyFile (mTLS is TLS with client certificates)"))
 	}
 	if c.GracefulStopTimeout < 0 || c.GracefulStopTimeout > 5*time.Minute {
-		errs = append(errs, fmt.Errorf("GracefulStopTimeout %v: must be in [0s, 5m]", c.GracefulStopTimeout))
+		errs = append(errs, fmt.Errorf("GracefulStopTimeout (--graceful-stop-timeout) %v: must be in [0s, 5m]", c.GracefulStopTimeout))
 	}
 	if c.ObjectMetricsMaxTriggers < 0 || c.ObjectMetricsMaxTriggers > 1000000 {
-		errs = append(errs, fmt.Errorf("ObjectMetricsMaxTriggers %d: must be in [0, 1000000] (0: no bound)", c.ObjectMetricsMaxTriggers))
+		errs = append(errs, fmt.Errorf("ObjectMetricsMaxTriggers (--object-metrics-max-triggers) %d: must be in [0, 1000000] (0: no bound)", c.ObjectMetricsMaxTriggers))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
-		errs = append(errs, fmt.Errorf("LogFormat %q: must be json or text", c.LogFormat))
+		errs = append(errs, fmt.Errorf("LogFormat (--log-format) %q: must be json or text", c.LogFormat))
 	}
 	return errors.Join(errs...)
 }
@@ -165,5 +167,5 @@ func parseLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("LogLevel %q: must be one of debug, info, warn, error", s)
+	return 0, fmt.Errorf("LogLevel (--log-level) %q: must be one of debug, info, warn, error", s)
 }

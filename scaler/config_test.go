@@ -18,20 +18,20 @@ func TestConfigValidate(t *testing.T) {
 		give func(*Config)
 		want []string
 	}{
-		{"listen", func(c *Config) { c.Listen = "9090" }, []string{`Listen "9090": must be host:port`}},
-		{"refresh", func(c *Config) { c.RefreshInterval = 0 }, []string{"RefreshInterval 0s: must be in [100ms, 10m]"}},
+		{"listen", func(c *Config) { c.Listen = "9090" }, []string{`Listen (--listen) "9090": must be host:port`}},
+		{"refresh", func(c *Config) { c.RefreshInterval = 0 }, []string{"RefreshInterval (--refresh-interval) 0s: must be in [100ms, 10m]"}},
 		{"prometheus", func(c *Config) { c.PrometheusAddress = "prometheus:9090" }, []string{"PrometheusAddress"}},
-		{"tls pair", func(c *Config) { c.TLSCertFile = "/tls/tls.crt" }, []string{"TLSCertFile and TLSKeyFile: must be set together"}},
-		{"mtls without tls", func(c *Config) { c.TLSClientCAFile = "/tls/ca.crt" }, []string{"TLSClientCAFile: requires TLSCertFile"}},
-		{"object metrics bound", func(c *Config) { c.ObjectMetricsMaxTriggers = -1 }, []string{"ObjectMetricsMaxTriggers -1: must be in [0, 1000000] (0: no bound)"}},
-		{"watch namespace", func(c *Config) { c.WatchNamespace = "Team_A" }, []string{`WatchNamespace "Team_A": must be empty (all namespaces) or a namespace name (DNS-1123 label`}},
-		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel "kubernetes-namespace": must be a label name`}},
+		{"tls pair", func(c *Config) { c.TLSCertFile = "/tls/tls.crt" }, []string{"TLSCertFile (--tls-cert-file) and TLSKeyFile (--tls-key-file): must be set together"}},
+		{"mtls without tls", func(c *Config) { c.TLSClientCAFile = "/tls/ca.crt" }, []string{"TLSClientCAFile (--tls-client-ca-file): requires TLSCertFile"}},
+		{"object metrics bound", func(c *Config) { c.ObjectMetricsMaxTriggers = -1 }, []string{"ObjectMetricsMaxTriggers (--object-metrics-max-triggers) -1: must be in [0, 1000000] (0: no bound)"}},
+		{"watch namespace", func(c *Config) { c.WatchNamespace = "Team_A" }, []string{`WatchNamespace (--watch-namespace) "Team_A": must be empty (all namespaces) or a namespace name (DNS-1123 label`}},
+		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel (--namespace-label) "kubernetes-namespace": must be a label name`}},
 		{
 			"every violation",
 			func(c *Config) {
 				c.QueryConcurrency, c.ForgetAfter, c.LogLevel, c.LogFormat, c.GracefulStopTimeout = 0, time.Second, "loud", "xml", -time.Second
 			},
-			[]string{"QueryConcurrency 0: must be in [1, 256]", "ForgetAfter 1s: must be ≥ RefreshInterval", `LogLevel "loud"`, `LogFormat "xml"`, "GracefulStopTimeout -1s"},
+			[]string{"QueryConcurrency (--query-concurrency) 0: must be in [1, 256]", "ForgetAfter (--forget-after) 1s: must be ≥ RefreshInterval", `LogLevel (--log-level) "loud"`, `LogFormat (--log-format) "xml"`, "GracefulStopTimeout (--graceful-stop-timeout) -1s"},
 		},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,10 +29,38 @@ func TestFlagsFillConfig(t *testing.T) {
 	}
 }
 
+// TestValidationNamesRealFlags checks that every flag a Config.Validate
+// error names, "Field (--flag)", is one cmd/scaler defines.
+func TestValidationNamesRealFlags(t *testing.T) {
+	c := scaler.DefaultConfig()
+	c.Listen, c.MetricsListen, c.PrometheusAddress = "x", "y", "prometheus:9090"
+	c.RefreshInterval, c.QueryTimeout, c.QueryConcurrency, c.ForgetAfter = 0, 0, 0, -1
+	c.NamespaceLabel, c.PodLabel, c.WatchNamespace = "a-b", "c-d", "Team_A"
+	c.TLSCertFile, c.TLSClientCAFile = "/c", "/ca"
+	c.GracefulStopTimeout, c.ObjectMetricsMaxTriggers, c.LogLevel, c.LogFormat = -1, -1, "loud", "xml"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil")
+	}
+	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
+	cfg := scaler.DefaultConfig()
+	flags(fs, &cfg)
+	named := regexp.MustCompile(`\(--([a-z-]+)[,)]`).FindAllStringSubmatch(err.Error(), -1)
+	lines := strings.Split(err.Error(), "\n")
+	if len(named) < len(lines) {
+		t.Errorf("%d flags named in %d violations, want one at least per violation:\n%v", len(named), len(lines), err)
+	}
+	for _, m := range named {
+		if fs.Lookup(m[1]) == nil {
+			t.Errorf("validation names --%s, which cmd/scaler does not define", m[1])
+		}
+	}
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	err := run([]string{"--refresh-interval=0s", "--log-format=xml", "--watch-namespace=team/a"})
-	if err == nil || !strings.Contains(err.Error(), "RefreshInterval 0s: must be in [100ms, 10m]") || !strings.Contains(err.Error(), `LogFormat "xml"`) ||
-		!strings.Contains(err.Error(), `WatchNamespace "team/a"`) {
+	if err == nil || !strings.Contains(err.Error(), "RefreshInterval (--refresh-interval) 0s: must be in [100ms, 10m]") || !strings.Contains(err.Error(), `LogFormat (--log-format) "xml"`) ||
+		!strings.Contains(err.Error(), `WatchNamespace (--watch-namespace) "team/a"`) {
 		t.Fatalf("run = %v, want all three violations named", err)
 	}
 }
