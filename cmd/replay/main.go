@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,6 +65,9 @@ func run(args []string) error {
 	residencyOn := fs.Bool("residency", cfg.Residency, "replay model residency on multi-model traces")
 	budgetModels := fs.Float64("residency-budget-models", cfg.ResidencyBudgetModels, "residency memory budget in median-sized models (0: half the mean 10-minute working set, at least 4)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h, --help: fs printed the usage; exit 0
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -41,3 +41,11 @@ func TestRunEmbeddedTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		if err := run([]string{arg}); err != nil {
+			t.Errorf("run(%q) = %v, want nil (usage printed, exit 0)", arg, err)
+		}
+	}
+}

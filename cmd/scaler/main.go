@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,6 +53,9 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
 	flags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h, --help: fs printed the usage; exit 0
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -64,3 +64,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Fatalf("run = %v, want all three violations named", err)
 	}
 }
+
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		if err := run([]string{arg}); err != nil {
+			t.Errorf("run(%q) = %v, want nil (usage printed, exit 0)", arg, err)
+		}
+	}
+}
