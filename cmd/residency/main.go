@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,8 +64,12 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	return c, *logLevel, c.Validate()
 }
 
+// run returns nil after -h/--help: the flag package has printed the usage to errOut.
 func run(args []string, errOut io.Writer) error {
 	cfg, level, err := parseFlags(args, errOut)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -46,3 +46,16 @@ func TestParseFlagsErrors(t *testing.T) {
 		t.Error("positional argument accepted")
 	}
 }
+
+// TestHelp: -h and --help print the usage and succeed (main exits 0).
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out strings.Builder
+		if err := run([]string{arg}, &out); err != nil {
+			t.Errorf("run(%s) = %v, want nil", arg, err)
+		}
+		if !strings.Contains(out.String(), "-triton-metrics-url") || !strings.Contains(out.String(), "-mig-profile") {
+			t.Errorf("run(%s) printed %q, want the usage", arg, out.String())
+		}
+	}
+}

@@ -146,9 +146,13 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 }
 
 // run serves until ctx ends, then shuts down gracefully. started, when not
-// nil, is called with the gRPC address and metrics URL once serving.
+// nil, is called with the gRPC address and metrics URL once serving. After
+// -h/--help it returns nil: the usage has been printed to stderr.
 func run(ctx context.Context, args []string, stderr io.Writer, started func(grpcAddr, metricsURL string)) error {
 	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

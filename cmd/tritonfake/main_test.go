@@ -200,3 +200,16 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestHelp: -h and --help print the usage and succeed (main exits 0).
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{arg}, &out, nil); err != nil {
+			t.Errorf("run(%s) = %v, want nil", arg, err)
+		}
+		if !strings.Contains(out.String(), "-config") || !strings.Contains(out.String(), "-exit-timeout") {
+			t.Errorf("run(%s) printed %q, want the usage", arg, out.String())
+		}
+	}
+}
