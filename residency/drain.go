@@ -28,8 +28,8 @@ const (
 
 // Work is one reading of Triton's outstanding and finished work.
 type Work struct {
-	// Pending is the sum of nv_inference_pending_request_count (requests queued); -1 when
-	// Triton's metrics endpoint is not configured.
+	// Pending is the sum of nv_inference_pending_request_count (requests queued); -1 (unknown,
+	// logged as "unknown") when Triton's metrics endpoint is not configured.
 	Pending int64
 	// Finished is a fingerprint of the finished-request counters: nv_inference_request_success
 	// + failure from the metrics endpoint plus success + fail counts from statistics. Two equal
@@ -102,7 +102,7 @@ func (d *Drainer) run() {
 	for {
 		<-d.clock.After(d.cfg.DrainPollInterval)
 		if !d.clock.Now().Before(deadline) {
-			d.err = fmt.Errorf("%w: after %s, last reading %+v", ErrDrainTimeout, d.cfg.DrainTimeout, prev)
+			d.err = fmt.Errorf("%w: after %s, last reading %v", ErrDrainTimeout, d.cfg.DrainTimeout, prev)
 			d.log.Warn("drain: deadline", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads, "last", prev, "err", d.err)
 			d.finish(start)
 			return
@@ -115,7 +115,7 @@ func (d *Drainer) run() {
 		}
 		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev {
 			d.log.Info("drain: Triton idle", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads,
-				"pending", cur.Pending, "finished", cur.Finished)
+				slog.Attr{Key: "pending", Value: pendingValue(cur.Pending)}, "finished", cur.Finished)
 			d.finish(start)
 			return
 		}

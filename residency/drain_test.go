@@ -1,9 +1,12 @@
 package residency
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -226,5 +229,43 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 	if code, _ := get(t, web.URL+"/drain"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /drain = %d, want 405", code)
+	}
+}
+
+// TestDrainLogsWithoutMetrics: without Triton's metrics the queue length is unknown, and the
+// log says so instead of -1; durations are written as "5s", not nanoseconds.
+func TestDrainLogsWithoutMetrics(t *testing.T) {
+	h, _, _ := newDrainHarness(t, time.Second)
+	var buf bytes.Buffer
+	h.ctl.deps.Log = NewLogger(&buf, slog.LevelInfo)
+	cfg := DefaultConfig()
+	cfg.TritonMetricsURL = ""
+	cfg.PropagationDelay = 5 * time.Second
+	dr := NewDrainer(cfg, h.ctl, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- dr.Drain(ctx) }()
+	drive(ctx, t, h.clock, 1, dr.Done())
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]any{}
+	for line := range strings.Lines(buf.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		got[rec["msg"].(string)] = rec
+	}
+	if p := got["drain: propagation delay over"]["took"]; p != "5s" {
+		t.Errorf("propagation took = %#v, want \"5s\"", p)
+	}
+	idle := got["drain: Triton idle"]
+	if idle["pending"] != "unknown" {
+		t.Errorf("idle pending = %#v, want \"unknown\"", idle["pending"])
+	}
+	if took, ok := idle["took"].(string); !ok || took != "1s" {
+		t.Errorf("idle took = %#v, want \"1s\" (two equal reads a second apart)", idle["took"])
 	}
 }

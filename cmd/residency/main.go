@@ -77,7 +77,7 @@ func run(args []string, errOut io.Writer) error {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	log := residency.NewLogger(os.Stderr, lv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return sidecar.Run(ctx, cfg, log)
