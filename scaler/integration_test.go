@@ -260,3 +260,41 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		<-tick.C
 	}
 }
+
+// TestIntegrationFirstGetMetricsAnswers: KEDA's sequence on a new
+// ScaledObject (or after a scaler restart), GetMetricSpec then GetMetrics at
+// once, answers the value on the first GetMetrics, not Unavailable: the
+// first call waits (≤ DefaultFirstEvaluationWait) for the poller's first
+// evaluation, which GetMetricSpec's subscription started.
+func TestIntegrationFirstGetMetricsAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	exp := promtest.NewExporter(t)
+	exp.Gauge("gateway_queue_depth", "namespace").WithLabelValues("team-a").Set(7)
+	ps := promtest.Start(t, exp.Target())
+	ps.WaitFor(t, `gateway_queue_depth`, func(v model.Vector) bool { return len(v) == 1 }, 30*time.Second)
+	cfg := integrationConfig(ps.URL())
+	cfg.RefreshInterval = time.Minute // no refresh tick helps the first call
+	run := startScaler(t, cfg)
+	conn, c := dial(t, run.grpcAddr)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // KEDA's deadline
+	defer cancel()
+	r := ref("team-a", "pool", queueMeta())
+	spec, err := c.GetMetricSpec(ctx, r, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: spec.MetricSpecs[0].MetricName})
+	if err != nil {
+		t.Fatalf("first GetMetrics = %v, want 7", err)
+	}
+	if got := resp.MetricValues[0].MetricValue; got != 7 {
+		t.Errorf("first GetMetrics = %d, want 7", got)
+	}
+	act, err := c.IsActive(ctx, ref("team-a", "other", queueMeta()))
+	if err != nil || !act.Result {
+		t.Errorf("first IsActive of another trigger = %v, %v; want true", act, err)
+	}
+}

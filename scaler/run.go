@@ -99,10 +99,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 
 	hs := health.NewServer()
 	srv, err := NewServer(ServerConfig{
-		Defaults:        Defaults{PrometheusAddress: cfg.PrometheusAddress},
-		RefreshInterval: cfg.RefreshInterval,
-		ForgetAfter:     cfg.ForgetAfter,
-		WatchNamespace:  cfg.WatchNamespace,
+		Defaults:            Defaults{PrometheusAddress: cfg.PrometheusAddress},
+		RefreshInterval:     cfg.RefreshInterval,
+		ForgetAfter:         cfg.ForgetAfter,
+		WatchNamespace:      cfg.WatchNamespace,
+		FirstEvaluationWait: DefaultFirstEvaluationWait,
 	}, signals, targets, log.With("component", "server"), hs)
 	if err != nil {
 		return err

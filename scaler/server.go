@@ -30,6 +30,20 @@ type SignalHandle interface {
 	Close()
 }
 
+// FirstEvaluator is implemented by SignalHandles that can tell when their
+// query's first evaluation has been stored (the poller's handles do): the
+// server then waits for it, bounded by ServerConfig.FirstEvaluationWait, on
+// a new trigger's first GetMetrics or IsActive.
+type FirstEvaluator interface {
+	// Evaluated returns a channel closed once the first evaluation is stored.
+	Evaluated() <-chan struct{}
+}
+
+// DefaultFirstEvaluationWait is the scaler's ServerConfig.FirstEvaluationWait:
+// below KEDA's 3 s GetMetrics deadline and below the 500 ms the slow-Prometheus
+// load test gives every call.
+const DefaultFirstEvaluationWait = 300 * time.Millisecond
+
 // Signals is the server's view of the background poller (scaler/prom):
 // Subscribe registers a signal once per trigger; its errors (bad PromQL,
 // bad address) are the user's and wrap prom.ErrBadRequest.
@@ -69,10 +83,23 @@ type ServerConfig struct {
 	// WatchNamespace): an RPC for a ScaledObject elsewhere is answered
 	// InvalidArgument, never registered.
 	WatchNamespace string
+	// FirstEvaluationWait bounds how long the first GetMetrics or IsActive of
+	// a trigger whose queries have never been evaluated waits for the
+	// poller's first evaluation of them (started when the trigger's first
+	// RPC, usually GetMetricSpec, subscribed them), so that KEDA's first call
+	// after a new ScaledObject or a scaler restart gets a value rather than
+	// Unavailable. The wait ends at the first evaluation, this bound or the
+	// RPC's deadline, whichever comes first, and happens once per trigger:
+	// a query that has been evaluated (even failing) is never waited for, so
+	// a slow Prometheus delays only a new trigger's first calls, by at most
+	// this bound. 0: no wait. Range [0, 1s]; the scaler uses
+	// DefaultFirstEvaluationWait.
+	FirstEvaluationWait time.Duration
 }
 
 // Server implements KEDA's externalscaler.ExternalScalerServer. RPCs read
-// the last evaluation of their trigger and never wait on Prometheus; Run
+// the last evaluation of their trigger and never wait on Prometheus (but for
+// a new trigger's first answer, bounded by FirstEvaluationWait); Run
 // re-evaluates every trigger once per RefreshInterval with Recommend.
 type Server struct {
 	pb.UnimplementedExternalScalerServer
@@ -98,6 +125,7 @@ type trigger struct {
 	handles                 [NumSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
 	streams                 atomic.Int32 // open StreamIsActive calls: never forgotten while > 0
+	waited                  atomic.Bool  // an RPC waited for the first evaluation (FirstEvaluationWait)
 
 	mu      sync.Mutex
 	state   State
@@ -117,6 +145,9 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 	}
 	if cfg.ForgetAfter < cfg.RefreshInterval {
 		errs = append(errs, fmt.Errorf("ForgetAfter %v: must be ≥ RefreshInterval (%v)", cfg.ForgetAfter, cfg.RefreshInterval))
+	}
+	if cfg.FirstEvaluationWait < 0 || cfg.FirstEvaluationWait > time.Second {
+		errs = append(errs, fmt.Errorf("FirstEvaluationWait %v: must be in [0s, 1s]", cfg.FirstEvaluationWait))
 	}
 	if signals == nil {
 		errs = append(errs, errors.New("signals: must not be nil"))
@@ -283,14 +314,18 @@ func (tr *trigger) snapshot() (Recommendation, bool) {
 
 // answer returns the last evaluation or a gRPC status for no data. A
 // trigger that has never had data is re-evaluated from the snapshot on the
-// call (the poller evaluates new queries at once), so KEDA's first calls
-// after registration do not wait a whole refresh; once it has answered,
-// only the background refresh moves its state.
-func (s *Server) answer(tr *trigger) (Recommendation, error) {
+// call (the poller evaluates new queries at once), after waiting, once per
+// trigger and at most FirstEvaluationWait (never beyond ctx), for its
+// queries' first evaluation; so KEDA's first calls after registration do not
+// wait a whole refresh, and IsActive and GetMetrics of a new trigger answer
+// alike (both from the same first evaluation). Once it has answered, only
+// the background refresh moves its state.
+func (s *Server) answer(ctx context.Context, tr *trigger) (Recommendation, error) {
 	tr.mu.Lock()
 	rec, ok, answered := tr.rec, tr.have, tr.state.HasLast
 	tr.mu.Unlock()
 	if !ok || (rec.Err != nil && !answered) {
+		s.awaitFirst(ctx, tr)
 		rec = s.evaluate(tr, s.now())
 	}
 	if rec.Err != nil {
@@ -299,13 +334,55 @@ func (s *Server) answer(tr *trigger) (Recommendation, error) {
 	return rec, nil
 }
 
+// awaitFirst waits until every subscribed query of tr has been evaluated
+// once, FirstEvaluationWait has passed or ctx is done, whichever is first.
+// Only the first calls of a trigger wait: a trigger whose wait ended (by
+// evaluation or bound) never waits again.
+func (s *Server) awaitFirst(ctx context.Context, tr *trigger) {
+	if s.cfg.FirstEvaluationWait <= 0 || tr.waited.Load() {
+		return
+	}
+	var pending []<-chan struct{}
+	for _, h := range tr.handles {
+		if fe, ok := h.(FirstEvaluator); ok {
+			if ch := fe.Evaluated(); !isClosed(ch) {
+				pending = append(pending, ch)
+			}
+		}
+	}
+	if len(pending) > 0 {
+		t := time.NewTimer(s.cfg.FirstEvaluationWait)
+		defer t.Stop()
+	wait:
+		for _, ch := range pending {
+			select {
+			case <-ch:
+			case <-t.C:
+				break wait
+			case <-ctx.Done():
+				return // the caller is gone: a later call may still wait
+			}
+		}
+	}
+	tr.waited.Store(true)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // IsActive answers KEDA's 0 ↔ 1 question from the last evaluation.
-func (s *Server) IsActive(_ context.Context, ref *pb.ScaledObjectRef) (*pb.IsActiveResponse, error) {
+func (s *Server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsActiveResponse, error) {
 	tr, err := s.ensure(ref)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.answer(tr)
+	rec, err := s.answer(ctx, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +439,7 @@ func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.
 // GetMetrics returns the desired replica count as the metric value (the HPA,
 // with target 1 and AverageValue, lands on it): metricValueFloat and
 // metricValue carry the same integer. An unknown metric name is NotFound.
-func (s *Server) GetMetrics(_ context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
+func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
 	tr, err := s.ensure(req.GetScaledObjectRef())
 	if err != nil {
 		return nil, err
@@ -371,7 +448,7 @@ func (s *Server) GetMetrics(_ context.Context, req *pb.GetMetricsRequest) (*pb.G
 		return nil, status.Errorf(codes.NotFound, "metric %q is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
 			req.GetMetricName(), tr.namespace, tr.name, tr.metric)
 	}
-	rec, err := s.answer(tr)
+	rec, err := s.answer(ctx, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -544,3 +621,6 @@ func (h *pollerHandle) Result() prom.Result {
 }
 
 func (h *pollerHandle) Close() {}
+
+// Evaluated implements FirstEvaluator with the poller's first evaluation.
+func (h *pollerHandle) Evaluated() <-chan struct{} { return h.p.Evaluated(*h.key.Load()) }

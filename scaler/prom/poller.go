@@ -121,6 +121,7 @@ type query struct {
 	empty       bool             // custom queries
 	failing     bool             // for logging state changes only
 	inflight    bool             // an evaluation is running
+	first       chan struct{}    // closed when the first evaluation is stored
 }
 
 type subscription struct {
@@ -230,6 +231,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 			p.clients[key.q.address] = client
 		}
 		spec.client = client
+		spec.first = make(chan struct{})
 		q = spec
 		p.queries[key.q] = q
 		select {
@@ -356,6 +358,23 @@ func (p *Poller) Result(k Key) Result {
 	return Result{Value: smp.value, SampleTime: smp.ts, EvaluatedAt: q.evaluatedAt}
 }
 
+// closed is returned by Evaluated for keys with nothing to wait for.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Evaluated returns a channel closed once k's query has been evaluated for the first time
+// (successfully or not): a caller may wait on it, bounded, for a new key's first snapshot
+// instead of answering from an empty one. For a key the poller does not know the channel
+// is already closed ([Poller.Result] says ErrNotSubscribed). It never waits on Prometheus.
+func (p *Poller) Evaluated(k Key) <-chan struct{} {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	s, ok := p.subs[k]
+	if !ok {
+		return closed
+	}
+	return s.q.first
+}
+
 // QueriesPerRefresh returns the number of distinct queries the last full refresh evaluated.
 func (p *Poller) QueriesPerRefresh() int {
 	p.mu.RLock()
@@ -477,6 +496,9 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if q.evaluatedAt.IsZero() {
+		close(q.first)
+	}
 	q.evaluatedAt = now
 	q.err = err
 	q.series, q.total, q.empty = series, total, empty

@@ -371,3 +371,30 @@ func containsField(msg, field string) bool {
 	}
 	return false
 }
+
+// TestEvaluatedClosesOnFirstEvaluation: the first-evaluation channel is open
+// until the query's first evaluation is stored (a failing one counts), and
+// closed for keys the poller does not know.
+func TestEvaluatedClosesOnFirstEvaluation(t *testing.T) {
+	p := newTestPoller(t, "http://127.0.0.1:1") // connection refused: evaluations fail at once
+	k := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `sum(x)`})
+	select {
+	case <-p.Evaluated(k):
+		t.Fatal("Evaluated closed before any evaluation")
+	default:
+	}
+	p.Refresh(context.Background())
+	select {
+	case <-p.Evaluated(k):
+	default:
+		t.Fatalf("Evaluated still open after Refresh (Result %+v)", p.Result(k))
+	}
+	if r := p.Result(k); r.Err == nil || r.EvaluatedAt.IsZero() {
+		t.Errorf("Result = %+v, want the failed first evaluation", r)
+	}
+	select {
+	case <-p.Evaluated(Key{}):
+	default:
+		t.Error("Evaluated of an unknown key is open, want closed")
+	}
+}
