@@ -33,11 +33,20 @@ func NewLogger(cfg Config, w io.Writer) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationString}
 	if cfg.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}
+
+// durationString writes time.Duration attributes as Duration.String ("5s",
+// "1m30s") rather than slog's JSON default of integer nanoseconds.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // Run serves the scaler until ctx is done, then stops gracefully (in-flight
@@ -149,6 +158,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		start := time.Now()
+		log.Info("shutting down: draining in-flight RPCs", "gracefulStopTimeout", cfg.GracefulStopTimeout)
 		hs.Shutdown()
 		srv.Stop()
 		done := make(chan struct{})
@@ -164,7 +175,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return hsrv.Shutdown(sctx)
+		err := hsrv.Shutdown(sctx)
+		attrs := []any{"took", time.Since(start).Round(time.Millisecond)}
+		if err != nil {
+			attrs = append(attrs, "err", err)
+		}
+		log.Info("stopped", attrs...)
+		return err
 	})
 	log.Info("scaler serving", "grpc", grpcLis.Addr().String(), "metrics", httpLis.Addr().String(),
 		"prometheusAddress", cfg.PrometheusAddress, "refreshInterval", cfg.RefreshInterval,
