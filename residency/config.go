@@ -19,8 +19,10 @@ var ErrConfig = errors.New("invalid residency config")
 type Config struct {
 	// TritonAddress is Triton's gRPC endpoint, host:port (--triton-address).
 	TritonAddress string
-	// TritonMetricsURL is Triton's Prometheus endpoint, read while draining for pending and
-	// request counts (--triton-metrics-url). Empty: drain reads only statistics.
+	// TritonMetricsURL is Triton's Prometheus endpoint (--triton-metrics-url): without NVML,
+	// its nv_gpu_memory_used_bytes is the device-memory check of every loop; while draining,
+	// its pending and request counts. Empty, or unreachable at a read: the loop plans on the
+	// catalog's accounting (see Deps.DeviceUsedBytes) and the drain reads statistics only.
 	TritonMetricsURL string
 	// CatalogPath is the catalog YAML (--catalog).
 	CatalogPath string

@@ -43,7 +43,9 @@ type Deps struct {
 	// Demand of models not loaded here; nil: none (they load only when P0).
 	Demand DemandSource
 	// DeviceUsedBytes reads the device's memory in use: gpu.Device.UsedBytes with NVML, else
-	// TritonMemoryProbe; a negative value means unknown. nil: no device check.
+	// TritonMemoryProbe; a negative value means unknown. nil: no device check. An error does
+	// not stop the loop: it plans on the accounting alone (with the unaccounted memory last
+	// measured), counts device_memory_read_errors_total and warns at most every 5 minutes.
 	DeviceUsedBytes func() (int64, error)
 	// Clock drives the loop and every timestamp; nil: the wall clock.
 	Clock triton.Clock
@@ -91,6 +93,12 @@ type Controller struct {
 	overPeak     map[string]int64
 	refused      map[string]bool
 	status       Status
+	// unaccounted is the device memory beyond the accounting at the last reading; kept while
+	// the device cannot be read. deviceErrSince is when the current run of unreadable loops
+	// began (zero: readable), deviceWarnAt when it was last logged.
+	unaccounted    int64
+	deviceErrSince time.Time
+	deviceWarnAt   time.Time
 }
 
 // NewController validates its inputs and returns a controller; Run starts it.

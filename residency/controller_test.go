@@ -1,12 +1,15 @@
 package residency
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -628,5 +631,77 @@ func TestWatchCatalog(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestControllerLoadsWithoutDeviceReading: Triton's metrics endpoint refusing connections (the
+// default URL with no Triton metrics behind it) must not stop the loop: the P0 model loads on
+// the accounting alone, every unreadable loop is counted, and the warning is rate-limited.
+func TestControllerLoadsWithoutDeviceReading(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // connection refused from now on
+	cat := catalog(model("pin", TierP0, 2, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	var logs bytes.Buffer
+	h.ctl.deps.Log = NewLogger(&logs, slog.LevelInfo)
+	h.ctl.deps.DeviceUsedBytes = TritonMemoryProbe(gone.URL+"/metrics", nil)
+	warnings := func() int { return strings.Count(logs.String(), `"msg":"device memory unreadable`) }
+
+	if !h.step() || h.state("pin") != triton.StateReady {
+		t.Fatalf("pin is %q after the first step; want READY despite the unreadable device", h.state("pin"))
+	}
+	h.step()
+	h.clock.Advance(time.Minute)
+	h.step()
+	if ok, why := h.ctl.Ready(); !ok {
+		t.Errorf("not ready: %s", why)
+	}
+	if got := testutil.ToFloat64(h.m.DeviceReadErrors); got != 3 {
+		t.Errorf("device_memory_read_errors_total = %v, want 3", got)
+	}
+	if got := warnings(); got != 1 {
+		t.Errorf("%d warnings in three loops, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "connection refused") {
+		t.Errorf("the warning does not say why:\n%s", logs.String())
+	}
+	h.clock.Advance(deviceWarnEvery)
+	h.step()
+	if got := warnings(); got != 2 {
+		t.Errorf("%d warnings after %s more, want 2", got, deviceWarnEvery)
+	}
+	h.ctl.deps.DeviceUsedBytes = func() (int64, error) { return h.srv.DeviceUsedBytes(), nil }
+	h.step()
+	if !strings.Contains(logs.String(), `"msg":"device memory readable again","unreadable_for":"6m0s"`) {
+		t.Errorf("no recovery log:\n%s", logs.String())
+	}
+}
+
+// TestControllerKeepsLeakWhileDeviceUnreadable: memory a reading showed leaked stays accounted
+// while the device cannot be read, so nothing is loaded into it.
+func TestControllerKeepsLeakWhileDeviceUnreadable(t *testing.T) {
+	cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
+	leaky := fakeModel("old", 4)
+	leaky.Fault.UnloadLeakBytes = 4 * gi
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step()
+	h.clock.Advance(11 * time.Minute)
+	if !h.step() || h.state("old") != triton.StateUnavailable {
+		t.Fatalf("idle model not unloaded: %q", h.state("old"))
+	}
+	h.step() // reads the 4 GiB leak
+	h.ctl.deps.DeviceUsedBytes = func() (int64, error) { return 0, errors.New("nvml: unknown error") }
+	h.demand.set("big", 5)
+	h.step()
+	if st := h.state("big"); st != triton.StateUnavailable && st != "" {
+		t.Fatalf("big is %q: loaded into memory the last reading showed leaked", st)
+	}
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 0 {
+		t.Errorf("load failures %v: the controller tried a load that could not fit", got)
+	}
+	if got := h.ctl.Status().Result.StartBytes; got != 4*gi {
+		t.Errorf("accounted = %d, want the kept 4 GiB leak", got)
 	}
 }

@@ -29,7 +29,7 @@ const (
 // Work is one reading of Triton's outstanding and finished work.
 type Work struct {
 	// Pending is the sum of nv_inference_pending_request_count (requests queued); -1 (unknown,
-	// logged as "unknown") when Triton's metrics endpoint is not configured.
+	// logged as "unknown") when Triton's metrics endpoint is not configured or not readable.
 	Pending int64
 	// Finished is a fingerprint of the finished-request counters: nv_inference_request_success
 	// + failure from the metrics endpoint plus success + fail counts from statistics. Two equal
@@ -129,7 +129,9 @@ func (d *Drainer) finish(start time.Time) {
 	d.log.Info("drain: done", "step", "done", "took", took, "err", d.err)
 }
 
-// Read reads Triton's pending requests and finished-request counters once.
+// Read reads Triton's pending requests and finished-request counters once. An unreadable
+// metrics endpoint leaves Pending unknown (-1) and Finished from statistics alone; only
+// unreadable statistics are an error.
 func (d *Drainer) Read(ctx context.Context) (Work, error) {
 	w := Work{Pending: -1}
 	stats, err := d.tr.Statistics(ctx, "")
@@ -144,7 +146,9 @@ func (d *Drainer) Read(ctx context.Context) (Work, error) {
 	}
 	fams, err := scrapeMetrics(ctx, d.httpClient, d.cfg.TritonMetricsURL)
 	if err != nil {
-		return w, err
+		// As without the URL: statistics alone, queue length unknown.
+		d.log.Warn("drain: Triton metrics unreadable; statistics only", "err", err)
+		return w, nil
 	}
 	w.Pending = 0
 	for _, f := range fams {

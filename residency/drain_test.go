@@ -232,14 +232,23 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 }
 
-// TestDrainLogsWithoutMetrics: without Triton's metrics the queue length is unknown, and the
-// log says so instead of -1; durations are written as "5s", not nanoseconds.
+// TestDrainLogsWithoutMetrics: without Triton's metrics (no URL, or the endpoint refusing
+// connections) the drain reads statistics alone and drains; the queue length is unknown, and
+// the log says so instead of -1; durations are written as "5s", not nanoseconds.
 func TestDrainLogsWithoutMetrics(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, url := range []string{"", gone.URL + "/metrics"} {
+		t.Run("url="+url, func(t *testing.T) { testDrainLogsWithoutMetrics(t, url) })
+	}
+}
+
+func testDrainLogsWithoutMetrics(t *testing.T, url string) {
 	h, _, _ := newDrainHarness(t, time.Second)
 	var buf bytes.Buffer
 	h.ctl.deps.Log = NewLogger(&buf, slog.LevelInfo)
 	cfg := DefaultConfig()
-	cfg.TritonMetricsURL = ""
+	cfg.TritonMetricsURL = url
 	cfg.PropagationDelay = 5 * time.Second
 	dr := NewDrainer(cfg, h.ctl, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

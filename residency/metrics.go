@@ -23,6 +23,7 @@ type Metrics struct {
 	Quarantined       prometheus.Gauge
 	UnplaceableModels prometheus.Gauge
 	LoopErrors        prometheus.Counter
+	DeviceReadErrors  prometheus.Counter
 }
 
 // NewMetrics builds the collectors and registers them on reg.
@@ -54,10 +55,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Quarantined:       g("quarantined_models", "Models quarantined after repeated failed loads."),
 		UnplaceableModels: g("unplaceable_models", "Catalog models without a peak for this pod's profile: never loaded here."),
 		LoopErrors:        c("loop_errors_total", "Loops that could not observe Triton."),
+		DeviceReadErrors: c("device_memory_read_errors_total",
+			"Loops that could not read the device's used memory (NVML, or Triton's nv_gpu_memory_used_bytes) and planned on the accounting alone."),
 	}
 	for _, col := range []prometheus.Collector{m.Ready, m.ResidentModels, m.AccountedBytes, m.MeasuredBytes, m.BudgetBytes,
 		m.Loads, m.Unloads, m.Evictions, m.RefusedLoads, m.LoadSeconds, m.DrainSeconds, m.OverPeak, m.Quarantined,
-		m.UnplaceableModels, m.LoopErrors} {
+		m.UnplaceableModels, m.LoopErrors, m.DeviceReadErrors} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}

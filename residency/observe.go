@@ -149,8 +149,34 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 	if c.deps.DeviceUsedBytes != nil {
 		used, err := c.deps.DeviceUsedBytes()
 		if err != nil {
-			return observation{}, fmt.Errorf("read device memory: %w", err)
+			// An unreadable device (Triton's metrics endpoint down) must not stop every load:
+			// plan on the accounting alone, keeping the unaccounted memory last measured (a
+			// leak stays accounted until a reading shows it back).
+			c.m.DeviceReadErrors.Inc()
+			c.mu.Lock()
+			o.obs.UnaccountedBytes = c.unaccounted
+			warn := c.deviceErrSince.IsZero() || now.Sub(c.deviceWarnAt) >= deviceWarnEvery
+			if c.deviceErrSince.IsZero() {
+				c.deviceErrSince = now
+			}
+			if warn {
+				c.deviceWarnAt = now
+			}
+			since := c.deviceErrSince
+			c.mu.Unlock()
+			if warn {
+				c.deps.Log.Warn("device memory unreadable; planning on the catalog's accounting and Triton's memory_usage",
+					"err", err, "unreadable_for", now.Sub(since), "unaccounted_bytes_kept", o.obs.UnaccountedBytes,
+					"next_warning_in", deviceWarnEvery)
+			}
+			return o, nil
 		}
+		c.mu.Lock()
+		if !c.deviceErrSince.IsZero() {
+			c.deps.Log.Info("device memory readable again", "unreadable_for", now.Sub(c.deviceErrSince))
+			c.deviceErrSince, c.deviceWarnAt = time.Time{}, time.Time{}
+		}
+		c.mu.Unlock()
 		if used < 0 { // the probe cannot tell (Triton without GPU metrics)
 			return o, nil
 		}
@@ -159,9 +185,16 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 		// an unload that has not returned its memory yet, a leak, another process.
 		modelBytes := Accounted(cat, c.budget, o.obs) - ReserveBytes(cat, c.budget)
 		o.obs.UnaccountedBytes = max(0, used-ReserveBytes(cat, c.budget)-modelBytes)
+		c.mu.Lock()
+		c.unaccounted = o.obs.UnaccountedBytes
+		c.mu.Unlock()
 	}
 	return o, nil
 }
+
+// deviceWarnEvery rate-limits the warning about an unreadable device: once when it starts,
+// then at most once per period while it lasts (the metric counts every loop).
+const deviceWarnEvery = 5 * time.Minute
 
 // rateLocked records count for name at now and returns the request rate over the demand
 // window: (newest − oldest count) ÷ their time apart, 0 with a single sample. A count below
