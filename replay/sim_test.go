@@ -169,7 +169,6 @@ func TestKnativePanicNeverScalesDown(t *testing.T) {
 }
 
 func TestKnativeDecider(t *testing.T) {
-	min := time.Minute
 	tests := []struct {
 		name     string
 		minScale int
@@ -180,7 +179,7 @@ func TestKnativeDecider(t *testing.T) {
 		// Pods still starting do not count: ready 1 bounds the scale-down
 		// to ⌊1/2⌋ = 0, so 10 requested pods fall to ⌈2/2.8⌉ = 1.
 		name:  "starting pods not protected",
-		steps: []Signals{{Now: min, Concurrency6s: 2, Concurrency60s: 2, Ready: 1, Current: 10}},
+		steps: []Signals{{Now: time.Minute, Concurrency6s: 2, Concurrency60s: 2, Ready: 1, Current: 10}},
 		want:  []int{1},
 	}, {
 		// The first stable window only scales up (the run starts warm
