@@ -3,6 +3,7 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -31,7 +32,7 @@ var promqlParser = parser.NewParser(parser.Options{})
 // Errors wrap [ErrBadQuery] when query does not parse (the message quotes the query), and
 // [ErrBadRequest] when namespace is empty or label is not a valid Prometheus label name.
 func Confine(query, namespace, label string) (string, error) {
-	expr, err := confineExpr(query, namespace, label)
+	expr, _, err := confineExpr(query, namespace, label)
 	if err != nil {
 		return "", err
 	}
@@ -70,17 +71,19 @@ func checkConfined(out, namespace, label string) error {
 	return bad
 }
 
-// confineExpr parses query and pins every selector to namespace; see [Confine].
-func confineExpr(query, namespace, label string) (parser.Expr, error) {
+// confineExpr parses query and pins every selector to namespace; see [Confine]. replaced
+// lists, once each in order of appearance, the matchers on label that were removed and
+// widened or moved the scope (anything but label="namespace" itself).
+func confineExpr(query, namespace, label string) (expr parser.Expr, replaced []string, err error) {
 	if namespace == "" {
-		return nil, fmt.Errorf("%w: namespace is empty; confinement needs a namespace", ErrBadRequest)
+		return nil, nil, fmt.Errorf("%w: namespace is empty; confinement needs a namespace", ErrBadRequest)
 	}
 	if !model.LegacyValidation.IsValidLabelName(label) {
-		return nil, fmt.Errorf("%w: namespace label %q is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)", ErrBadRequest, label)
+		return nil, nil, fmt.Errorf("%w: namespace label %q is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)", ErrBadRequest, label)
 	}
-	expr, err := promqlParser.ParseExpr(query)
+	expr, err = promqlParser.ParseExpr(query)
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse %q: %w", ErrBadQuery, query, err)
+		return nil, nil, fmt.Errorf("%w: parse %q: %w", ErrBadQuery, query, err)
 	}
 	pin := labels.MustNewMatcher(labels.MatchEqual, label, namespace)
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
@@ -90,7 +93,15 @@ func confineExpr(query, namespace, label string) (parser.Expr, error) {
 		}
 		kept := make([]*labels.Matcher, 0, len(vs.LabelMatchers)+1)
 		for _, m := range vs.LabelMatchers {
-			if m == nil || m.Name == label {
+			if m == nil {
+				continue
+			}
+			if m.Name == label {
+				if m.Type != labels.MatchEqual || m.Value != namespace {
+					if s := m.String(); !slices.Contains(replaced, s) {
+						replaced = append(replaced, s)
+					}
+				}
 				continue
 			}
 			kept = append(kept, m)
@@ -99,7 +110,7 @@ func confineExpr(query, namespace, label string) (parser.Expr, error) {
 		return nil
 	})
 	if err := checkConfined(expr.String(), namespace, label); err != nil {
-		return nil, fmt.Errorf("%w: %q cannot be confined to namespace %q: %w", ErrBadQuery, query, namespace, err)
+		return nil, nil, fmt.Errorf("%w: %q cannot be confined to namespace %q: %w", ErrBadQuery, query, namespace, err)
 	}
-	return expr, nil
+	return expr, replaced, nil
 }

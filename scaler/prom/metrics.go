@@ -10,6 +10,7 @@ type metrics struct {
 	duration   *prometheus.HistogramVec
 	errors     *prometheus.CounterVec
 	perRefresh prometheus.Gauge
+	replaced   *prometheus.CounterVec
 }
 
 // newMetrics builds the poller's collectors and registers them on reg (nil: unregistered).
@@ -24,6 +25,10 @@ func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
 			Name: "inferscale_scaler_prom_query_errors_total",
 			Help: "Prometheus query evaluations that failed, by signal kind.",
 		}, []string{"kind"}),
+		replaced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferscale_scaler_prom_namespace_matchers_replaced_total",
+			Help: "Distinct custom queries whose namespace matchers confinement replaced (they named another namespace or widened their scope), by the ScaledObject's namespace.",
+		}, []string{"namespace"}),
 		perRefresh: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_queries_per_refresh",
 			Help: "Distinct Prometheus queries evaluated by the last full refresh.",
@@ -33,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
 		return m, nil
 	}
 	cs := []prometheus.Collector{
-		m.duration, m.errors, m.perRefresh,
+		m.duration, m.errors, m.perRefresh, m.replaced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_snapshot_age_seconds",
 			Help: "Age in seconds of the oldest result in the signal snapshot (now minus its evaluation time; 0 before any).",

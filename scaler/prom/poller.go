@@ -144,6 +144,9 @@ type Poller struct {
 	kick      chan struct{}
 	sem       chan struct{} // Concurrency slots
 
+	warnMu   sync.Mutex
+	replaced map[[2]string]struct{} // (namespace, query) whose namespace matchers were replaced: warned once
+
 	mu         sync.RWMutex
 	reqs       map[Request]*subscription
 	subs       map[Key]*subscription
@@ -175,6 +178,7 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 		subs:      map[Key]*subscription{},
 		queries:   map[queryID]*query{},
 		clients:   map[string]v1.API{},
+		replaced:  map[[2]string]struct{}{},
 	}
 	m, err := newMetrics(reg, p)
 	if err != nil {
@@ -286,9 +290,12 @@ func (p *Poller) resolve(r Request) (Key, *query, error) {
 		return Key{}, nil, err
 	}
 	if r.Query != "" {
-		expr, err := confineExpr(r.Query, r.Namespace, p.cfg.NamespaceLabel)
+		expr, replaced, err := confineExpr(r.Query, r.Namespace, p.cfg.NamespaceLabel)
 		if err != nil {
 			return Key{}, nil, fmt.Errorf("%sQuery: %w", r.Kind, err)
+		}
+		if len(replaced) > 0 {
+			p.warnReplaced(r, replaced, expr.String())
 		}
 		if t := expr.Type(); t != parser.ValueTypeVector && t != parser.ValueTypeScalar {
 			return Key{}, nil, fmt.Errorf("%sQuery %q: %w: returns a %s; it must return an instant vector or a scalar (wrap a range in rate() or similar)", r.Kind, r.Query, ErrBadQuery, t)
@@ -327,6 +334,24 @@ func (p *Poller) resolve(r Request) (Key, *query, error) {
 	id := queryID{address: addr, promql: promql}
 	k := Key{q: id, group: group{namespace: r.Namespace, model: r.Model}}
 	return k, &query{id: id, kind: r.Kind, grouped: true, modelLabel: preset.ModelLabel}, nil
+}
+
+// warnReplaced logs at WARN, once per distinct (namespace, query), that confinement replaced
+// namespace matchers of a custom query (it named another namespace or widened its scope),
+// and counts it in inferscale_scaler_prom_namespace_matchers_replaced_total. The query still
+// runs, confined to r.Namespace.
+func (p *Poller) warnReplaced(r Request, replaced []string, confined string) {
+	k := [2]string{r.Namespace, r.Query}
+	p.warnMu.Lock()
+	_, seen := p.replaced[k]
+	p.replaced[k] = struct{}{}
+	p.warnMu.Unlock()
+	if seen {
+		return
+	}
+	p.m.replaced.WithLabelValues(r.Namespace).Inc()
+	p.log.Warn("custom query names other namespaces: its namespace matchers were replaced (confinement); it reads only its own namespace",
+		"namespace", r.Namespace, "kind", string(r.Kind), "replaced", replaced, "query", r.Query, "confined", confined)
 }
 
 // Result returns the last snapshot for k. It never waits on Prometheus and counts as a read
