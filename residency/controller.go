@@ -64,7 +64,8 @@ type Status struct {
 	Err error
 	// P0NotReady lists the P0 models that are not READY (sorted).
 	P0NotReady []string
-	// Unplaceable lists catalog models without a peak for the pod's profile (sorted).
+	// Unplaceable lists the catalog models that can never be loaded in this pod (sorted): no
+	// peak for the pod's profile, or peak + reserve above the budget (Catalog.Unfit).
 	Unplaceable []string
 	// Result is the last plan.
 	Result Result
@@ -112,6 +113,8 @@ func NewController(cfg Config, cat Catalog, budget Budget, deps Deps) (*Controll
 	}
 	if err := budget.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if err := cat.CheckPinned(budget); err != nil {
+		errs = append(errs, err)
 	}
 	if deps.Triton == nil {
 		errs = append(errs, errors.New("deps.Triton: nil; want a Triton client"))
@@ -151,9 +154,13 @@ func (c *Controller) catalog() Catalog {
 
 // SetCatalog replaces the catalog (a ConfigMap update) from the next loop on. A model whose
 // digest changed starts afresh (failures, backoff and quarantine forgotten) and, where loaded,
-// is reloaded by the plan.
+// is reloaded by the plan. An invalid catalog, or one with a P0 model that can never fit the
+// budget (ErrNeverFits), is rejected and the current one kept.
 func (c *Controller) SetCatalog(cat Catalog) error {
 	if err := cat.Validate(); err != nil {
+		return err
+	}
+	if err := cat.CheckPinned(c.budget); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -176,13 +183,18 @@ func (c *Controller) SetCatalog(cat Catalog) error {
 
 func (c *Controller) setCatalogLocked(cat Catalog) {
 	c.cat = cat
-	c.status.Unplaceable = cat.Unplaceable(c.budget.Profile)
-	c.m.UnplaceableModels.Set(float64(len(c.status.Unplaceable)))
-	if len(c.status.Unplaceable) > 0 {
-		c.deps.Log.Warn("catalog models have no peak for this pod's profile and are never loaded here",
-			"profile", c.budget.Profile, "models", c.status.Unplaceable)
-		c.event(true, "Unplaceable", fmt.Sprintf("models without a peak for profile %s are never loaded here: %s",
-			c.budget.Profile, strings.Join(c.status.Unplaceable, ", ")))
+	unfit := cat.Unfit(c.budget)
+	c.status.Unplaceable = nil
+	why := make([]string, 0, len(unfit))
+	for _, u := range unfit {
+		c.status.Unplaceable = append(c.status.Unplaceable, u.Name)
+		why = append(why, fmt.Sprintf("%s (%s): %s", u.Name, u.Tier, u.Reason))
+	}
+	c.m.UnplaceableModels.Set(float64(len(unfit)))
+	if len(unfit) > 0 {
+		c.deps.Log.Warn("catalog models can never be loaded in this pod",
+			"profile", c.budget.Profile, "budget_bytes", c.budget.TotalBytes, "models", why)
+		c.event(true, "Unplaceable", "models never loaded here: "+strings.Join(why, "; "))
 	}
 }
 

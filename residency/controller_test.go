@@ -705,3 +705,38 @@ func TestControllerKeepsLeakWhileDeviceUnreadable(t *testing.T) {
 		t.Errorf("accounted = %d, want the kept 4 GiB leak", got)
 	}
 }
+
+// TestControllerPinnedModelThatCanNeverFit: a P0 model whose peak + reserve exceeds the budget
+// is a configuration error at start and on a catalog update (the current catalog is kept);
+// models of any tier that can never fit count as unplaceable.
+func TestControllerPinnedModelThatCanNeverFit(t *testing.T) {
+	budget := Budget{Profile: prof, TotalBytes: 9856 << 20}
+	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("huge", 20)}}
+	bad := catalog(model("pin", TierP0, 2, time.Second), model("huge", TierP0, 20, time.Second))
+	_, err := NewController(DefaultConfig(), bad, budget, Deps{Triton: &triton.Client{}})
+	if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(),
+		`model "huge" (P0): peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.62GiB of profile 1g.10gb`) {
+		t.Fatalf("NewController = %v, want ErrNeverFits naming huge, its peak and the budget", err)
+	}
+
+	good := catalog(model("pin", TierP0, 2, time.Second), model("huge", TierP2, 20, time.Second))
+	h := newHarness(t, fake, good, budget)
+	if got := testutil.ToFloat64(h.m.UnplaceableModels); got != 1 {
+		t.Errorf("unplaceable_models = %v, want 1 (huge, P2, above the budget)", got)
+	}
+	if diff := h.ctl.Status().Unplaceable; len(diff) != 1 || diff[0] != "huge" {
+		t.Errorf("Status.Unplaceable = %v, want [huge]", diff)
+	}
+	if err := h.ctl.SetCatalog(bad); !errors.Is(err, ErrNeverFits) {
+		t.Fatalf("SetCatalog = %v, want ErrNeverFits", err)
+	}
+	if m, _ := h.ctl.catalog().Model("huge"); m.Tier != TierP2 {
+		t.Errorf("catalog after a rejected update has huge as %s, want the kept P2", m.Tier)
+	}
+	h.step()
+	h.step()
+	if ok, why := h.ctl.Ready(); !ok {
+		t.Errorf("not ready on the kept catalog: %s", why)
+	}
+}

@@ -36,6 +36,8 @@ type (
 	Refusal = plan.Refusal
 	// Result is plan.Result.
 	Result = plan.Result
+	// Unfit is plan.Unfit.
+	Unfit = plan.Unfit
 )
 
 // Tiers (plan.TierP0, …).
@@ -81,6 +83,8 @@ var (
 	ErrCatalog = plan.ErrCatalog
 	// ErrBudget is plan.ErrBudget.
 	ErrBudget = plan.ErrBudget
+	// ErrNeverFits is plan.ErrNeverFits.
+	ErrNeverFits = plan.ErrNeverFits
 )
 
 // ProfileBytes is plan.ProfileBytes: the usable bytes of a MIG profile or whole GPU.

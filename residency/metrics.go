@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		OverPeak: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "model_over_peak_bytes",
 			Help: "Bytes a model was measured above its admitted peak (flagged models only)."}, []string{"model"}),
 		Quarantined:       g("quarantined_models", "Models quarantined after repeated failed loads."),
-		UnplaceableModels: g("unplaceable_models", "Catalog models without a peak for this pod's profile: never loaded here."),
+		UnplaceableModels: g("unplaceable_models", "Catalog models that can never be loaded here: no peak for this pod's profile, or peak + reserve above the budget."),
 		LoopErrors:        c("loop_errors_total", "Loops that could not observe Triton."),
 		DeviceReadErrors: c("device_memory_read_errors_total",
 			"Loops that could not read the device's used memory (NVML, or Triton's nv_gpu_memory_used_bytes) and planned on the accounting alone."),

@@ -217,3 +217,71 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ErrNeverFits is wrapped by CheckPinned's error: a P0 model that can never be loaded within
+// the budget, so the pod would never turn ready.
+var ErrNeverFits = errors.New("pinned model can never fit the budget")
+
+// Unfit is a catalog model that can never be loaded in a pod with a given budget.
+type Unfit struct {
+	// Name and Tier of the model.
+	Name string
+	Tier Tier
+	// PeakBytes is the model's admitted peak for the budget's profile; 0 when it has none.
+	PeakBytes int64
+	// Reason says why, e.g. "no peak for profile 1g.10gb" or
+	// "peak 20.00GiB + reserve 256.0MiB = 20.25GiB exceeds the budget 9.62GiB of profile 1g.10gb".
+	Reason string
+}
+
+// Unfit returns, sorted by name, the models that can never be loaded under b: those without a
+// peak for b.Profile, and those whose peak plus the reserve (ReserveBytes: the larger of the
+// catalog's and the budget's) exceeds b.TotalBytes, since a load is admitted only while
+// reserve + every accounted model ≤ TotalBytes.
+func (c Catalog) Unfit(b Budget) []Unfit {
+	reserve := ReserveBytes(c, b)
+	var out []Unfit
+	for _, m := range c.Models {
+		peak, ok := m.Peak(b.Profile)
+		switch {
+		case !ok:
+			out = append(out, Unfit{Name: m.Name, Tier: m.Tier, Reason: "no peak for profile " + b.Profile})
+		case peak > b.TotalBytes-reserve:
+			out = append(out, Unfit{Name: m.Name, Tier: m.Tier, PeakBytes: peak, Reason: fmt.Sprintf(
+				"peak %s + reserve %s = %s exceeds the budget %s of profile %s",
+				FormatBytes(peak), FormatBytes(reserve), FormatBytes(peak+reserve), FormatBytes(b.TotalBytes), b.Profile)})
+		}
+	}
+	return out
+}
+
+// CheckPinned returns an error wrapping ErrNeverFits when the P0 models with a peak for
+// b.Profile can never all be loaded under b: one whose peak + reserve exceeds b.TotalBytes
+// (each is named, with its peak and the budget), or all of them together. nil otherwise. P0
+// models without a peak for the profile are not an error here: they are reported by Unfit
+// (a catalog may serve pods of several profiles).
+func (c Catalog) CheckPinned(b Budget) error {
+	var errs []error
+	reserve := ReserveBytes(c, b)
+	var sum int64
+	var names []string
+	for _, u := range c.Unfit(b) {
+		if u.Tier == TierP0 && u.PeakBytes > 0 {
+			errs = append(errs, fmt.Errorf("model %q (P0): %s; it can never be loaded and the pod would never be ready", u.Name, u.Reason))
+		}
+	}
+	for _, m := range c.Models {
+		if peak, ok := m.Peak(b.Profile); ok && m.Tier == TierP0 {
+			sum = min(sum+peak, 1<<62) // peaks are ≤ 2^50: no overflow
+			names = append(names, m.Name)
+		}
+	}
+	if len(errs) == 0 && len(names) > 1 && sum > b.TotalBytes-reserve {
+		errs = append(errs, fmt.Errorf("P0 models %s together: peaks %s + reserve %s = %s exceed the budget %s of profile %s; they can never all be loaded and the pod would never be ready",
+			strings.Join(names, ", "), FormatBytes(sum), FormatBytes(reserve), FormatBytes(sum+reserve), FormatBytes(b.TotalBytes), b.Profile))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrNeverFits, errors.Join(errs...))
+	}
+	return nil
+}

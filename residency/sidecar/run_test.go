@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +22,15 @@ func TestRunFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	tooBig := filepath.Join(t.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(tooBig, []byte(`models:
+  - name: huge
+    digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+    tier: P0
+    peakMemoryBytes: {1g.10gb: 20Gi}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := residency.DefaultConfig()
 	base.CatalogPath = "../../cmd/residency/example-catalog.yaml"
 	base.MIGProfile = "1g.10gb"
@@ -32,6 +43,8 @@ func TestRunFailsFast(t *testing.T) {
 		{name: "bad config", give: func(c *residency.Config) { c.MaxConcurrentLoads = 0 }, want: "MaxConcurrentLoads"},
 		{name: "missing catalog", give: func(c *residency.Config) { c.CatalogPath = "missing.yaml" }, want: "invalid catalog"},
 		{name: "no budget", give: func(c *residency.Config) { c.MIGProfile = "" }, want: "no memory budget"},
+		{name: "P0 model above the budget", give: func(c *residency.Config) { c.CatalogPath = tooBig; c.BudgetBytes = 10307921510 },
+			want: tooBig + `: pinned model can never fit the budget: model "huge" (P0): peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.60GiB of profile 1g.10gb`},
 		{name: "listen address taken", give: func(c *residency.Config) { c.ListenAddress = busy.Addr().String() }, want: "listen " + busy.Addr().String()},
 	}
 	for _, tt := range tests {

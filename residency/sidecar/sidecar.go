@@ -118,6 +118,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		return err
 	}
 	defer dev.Close()
+	if err := cat.CheckPinned(budget); err != nil {
+		return fmt.Errorf("%s: %w", cfg.CatalogPath, err)
+	}
 	log.Info("budget", "profile", budget.Profile, "total_bytes", budget.TotalBytes,
 		"reserve_bytes", residency.ReserveBytes(cat, budget), "source", dev.Source, "models", len(cat.Models))
 
