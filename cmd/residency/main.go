@@ -37,7 +37,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.StringVar(&c.TritonMetricsURL, "triton-metrics-url", c.TritonMetricsURL, "Triton Prometheus endpoint: without NVML its nv_gpu_memory_used_bytes is the device-memory check; while draining, the queue length. Empty or unreachable: planning on the catalog's accounting and draining on statistics (a WARN every 5m and inferscale_residency_device_memory_read_errors_total count the unreachable reads)")
 	fs.StringVar(&c.CatalogPath, "catalog", c.CatalogPath, "model catalog YAML (docs/residency.md)")
 	fs.Int64Var(&c.BudgetBytes, "budget-bytes", c.BudgetBytes, "usable GPU bytes; 0: from NVML, else from --mig-profile's table entry")
-	fs.StringVar(&c.MIGProfile, "mig-profile", c.MIGProfile, "pod's MIG profile (e.g. 1g.10gb) or whole-GPU name (h100-80gb): selects catalog peaks; sets the budget without NVML")
+	fs.StringVar(&c.MIGProfile, "mig-profile", c.MIGProfile, "pod's MIG profile (e.g. 1g.10gb) or whole-GPU name (h100-80gb): selects catalog peaks; sets the budget without NVML; must be in the profile table or named by a catalog model")
 	fs.Int64Var(&c.ReserveBytes, "reserve-bytes", c.ReserveBytes, "bytes kept back; the larger of this and the catalog's reserveBytes is used (-1: catalog only)")
 	fs.StringVar(&c.NVML, "nvml", c.NVML, "budget through NVML: auto, on or off")
 	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "Prometheus base URL for demand of models not loaded here (empty: none)")

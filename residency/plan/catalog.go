@@ -127,6 +127,19 @@ func (c Catalog) Unplaceable(profile string) []string {
 	return out
 }
 
+// Profiles returns, sorted and without repeats, the profiles named in the models'
+// peakMemoryBytes.
+func (c Catalog) Profiles() []string {
+	var out []string
+	for _, m := range c.Models {
+		for p := range m.PeakMemoryBytes {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Defaults applied when a catalog file leaves a field out (residency.ParseCatalog).
 const (
 	DefaultIdleTimeout  = 10 * time.Minute

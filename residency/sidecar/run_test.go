@@ -45,6 +45,8 @@ func TestRunFailsFast(t *testing.T) {
 		{name: "no budget", give: func(c *residency.Config) { c.MIGProfile = "" }, want: "no memory budget"},
 		{name: "P0 model above the budget", give: func(c *residency.Config) { c.CatalogPath = tooBig; c.BudgetBytes = 10307921510 },
 			want: tooBig + `: pinned model can never fit the budget: model "huge" (P0): peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.60GiB of profile 1g.10gb`},
+		{name: "misspelled profile with --budget-bytes", give: func(c *residency.Config) { c.MIGProfile = "9g.99gb"; c.BudgetBytes = 10307921510 },
+			want: `unknown --mig-profile: --mig-profile "9g.99gb" is neither in the profile table [1g.10gb 1g.10gb+me`},
 		{name: "listen address taken", give: func(c *residency.Config) { c.ListenAddress = busy.Addr().String() }, want: "listen " + busy.Addr().String()},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -26,6 +27,27 @@ import (
 
 // ErrNoBudget is returned when no budget source applies.
 var ErrNoBudget = errors.New("no memory budget")
+
+// ErrUnknownProfile is returned by CheckProfile for a --mig-profile that nothing knows.
+var ErrUnknownProfile = errors.New("unknown --mig-profile")
+
+// CheckProfile returns an error wrapping ErrUnknownProfile when profile (--mig-profile) is set
+// but is neither in the profile table (residency.Profiles) nor named by any catalog model's
+// peakMemoryBytes: a typo that would leave the pod managing nothing. The error lists both.
+func CheckProfile(profile string, cat residency.Catalog) error {
+	if profile == "" {
+		return nil
+	}
+	if _, ok := residency.ProfileBytes(profile); ok {
+		return nil
+	}
+	inCat := cat.Profiles()
+	if slices.Contains(inCat, profile) {
+		return nil
+	}
+	return fmt.Errorf("%w: --mig-profile %q is neither in the profile table %v nor named by any catalog model (catalog profiles: %v)",
+		ErrUnknownProfile, profile, residency.Profiles(), inCat)
+}
 
 // Device is the budget's device reading: UsedBytes is nil without NVML; Close releases NVML.
 type Device struct {
@@ -107,6 +129,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	}
 	cat, err := residency.LoadCatalog(cfg.CatalogPath)
 	if err != nil {
+		return err
+	}
+	if err := CheckProfile(cfg.MIGProfile, cat); err != nil {
 		return err
 	}
 	var lib nvml.Interface

@@ -84,3 +84,39 @@ func TestResolveBudgetErrors(t *testing.T) {
 		t.Errorf("whole GPU without a profile: err = %v, want ErrNoBudget", err)
 	}
 }
+
+func TestCheckProfile(t *testing.T) {
+	cat, err := residency.LoadCatalog("../../cmd/residency/example-catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := cat
+	custom.Models = append([]residency.Model{{Name: "z", PeakMemoryBytes: map[string]int64{"1g.12gb": 1 << 30}}}, cat.Models...)
+	tests := []struct {
+		name    string
+		profile string
+		cat     residency.Catalog
+		wantErr string // "" means nil
+	}{
+		{name: "unset", profile: "", cat: cat},
+		{name: "in the table", profile: "7g.80gb", cat: cat},
+		{name: "only in the catalog", profile: "1g.12gb", cat: custom},
+		{name: "typo", profile: "9g.99gb", cat: cat,
+			wantErr: `unknown --mig-profile: --mig-profile "9g.99gb" is neither in the profile table [1g.10gb 1g.10gb+me 1g.18gb 1g.18gb+me 1g.20gb 1g.35gb 1g.5gb 1g.5gb+me 2g.10gb 2g.20gb 2g.35gb 3g.20gb 3g.40gb 3g.71gb 4g.20gb 4g.40gb 4g.71gb 7g.141gb 7g.40gb 7g.80gb a100-40gb a100-80gb h100-80gb h200-141gb] nor named by any catalog model (catalog profiles: [1g.10gb 2g.20gb 3g.40gb])`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckProfile(tt.profile, tt.cat)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+				t.Errorf("CheckProfile (-want +got):\n%s", diff)
+			}
+			if tt.wantErr != "" && !errors.Is(err, ErrUnknownProfile) {
+				t.Errorf("err = %v, want ErrUnknownProfile", err)
+			}
+		})
+	}
+}
