@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrUnknownFormat is returned when a file's header matches no format.
@@ -15,6 +16,24 @@ var ErrUnknownFormat = errors.New("unknown trace format")
 
 // ErrNotRequests is returned for a file that is not a request trace.
 var ErrNotRequests = errors.New("not a request trace")
+
+// ErrEmptyFile is returned for a trace file of zero bytes.
+var ErrEmptyFile = errors.New("file is empty")
+
+// quoteHead quotes the first 80 bytes of s (%q, so binary bytes stay
+// readable and short), with "…" when s is longer.
+func quoteHead(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…", s[:n])
+}
+
+// looksBinary reports whether s holds a NUL byte or is not UTF-8.
+func looksBinary(s string) bool {
+	return strings.ContainsRune(s, 0) || !utf8.ValidString(s)
+}
 
 // DetectFormat guesses a trace's format from its CSV header line.
 func DetectFormat(header string) (Format, error) {
@@ -35,11 +54,14 @@ func DetectFormat(header string) (Format, error) {
 	case cols["instance_sn"] && cols["creation_time"]:
 		return FormatDLRMInstances, nil
 	case cols[colMonTime] && cols[colMonValue]:
-		return "", fmt.Errorf("%w: header %q is a GenTD26 monitoring file (timestamp_anon,value); a load-latency file such as basemodel_update_latency_anon.csv is a cold-start distribution: pass it as --cold-start=FILE", ErrNotRequests, h)
+		return "", fmt.Errorf("%w: header %s is a GenTD26 monitoring file (timestamp_anon,value); a load-latency file such as basemodel_update_latency_anon.csv is a cold-start distribution: pass it as --cold-start=FILE", ErrNotRequests, quoteHead(h))
 	case cols[colGenTimestamp]:
 		return FormatGeneric, nil
 	}
-	return "", fmt.Errorf("%w: header %q; pass --format (one of %v)", ErrUnknownFormat, h, Formats())
+	if looksBinary(h) {
+		return "", fmt.Errorf("%w: not a recognised CSV trace (binary data; the file starts %s)", ErrUnknownFormat, quoteHead(h))
+	}
+	return "", fmt.Errorf("%w: not a recognised CSV trace: header %s matches no format; pass --format (one of %v)", ErrUnknownFormat, quoteHead(h), Formats())
 }
 
 // requestFiles are the request traces a trace folder may hold, in the order
@@ -88,7 +110,9 @@ type Loaded struct {
 }
 
 // Load opens path and reads it as format (detected from the header when
-// empty). seed drives synthesized arrivals (azure-functions spreads each
+// empty). Errors name path: ErrEmptyFile for a zero-byte file,
+// ErrUnknownFormat (quoting at most the first 80 bytes) for one that is not
+// a recognised CSV trace, ErrEmptyTrace for a request trace without rows. seed drives synthesized arrivals (azure-functions spreads each
 // minute's invocations; servegen synthesizes requests lazily later).
 func Load(path string, format Format, seed uint64) (*Loaded, error) {
 	f, err := os.Open(path)
@@ -97,6 +121,9 @@ func Load(path string, format Format, seed uint64) (*Loaded, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
+	if _, err := br.Peek(1); err == io.EOF {
+		return nil, fmt.Errorf("%s: %w", path, ErrEmptyFile)
+	}
 	if format == "" {
 		line, err := br.Peek(min(br.Size(), 64<<10))
 		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -143,6 +170,12 @@ func Load(path string, format Format, seed uint64) (*Loaded, error) {
 	}
 	if l.Trace, err = ReadAll(name, format, src); err != nil {
 		return nil, wrap(err)
+	}
+	if len(l.Trace.Requests) == 0 {
+		if l.Trace.Skipped > 0 {
+			return nil, wrap(fmt.Errorf("%w: all %d rows were left out (%s)", ErrEmptyTrace, l.Trace.Skipped, l.Trace.SkipReason))
+		}
+		return nil, wrap(fmt.Errorf("%w: the file has a header and no rows", ErrEmptyTrace))
 	}
 	return l, nil
 }

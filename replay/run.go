@@ -123,9 +123,6 @@ func Run(cfg RunConfig) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
-		return err
-	}
 	var table bytes.Buffer
 	var sections []Section
 	if l.Instances != nil {
@@ -191,6 +188,9 @@ func Run(cfg RunConfig) error {
 		}
 	}
 	c, err := Compare(pool, wl, cfg.Policies, progress)
+	if errors.Is(err, ErrEmptyTrace) {
+		return fmt.Errorf("trace %s: %w", l.Name, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -233,8 +233,13 @@ func Run(cfg RunConfig) error {
 	return finish(cfg, table.Bytes(), csvBuf.Bytes(), sections, l.Name)
 }
 
+// finish prints the table and writes the outputs; OutDir is created only
+// here, once the trace has been read and replayed.
 func finish(cfg RunConfig, table, csvData []byte, sections []Section, name string) error {
 	if _, err := cfg.Stdout.Write(table); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(cfg.OutDir, "table.md"), table, 0o644); err != nil {

@@ -129,7 +129,7 @@ func newTable(r io.Reader, required ...string) (*table, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: missing column %s (header is %q)", ErrBadHeader, strings.Join(missing, ","), strings.Join(t.header, ","))
+		return nil, fmt.Errorf("%w: missing column %s (header is %s)", ErrBadHeader, strings.Join(missing, ","), quoteHead(strings.Join(t.header, ",")))
 	}
 	cr.FieldsPerRecord = len(t.header)
 	return t, nil

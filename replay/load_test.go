@@ -1,0 +1,77 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestLoadBadFilesNameTheFile: a binary file, a header-only CSV and an empty
+// file each give a short error naming the file and what is wrong with it.
+func TestLoadBadFilesNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	binary := make([]byte, 11<<10)
+	for i := range binary {
+		if binary[i] = byte(i * 7); binary[i] == '\n' { // NULs and invalid UTF-8, one 11 KB line
+			binary[i] = 0
+		}
+	}
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr error
+		want    []string
+	}{
+		{"image.bin", binary, ErrUnknownFormat, []string{"image.bin", "not a recognised CSV trace", "binary", `"\x00\a\x0e`, "…"}},
+		{"notes.csv", []byte(strings.Repeat("word ", 100) + "\n1,2\n"), ErrUnknownFormat, []string{"notes.csv", "not a recognised CSV trace", `"word word`, "…"}},
+		{"header.csv", []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"), ErrEmptyTrace, []string{"header.csv", "trace has no requests", "header and no rows"}},
+		{"empty.csv", nil, ErrEmptyFile, []string{"empty.csv", "file is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeFile(t, dir, tt.name, tt.data)
+			_, err := Load(p, "", 1)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Load = %v, want %v", err, tt.wantErr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if n := len(err.Error()); n > 400 {
+				t.Errorf("error is %d bytes, want a short one: %.200q", n, err)
+			}
+		})
+	}
+}
+
+// TestRunBadTraceWritesNothing: a trace that cannot be replayed leaves no
+// --out folder behind.
+func TestRunBadTraceWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultRunConfig()
+	cfg.TracePath = writeFile(t, dir, "header.csv", []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"))
+	cfg.OutDir = filepath.Join(dir, "out")
+	var out, errOut bytes.Buffer
+	cfg.Stdout, cfg.Stderr = &out, &errOut
+	err := Run(cfg)
+	if !errors.Is(err, ErrEmptyTrace) || !strings.Contains(err.Error(), "header.csv") {
+		t.Fatalf("Run = %v, want ErrEmptyTrace naming header.csv", err)
+	}
+	if _, err := os.Stat(cfg.OutDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out %s exists after a failed run (stat: %v)", cfg.OutDir, err)
+	}
+}
