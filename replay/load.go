@@ -64,18 +64,15 @@ func DetectFormat(header string) (Format, error) {
 	return "", fmt.Errorf("%w: not a recognised CSV trace: header %s matches no format; pass --format (one of %v)", ErrUnknownFormat, quoteHead(h), Formats())
 }
 
-// requestFiles are the request traces a trace folder may hold, in the order
-// ResolvePath prefers them.
-var requestFiles = []string{
-	"AzureLLMInferenceTrace_code.csv",
-	"lora_request_trace.csv",
-	"azure2019_1350func_invocations_per_minute.csv",
-	"servegen_clients_m-large_m-small_mm-image.csv",
-	"disaggregated_DLRM_trace.csv",
-}
+// ErrAmbiguousFolder is returned by ResolvePath for a folder holding several
+// traces: the caller must name one.
+var ErrAmbiguousFolder = errors.New("folder holds several traces; pass one file")
 
-// ResolvePath turns a folder into the request trace inside it (a file is
-// returned unchanged).
+// ResolvePath turns a folder into the one trace inside it (a file is
+// returned unchanged): the folder's *.csv files whose header DetectFormat
+// recognises (monitoring and load-latency CSVs are not traces). A folder
+// with several traces is ErrAmbiguousFolder, listing them; one with none is
+// an error naming the CSV files it has.
 func ResolvePath(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -84,17 +81,44 @@ func ResolvePath(path string) (string, error) {
 	if !st.IsDir() {
 		return path, nil
 	}
-	for _, f := range requestFiles {
-		p := filepath.Join(path, f)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+	csvs, err := filepath.Glob(filepath.Join(path, "*.csv"))
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, p := range csvs {
+		if f, err := headerFormat(p); err == nil {
+			found = append(found, fmt.Sprintf("%s (%s)", p, f))
 		}
 	}
-	matches, _ := filepath.Glob(filepath.Join(path, "*.csv"))
-	if len(matches) == 1 {
-		return matches[0], nil
+	switch len(found) {
+	case 1:
+		p, _, _ := strings.Cut(found[0], " (")
+		return p, nil
+	case 0:
+		names := make([]string, len(csvs))
+		for i, p := range csvs {
+			names[i] = filepath.Base(p)
+		}
+		return "", fmt.Errorf("%s: no trace among its %d CSV files (%s); pass a trace file", path, len(csvs), strings.Join(names, ", "))
 	}
-	return "", fmt.Errorf("%s is a folder with %d CSV files and none of the known request traces; name the file", path, len(matches))
+	return "", fmt.Errorf("%s: %w (--trace=FILE):\n  %s", path, ErrAmbiguousFolder, strings.Join(found, "\n  "))
+}
+
+// headerFormat detects the format of the file at p from its first line.
+func headerFormat(p string) (Format, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	line, err := br.Peek(br.Size())
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return "", err
+	}
+	first, _, _ := strings.Cut(string(line), "\n")
+	return DetectFormat(first)
 }
 
 // Loaded is a trace file read into memory in the form its format needs.

@@ -63,7 +63,8 @@ func TestLoadBadFilesNameTheFile(t *testing.T) {
 func TestRunBadTraceWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultRunConfig()
-	cfg.TracePath = writeFile(t, dir, "header.csv", []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"))
+	trace := writeFile(t, dir, "header.csv", []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"))
+	cfg.TracePath = dir // the folder: its one trace is used, and named
 	cfg.OutDir = filepath.Join(dir, "out")
 	var out, errOut bytes.Buffer
 	cfg.Stdout, cfg.Stderr = &out, &errOut
@@ -73,5 +74,44 @@ func TestRunBadTraceWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.OutDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("--out %s exists after a failed run (stat: %v)", cfg.OutDir, err)
+	}
+	if want := "trace: " + trace + " (the one trace in " + dir + ")"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q lacks %q", errOut.String(), want)
+	}
+}
+
+// TestResolvePathFolders: a folder with one trace (beside monitoring and
+// load-latency CSVs) resolves to it; one with two traces is an error
+// listing both, never a silent pick; one with none lists its CSVs.
+func TestResolvePathFolders(t *testing.T) {
+	azure := []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n")
+	mon := []byte("timestamp_anon,value,container_ip\n1,2,x\n")
+
+	one := t.TempDir()
+	want := writeFile(t, one, "lora_request_trace.csv", []byte("timestamp,model\n1,a\n"))
+	writeFile(t, one, "basemodel_update_latency_anon.csv", mon)
+	writeFile(t, one, "qps.csv", []byte("timestamp_anon,value,container_ip,request_type\n1,2,x,y\n"))
+	writeFile(t, one, "README.md", []byte("# not a csv\n"))
+	if got, err := ResolvePath(one); err != nil || got != want {
+		t.Errorf("ResolvePath(one trace) = %q, %v; want %q", got, err, want)
+	}
+
+	two := t.TempDir()
+	code := writeFile(t, two, "AzureLLMInferenceTrace_code.csv", azure)
+	conv := writeFile(t, two, "AzureLLMInferenceTrace_conv.csv", azure)
+	_, err := ResolvePath(two)
+	if !errors.Is(err, ErrAmbiguousFolder) {
+		t.Fatalf("ResolvePath(two traces) = %v, want ErrAmbiguousFolder", err)
+	}
+	for _, w := range []string{code + " (azure-llm)", conv + " (azure-llm)", "--trace=FILE"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+
+	none := t.TempDir()
+	writeFile(t, none, "qps.csv", mon)
+	if _, err := ResolvePath(none); err == nil || !strings.Contains(err.Error(), "no trace among its 1 CSV files (qps.csv)") {
+		t.Errorf("ResolvePath(no trace) = %v, want an error listing qps.csv", err)
 	}
 }

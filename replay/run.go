@@ -119,6 +119,9 @@ func Run(cfg RunConfig) error {
 		if err != nil {
 			return err
 		}
+		if p != cfg.TracePath {
+			fmt.Fprintf(cfg.Stderr, "trace: %s (the one trace in %s)\n", p, cfg.TracePath)
+		}
 		if l, err = Load(p, cfg.Format, pool.Seed); err != nil {
 			return err
 		}
