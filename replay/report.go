@@ -78,9 +78,25 @@ func fwait(v float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + "s"
 }
 
+// ComparisonLegend explains the comparison table's marks and columns.
+// WriteTable prints it under the table; the HTML report shows it under its
+// table.
+const ComparisonLegend = "Legend: ✗ after SLO % = misses the SLO target (too few requests waited ≤ the SLO). " +
+	"× LB = GPU-hours ÷ the lower bound (the \"lower bound\" row: Σ service time ÷ slots, what perfect instant scaling would bill; no policy reaches 1.00). " +
+	"$/1k SLO-met = cost per 1,000 requests that met the SLO. " +
+	"inferscale runs its defaults; inferscale (tuned) is its cheapest targetUtilization × activityTarget setting that meets the SLO on this trace; " +
+	"each swept baseline shows its cheapest setting that meets the SLO (or, when none does, its highest SLO %)."
+
 // WriteTable writes the comparison as a Markdown table preceded by a
-// one-paragraph header. The bytes depend only on the inputs and the seed.
+// one-paragraph header and followed by ComparisonLegend. The bytes depend
+// only on the inputs and the seed.
 func (c *Comparison) WriteTable(w io.Writer) error {
+	return c.writeTable(w, true)
+}
+
+// writeTable is WriteTable, with or without the legend (Section puts it
+// under the HTML table instead).
+func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Trace %s: %s requests over %.1f h, %s mode. Pool: %d slots/replica, cold start %s, SLO queue wait ≤ %s for %s%% of requests, $%.2f/GPU-hour.",
 		c.Trace, fnum(c.Requests, 0), c.DurationS/3600, c.Mode, c.Pool.Slots, coldDesc(c.Pool), c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1), c.Pool.PricePerGPUHour)
@@ -105,6 +121,9 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Policy, r.Setting, fnum(r.GPUHours, 2), fnum(r.Cost, 2), slo, fwait(r.P50), fwait(r.P95), fwait(r.P99),
 			fnum(r.EventsPerHour, 1), cs, fnum(r.CostPer1kMet, 4), fnum(r.RatioToLB, 2))
+	}
+	if legend {
+		b.WriteString("\n" + ComparisonLegend + "\n")
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -223,11 +242,12 @@ var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>inferscale replay: {{.Title}}</title>
 <style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
-td:first-child,td:nth-child(2),th{text-align:left}.miss{color:#b00}svg{max-width:100%;height:auto}</style></head>
+td:first-child,td:nth-child(2),th{text-align:left}.miss{color:#b00}.legend{font-size:12px;color:#555}svg{max-width:100%;height:auto}</style></head>
 <body><h1>inferscale replay</h1>
 {{range .Sections}}<h2>{{.Heading}}</h2><p>{{.Intro}}</p>
 {{if .Rows}}<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>{{end}}
+{{if .Legend}}<p class="legend">{{.Legend}}</p>{{end}}
 {{range .Charts}}<div>{{.}}</div>{{end}}{{end}}
 <p>{{.Footer}}</p></body></html>
 `))
@@ -238,16 +258,19 @@ type Section struct {
 	Intro   string
 	Header  []string
 	Rows    [][]string
-	Charts  []template.HTML
+	// Legend, when set, is shown under the table.
+	Legend string
+	Charts []template.HTML
 }
 
 // Section renders the comparison for the HTML report.
 func (c *Comparison) Section() (Section, error) {
 	var tb bytes.Buffer
-	if err := c.WriteTable(&tb); err != nil {
+	if err := c.writeTable(&tb, false); err != nil {
 		return Section{}, err
 	}
 	s := tableSection("Autoscaling: "+c.Trace, tb.String())
+	s.Legend = ComparisonLegend
 	ch, err := c.demandPlots()
 	if err != nil {
 		return Section{}, err
