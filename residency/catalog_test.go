@@ -83,8 +83,13 @@ func TestParseCatalogErrors(t *testing.T) {
 		give string
 		want []string // substrings every one of which must appear
 	}{
-		{name: "unknown top-level field", give: "model: []", want: []string{`unknown field "model"`}},
-		{name: "unknown model field", give: "models: [{name: m, tierr: P0}]", want: []string{`unknown field "tierr"`}},
+		{name: "unknown top-level field", give: "model: []", want: []string{"model: unknown field (line 1)"}},
+		{name: "unknown model field", give: "models: [{name: m, tierr: P0}]", want: []string{"models[0].tierr: unknown field (line 1)"}},
+		{name: "misspelled field, on its line", give: "models:\n  - " + strings.ReplaceAll(ok[1:len(ok)-1], ", ", "\n    ") + "\n  - name: n\n    peakMemoryBytez: {1g.10gb: 2Gi}\n",
+			want: []string{"models[1].peakMemoryBytez: unknown field (line 7)"}},
+		{name: "bad duration, on its line", give: "models:\n  - name: m\n    loadTime: banana\n",
+			want: []string{`models[0].loadTime: time: invalid duration "banana" (line 3)`}},
+		{name: "bad quantity", give: "reserveBytes: 1Zi\nmodels: [" + ok + "]", want: []string{"reserveBytes: quantities must match", "(line 1)"}},
 		{name: "empty", give: "", want: []string{"models: empty; want 1 to 10000 models"}},
 		{name: "bad tier", give: "models: [{name: m, digest: " + dgA + ", tier: P3, peakMemoryBytes: {1g.5gb: 1}}]",
 			want: []string{`models[0].tier: "P3"; want one of P0, P1, P2`}},
@@ -133,6 +138,12 @@ func TestLoadCatalog(t *testing.T) {
 	c, err := LoadCatalog(path)
 	if err != nil || c.Models[0].PeakMemoryBytes["1g.5gb"] != 7 {
 		t.Fatalf("LoadCatalog = %+v, %v", c, err)
+	}
+	if err := os.WriteFile(path, []byte("models:\n  - name: m\n    peakMemoryBytez: {1g.10gb: 20Gi}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCatalog(path); err == nil || err.Error() != path+": invalid catalog: models[0].peakMemoryBytez: unknown field (line 3)" {
+		t.Errorf("misspelled field: err = %v, want the file, the field path and the line", err)
 	}
 	if _, err := LoadCatalog(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, ErrCatalog) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want ErrCatalog and ErrNotExist", err)

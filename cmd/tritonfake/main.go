@@ -22,8 +22,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/inferscale/inferscale/residency/strictyaml"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
@@ -68,7 +68,8 @@ type fileConfig struct {
 }
 
 // loadConfig reads and validates the YAML file at path; unknown fields are
-// errors, and every violation names its field.
+// errors, and every violation names its field (and, for a field that does not
+// decode, its line: "models[2].loadTime: time: invalid duration "banana" (line 12)").
 func loadConfig(path string) (tritontest.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -80,7 +81,7 @@ func loadConfig(path string) (tritontest.Config, error) {
 // parseConfig parses and validates a YAML config; name prefixes errors.
 func parseConfig(data []byte, path string) (tritontest.Config, error) {
 	var fc fileConfig
-	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
+	if err := strictyaml.Unmarshal(data, &fc); err != nil {
 		return tritontest.Config{}, fmt.Errorf("parse %s: %w", path, err)
 	}
 	cfg := tritontest.Config{

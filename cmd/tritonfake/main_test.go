@@ -55,8 +55,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		give string
 		want []string
 	}{
-		{name: "unknown field", give: "deviceMemoryBytes: 10\nmodels: []\nbogus: 1\n", want: []string{`unknown field "bogus"`}},
-		{name: "bad duration", give: "deviceMemoryBytes: 10\nmodels:\n- name: a\n  memoryBytes: 1\n  loadTime: soon\n", want: []string{"soon"}},
+		{name: "unknown field", give: "deviceMemoryBytes: 10\nmodels: []\nbogus: 1\n", want: []string{"config.yaml: bogus: unknown field (line 3)"}},
+		{name: "bad duration", give: "deviceMemoryBytes: 10\nmodels:\n- name: a\n  memoryBytes: 1\n- name: b\n- name: c\n  loadTime: banana\n",
+			want: []string{`config.yaml: models[2].loadTime: time: invalid duration "banana" (line 7)`}},
+		{name: "misspelled fault field", give: "deviceMemoryBytes: 10\nmodels:\n- name: a\n  fault: {failLoads: x}\n",
+			want: []string{"models[0].fault.failLoads: unknown field (line 4)"}},
+		{name: "wrong type", give: "deviceMemoryBytes: ten\nmodels: []\n", want: []string{`deviceMemoryBytes: "ten": want an integer (line 1)`}},
 		{
 			name: "ranges",
 			give: "modelControlMode: poll\ndeviceMemoryBytes: 0\nmodels:\n- name: a\n  memoryBytes: -1\n",
