@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -35,6 +36,9 @@ func TestRunFailsFast(t *testing.T) {
 	base.CatalogPath = "../../cmd/residency/example-catalog.yaml"
 	base.MIGProfile = "1g.10gb"
 	base.NVML = "off"
+	// A free port and a bounded context: should a case regress and start serving, Run returns
+	// nil at the deadline and the case fails instead of hanging on a fixed port.
+	base.ListenAddress = "127.0.0.1:0"
 	tests := []struct {
 		name string
 		give func(*residency.Config)
@@ -53,7 +57,9 @@ func TestRunFailsFast(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := base
 			tt.give(&c)
-			err := Run(context.Background(), c, discard)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := Run(ctx, c, discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
 			}
