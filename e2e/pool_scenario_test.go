@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,8 +102,9 @@ func TestPool(t *testing.T) {
 			// seeds its history with the current count holds a full
 			// down-window from the restart.
 			env.gw.setRate(p.model, high)
-			env.waitReplicas(t, "steady before the restart", nHigh, 4*time.Minute)
-			holdSteady(t, env, nHigh, p.scaleDownWindow) // the down-window fills with steady answers
+			// The down-window must fill with steady answers (after the
+			// outage the first rate windows span the gap).
+			waitSteady(t, env, nHigh, p.scaleDownWindow, 5*time.Minute)
 			env.gw.setRate(p.model, low)
 			time.Sleep(18 * time.Second)
 			if spec, _, err := env.state(context.Background()); err != nil || int(spec) != nHigh {
@@ -218,15 +220,23 @@ func eventuallyInFlight(t *testing.T, env *poolEnv, n int) string {
 	return victim
 }
 
-// holdSteady asserts that .spec.replicas stays n for d.
-func holdSteady(t *testing.T, env *poolEnv, n int, d time.Duration) {
+// waitSteady waits until .spec.replicas, the ready replicas and the
+// scaler's answer have all equalled n for d without a break.
+func waitSteady(t *testing.T, env *poolEnv, n int, d, timeout time.Duration) {
 	t.Helper()
-	start := time.Now()
-	for time.Since(start) < d {
-		spec, _, err := env.state(context.Background())
-		if err == nil && int(spec) != n {
-			t.Fatalf("replicas changed to %d %.1fs into a steady period, want %d", spec, time.Since(start).Seconds(), n)
+	var since time.Time
+	eventually(t, fmt.Sprintf("steady at %d for %v", n, d), timeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		spec, ready, err := env.state(ctx)
+		want, serr := env.scaler.desired(ctx, env.ref())
+		if err != nil || serr != nil || int(spec) != n || int(ready) != n || int(want) != n {
+			since = time.Time{}
+			return false, describe("spec", spec, "ready", ready, "scaler", want, "want", n)
 		}
-		time.Sleep(time.Second)
-	}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= d, describe("steady for", time.Since(since).Round(time.Second))
+	})
 }
