@@ -58,9 +58,12 @@ type Point struct {
 }
 
 // LastGood is a signal's last valid value and the time it was evaluated.
+// A zero read from an empty per-pod series while no replica is ready is a
+// valid value too, but it does not show that the series exists:
+// State.Measured records that, and only a measured signal is held or out.
 type LastGood struct {
 	Value float64
-	At    time.Time // zero: never valid
+	At    time.Time // zero: no valid value yet
 }
 
 // State is what Recommend remembers between calls. The zero State is a
@@ -78,6 +81,13 @@ type State struct {
 	History []Point
 	// Good holds the last valid value per signal.
 	Good [NumSignals]LastGood
+	// Measured is true per signal once it produced a valid sample of its
+	// own: a present, valid value, or an empty result of a signal in
+	// zeroWhenAbsent. A zero read from an empty per-pod series while no
+	// replica is ready does not count, so a series that never exists (Triton
+	// or vLLM without a DCGM exporter) is "never" valid, reported and left
+	// out, not out and degraded once replicas are ready.
+	Measured [NumSignals]bool
 	// LastReplicas and LastActive are the previous answer (HasLast false
 	// before the first answer with data).
 	LastReplicas int32
@@ -118,7 +128,7 @@ const (
 	StatusZero         SignalStatus = "zero"  // empty, read as zero (zeroWhenAbsent, or per-pod with no ready replica)
 	StatusHeld         SignalStatus = "held"  // invalid now; the last good value stands in
 	StatusOut          SignalStatus = "out"   // invalid, and the last good value is older than staleAfter
-	StatusNever        SignalStatus = "never" // never produced a valid sample: reported and left out
+	StatusNever        SignalStatus = "never" // never produced a valid sample of its own (State.Measured): reported and left out
 )
 
 // Usable reports whether a signal with this status entered the decision: fresh, read as zero,
@@ -150,7 +160,8 @@ type Recommendation struct {
 	Ready int32
 	// Active is KEDA's 0 ↔ 1 answer (IsActive).
 	Active bool
-	// Degraded is true when a signal that once was valid is out.
+	// Degraded is true when a signal that once produced a valid sample
+	// (State.Measured) is out.
 	Degraded bool
 	// Reason explains the number for logs and humans.
 	Reason string
@@ -445,17 +456,24 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	return rec, st
 }
 
-// evalSignal classifies one signal's sample and updates its last good value.
+// evalSignal classifies one signal's sample and updates its last good value
+// and whether it was ever measured. An invalid sample of a signal never
+// measured is StatusNever, even when a zero inferred at R = 0 stood in
+// before (DESIGN.md "Missing and bad data": a signal that has never produced
+// a valid sample is reported and left out).
 func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (SignalStatus, float64) {
 	if !p.Configured(s) {
 		return StatusUnconfigured, 0
 	}
 	valid := smp.Err == nil && !smp.EvaluatedAt.IsZero() && now.Sub(smp.EvaluatedAt) <= p.StaleAfter
-	status, v := StatusFresh, smp.Value
+	status, v, inferred := StatusFresh, smp.Value, false
 	if valid && smp.Empty {
-		if p.ZeroWhenAbsent.Has(s) || (noneReady && p.PerPod(s)) {
+		switch {
+		case p.ZeroWhenAbsent.Has(s): // the user declared that empty means zero: a reading
 			status, v = StatusZero, 0
-		} else {
+		case noneReady && p.PerPod(s): // zero inferred from the pods' absence, not a reading
+			status, v, inferred = StatusZero, 0, true
+		default:
 			valid = false
 		}
 	}
@@ -466,11 +484,14 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 		if smp.EvaluatedAt.After(st.Good[s].At) || st.Good[s].At.IsZero() {
 			st.Good[s] = LastGood{Value: v, At: smp.EvaluatedAt}
 		}
+		if !inferred {
+			st.Measured[s] = true
+		}
 		return status, v
 	}
 	g := st.Good[s]
 	switch {
-	case g.At.IsZero():
+	case g.At.IsZero() || !st.Measured[s]:
 		return StatusNever, 0
 	case now.Sub(g.At) <= p.StaleAfter:
 		return StatusHeld, g.Value

@@ -477,3 +477,111 @@ func TestPresetWithoutKubernetesAtZero(t *testing.T) {
 		t.Fatalf("replicas %d ready %d active %v err %v (%s)", rec.Replicas, rec.Ready, rec.Active, rec.Err, rec.Reason)
 	}
 }
+
+// TestActivityNeverMeasured covers Triton or vLLM without a DCGM exporter: the
+// activity query is always empty. The zero read from that empty result while
+// no replica is ready is not a sample of the series, so once replicas are
+// ready the signal is "never" valid and left out, not out and degraded (which
+// would hold the pool at its last good answer forever and never scale down).
+func TestActivityNeverMeasured(t *testing.T) {
+	p := DefaultPolicy()
+	p.Engine, p.Model, p.PrometheusAddress = EngineTriton, "resnet", "http://prometheus:9090"
+	p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = 1, 1, 1 // N_drain = ⌈Q + λ⌉
+	p.StaleAfter = 20 * time.Second
+	p.ScaleDownWindow = 60 * time.Second
+	p.ScaleDownMaxFraction = 1 // no step-down bound: only the window and the degraded floor hold
+	p.ActivityCeiling, p.ActivityTarget = 1, 0.7
+
+	empty := func(d time.Duration) Sample { return Sample{Empty: true, EvaluatedAt: t0.Add(d)} }
+	failed := func(d time.Duration) Sample {
+		return Sample{Err: errors.New("connection refused"), EvaluatedAt: t0.Add(d)}
+	}
+	type tick struct {
+		at       time.Duration
+		ready    int32
+		queue    float64
+		activity Sample
+		// want
+		replicas int32
+		status   SignalStatus
+		degraded bool
+		limit    Term
+	}
+	run := func(t *testing.T, p Policy, ticks []tick) (Recommendation, State) {
+		t.Helper()
+		var st State
+		var rec Recommendation
+		for _, k := range ticks {
+			var o Observation
+			o.Samples[SignalQueue] = val(k.queue, t0.Add(k.at))
+			o.Samples[SignalRate] = val(0, t0.Add(k.at))
+			o.Samples[SignalActivity] = k.activity
+			o.ReadyReplicas, o.ReadyKnown = k.ready, true
+			rec, st = Recommend(p, o, st, t0.Add(k.at))
+			if rec.Err != nil || rec.Replicas != k.replicas || rec.Status[SignalActivity] != k.status ||
+				rec.Degraded != k.degraded || rec.Limit != k.limit {
+				t.Fatalf("t0+%v: replicas %d activity %s degraded %v limit %q err %v, want %d %s %v %q (%s)",
+					k.at, rec.Replicas, rec.Status[SignalActivity], rec.Degraded, rec.Limit, rec.Err,
+					k.replicas, k.status, k.degraded, k.limit, rec.Reason)
+			}
+		}
+		return rec, st
+	}
+
+	t.Run("empty at R=0, then empty with replicas ready: never valid, scales down through the down-window", func(t *testing.T) {
+		s := time.Second
+		rec, st := run(t, p, []tick{
+			{0, 0, 6, empty(0), 6, StatusZero, false, ""},            // scale from zero: burst to N_drain = 6
+			{10 * s, 3, 6, empty(10 * s), 6, StatusNever, false, ""}, // no hold: the zero at R=0 was inferred
+			{20 * s, 3, 1, empty(20 * s), 6, StatusNever, false, TermDownWindow},
+			{30 * s, 3, 1, empty(30 * s), 6, StatusNever, false, TermDownWindow}, // past staleAfter: still not degraded
+			{60 * s, 3, 1, empty(60 * s), 6, StatusNever, false, TermDownWindow},
+			{70 * s, 3, 1, empty(70 * s), 1, StatusNever, false, ""}, // the raw 6 at t0+10s left the 60 s window
+			{200 * s, 3, 1, empty(200 * s), 1, StatusNever, false, ""},
+		})
+		if !strings.Contains(rec.Reason, "left out (never valid): activity") || strings.Contains(rec.Reason, "degraded") {
+			t.Errorf("reason %q: want activity left out as never valid, not degraded", rec.Reason)
+		}
+		if st.Measured[SignalActivity] || !st.Measured[SignalQueue] {
+			t.Errorf("Measured = %v: want queue measured, activity not", st.Measured)
+		}
+	})
+	t.Run("real activity samples that vanish while replicas are ready: held, then degraded at the last good answer", func(t *testing.T) {
+		s := time.Second
+		rec, _ := run(t, p, []tick{
+			{0, 3, 3, val(0.5, t0), 3, StatusFresh, false, ""},                // N_act = ⌈3·0.5/0.7⌉ = ⌈2.14⌉ = 3
+			{10 * s, 3, 1, empty(10 * s), 3, StatusHeld, false, ""},           // 0.5 holds: N_act 3
+			{20 * s, 3, 1, empty(20 * s), 3, StatusHeld, false, ""},           // last good exactly staleAfter old
+			{30 * s, 3, 1, empty(30 * s), 3, StatusOut, true, TermDownWindow}, // out: degraded
+			{200 * s, 3, 1, empty(200 * s), 3, StatusOut, true, TermDegraded}, // raw 1, floor 3
+		})
+		if !strings.Contains(rec.Reason, "degraded: activity out past staleAfter 20s") {
+			t.Errorf("reason %q: want activity degraded", rec.Reason)
+		}
+	})
+	t.Run("measured once, read as zero at R=0, then empty with replicas ready: still degraded", func(t *testing.T) {
+		s := time.Second
+		run(t, p, []tick{
+			{0, 0, 0, val(0.2, t0), 0, StatusFresh, false, ""},
+			{10 * s, 0, 0, empty(10 * s), 0, StatusZero, false, ""},
+			{20 * s, 3, 4, empty(20 * s), 4, StatusHeld, false, ""}, // the zero at t0+10s holds
+			{40 * s, 3, 4, empty(40 * s), 4, StatusOut, true, ""},   // out: the DCGM series existed once
+			{200 * s, 3, 1, empty(200 * s), 4, StatusOut, true, TermDegraded},
+		})
+	})
+	t.Run("zeroWhenAbsent: an empty result is a reading of zero and counts as valid", func(t *testing.T) {
+		pz := p
+		pz.ZeroWhenAbsent = SignalSet(0).With(SignalActivity)
+		s := time.Second
+		_, st := run(t, pz, []tick{
+			{0, 3, 3, empty(0), 3, StatusZero, false, ""},
+			{30 * s, 3, 3, empty(30 * s), 3, StatusZero, false, ""}, // past staleAfter: still a fresh zero
+			{40 * s, 3, 3, failed(40 * s), 3, StatusHeld, false, ""},
+			{70 * s, 3, 1, failed(70 * s), 3, StatusOut, true, TermDownWindow}, // once valid, so out and degraded
+			{200 * s, 3, 1, failed(200 * s), 3, StatusOut, true, TermDegraded},
+		})
+		if !st.Measured[SignalActivity] {
+			t.Errorf("Measured[activity] = false: an empty result under zeroWhenAbsent is a valid sample")
+		}
+	})
+}
