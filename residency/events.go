@@ -38,17 +38,17 @@ const (
 // equal (type, reason, note) to one sent within DedupWindow is dropped; so are events while
 // the queue is full (both counted in the log).
 type KubeEvents struct {
-	client    dynamic.Interface
-	pod       corev1.ObjectReference
-	instance  string
-	log       *slog.Logger
-	now       func() time.Time
-	queue     chan *eventsv1.Event
-	done      chan struct{}
-	closeOnce sync.Once
+	client   dynamic.Interface
+	pod      corev1.ObjectReference
+	instance string
+	log      *slog.Logger
+	now      func() time.Time
+	queue    chan *eventsv1.Event
+	done     chan struct{}
 
-	mu   sync.Mutex
-	sent map[string]time.Time
+	mu     sync.Mutex
+	closed bool // set by Close; queue is closed and Event is a no-op
+	sent   map[string]time.Time
 }
 
 // DedupWindow is the period within which an identical event is sent once.
@@ -101,8 +101,11 @@ func (k *KubeEvents) Event(warning bool, reason, note string) {
 	now := k.now()
 	key := typ + "\x00" + reason + "\x00" + note
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
 	if last, ok := k.sent[key]; ok && now.Sub(last) < DedupWindow {
-		k.mu.Unlock()
 		return
 	}
 	k.sent[key] = now
@@ -111,7 +114,6 @@ func (k *KubeEvents) Event(warning bool, reason, note string) {
 			delete(k.sent, kk)
 		}
 	}
-	k.mu.Unlock()
 	ev := &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{GenerateName: k.pod.Name + ".", Namespace: k.pod.Namespace},
 		EventTime:           metav1.NewMicroTime(now),
@@ -123,6 +125,8 @@ func (k *KubeEvents) Event(warning bool, reason, note string) {
 		Note:                note,
 		Type:                typ,
 	}
+	// The send never blocks, so it is made under mu: Close cannot close the queue between
+	// the closed check above and the send.
 	select {
 	case k.queue <- ev:
 	default:
@@ -148,8 +152,14 @@ func (k *KubeEvents) run() {
 	}
 }
 
-// Close sends the queued events and stops.
+// Close sends the queued events and stops. Events recorded after Close are dropped; Close
+// may be called more than once.
 func (k *KubeEvents) Close() {
-	k.closeOnce.Do(func() { close(k.queue) })
+	k.mu.Lock()
+	if !k.closed {
+		k.closed = true
+		close(k.queue)
+	}
+	k.mu.Unlock()
 	<-k.done
 }

@@ -29,6 +29,8 @@ func TestKubeEvents(t *testing.T) {
 	k.Event(true, "OverPeak", "fat measured 3.00GiB, above its admitted peak 2.00GiB") // deduplicated
 	k.Event(false, "Loaded", strings.Repeat("x", 2000))
 	k.Close()
+	k.Event(true, "AfterClose", "dropped, not a send on the closed queue")
+	k.Close()
 
 	var got []eventsv1.Event
 	for _, a := range client.Actions() {
