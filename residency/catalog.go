@@ -37,15 +37,22 @@ type modelFile struct {
 
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
 func LoadCatalog(path string) (Catalog, error) {
+	c, _, err := ReadCatalog(path)
+	return c, err
+}
+
+// ReadCatalog is LoadCatalog that also returns the bytes it parsed, the baseline to hand to
+// WatchCatalog so that a change made after this read is not mistaken for the loaded catalog.
+func ReadCatalog(path string) (Catalog, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Catalog{}, fmt.Errorf("%w: read %s: %w", ErrCatalog, path, err)
+		return Catalog{}, nil, fmt.Errorf("%w: read %s: %w", ErrCatalog, path, err)
 	}
 	c, err := ParseCatalog(data)
 	if err != nil {
-		return Catalog{}, fmt.Errorf("%s: %w", path, err)
+		return Catalog{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return c, nil
+	return c, data, nil
 }
 
 // ParseCatalog decodes catalog YAML strictly (unknown and duplicate fields are errors, named by
@@ -111,10 +118,13 @@ func ParseCatalog(data []byte) (Catalog, error) {
 
 // WatchCatalog re-reads the catalog file at path every LoopInterval and hands a changed, valid
 // catalog to SetCatalog, so a ConfigMap update (kubelet swaps the mounted file) takes effect
-// without a restart. An invalid catalog is reported (log and a Warning event, once per content)
-// and the current one kept. It returns nil when ctx is done.
-func (c *Controller) WatchCatalog(ctx context.Context, path string) error {
-	last, _ := os.ReadFile(path)
+// without a restart. loaded is the content the controller's current catalog was parsed from
+// (ReadCatalog's bytes): a file differing from it, even on the first read, is applied, so an
+// update between the initial load and the watch's start is not lost. An invalid catalog is
+// reported (log and a Warning event, once per content) and the current one kept. It returns
+// nil when ctx is done.
+func (c *Controller) WatchCatalog(ctx context.Context, path string, loaded []byte) error {
+	last := loaded
 	var rejected []byte
 	for {
 		select {

@@ -595,7 +595,7 @@ func TestWatchCatalog(t *testing.T) {
 		return "models: [{name: pin, digest: " + digest + ", tier: P0, peakMemoryBytes: {" + prof + ": 1Gi}}]"
 	}
 	write(entry(dgA))
-	cat, err := LoadCatalog(path)
+	cat, loaded, err := ReadCatalog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestWatchCatalog(t *testing.T) {
 	defer cancel()
 	watchCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- h.ctl.WatchCatalog(watchCtx, path) }()
+	go func() { done <- h.ctl.WatchCatalog(watchCtx, path, loaded) }()
 	if err := h.clock.BlockUntil(ctx, 1); err != nil { // the watcher read its baseline and waits
 		t.Fatal(err)
 	}
@@ -623,10 +623,58 @@ func TestWatchCatalog(t *testing.T) {
 	if digest() != dgB {
 		t.Fatalf("digest %s after the file changed, want %s", digest(), dgB)
 	}
+	write(entry(dgA))
+	tick()
+	if digest() != dgA {
+		t.Fatalf("digest %s after the file changed back, want %s", digest(), dgA)
+	}
 	write("models: [{name: pin, tier: P7}]")
 	tick()
 	if digest() != dgB {
 		t.Fatalf("an invalid catalog replaced the current one")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchCatalogChangedBeforeWatch: a ConfigMap update landing between the sidecar's initial
+// load and the watcher's start (NVML and the Triton dial run in between) is applied on the
+// watcher's first read, because its baseline is the loaded bytes, not the file at watch start.
+func TestWatchCatalogChangedBeforeWatch(t *testing.T) {
+	path := t.TempDir() + "/catalog.yaml"
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry := func(digest string) string {
+		return "models: [{name: pin, digest: " + digest + ", tier: P0, peakMemoryBytes: {" + prof + ": 1Gi}}]"
+	}
+	write(entry(dgA))
+	cat, loaded, err := ReadCatalog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(entry(dgB)) // the update lands before the watcher starts
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.ctl.WatchCatalog(watchCtx, path, loaded) }()
+	if err := h.clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(DefaultConfig().LoopInterval)
+	if err := h.clock.BlockUntil(ctx, 1); err != nil { // first read done, waiting again
+		t.Fatal(err)
+	}
+	if m, _ := h.ctl.catalog().Model("pin"); m.Digest != dgB {
+		t.Errorf("digest %s, want %s: the update made before the watch started was ignored", m.Digest, dgB)
 	}
 	stop()
 	if err := <-done; err != nil {

@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cat, err := residency.LoadCatalog(cfg.CatalogPath)
+	cat, catBytes, err := residency.ReadCatalog(cfg.CatalogPath)
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	// that will not come.
 	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() error { return ctl.Run(loopCtx) })
-	g.Go(func() error { return ctl.WatchCatalog(loopCtx, cfg.CatalogPath) })
+	g.Go(func() error { return ctl.WatchCatalog(loopCtx, cfg.CatalogPath, catBytes) })
 	if poller != nil {
 		g.Go(func() error { return poller.Run(loopCtx) })
 	}
