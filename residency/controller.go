@@ -377,7 +377,7 @@ func (c *Controller) unload(ctx context.Context, a Action) {
 		return
 	}
 	kind := "evict"
-	if strings.HasPrefix(a.Reason, "idle") {
+	if a.Cause == plan.CauseIdle {
 		kind = "idle"
 	} else {
 		c.m.Evictions.Inc()

@@ -86,10 +86,29 @@ const (
 	ActionUnload ActionKind = "Unload"
 )
 
+// Cause is why the planner chose an action, for counting (Reason is for people).
+type Cause string
+
+// Action causes.
+const (
+	// CauseIdle: an unload of a model unused for the catalog's idleTimeout.
+	CauseIdle Cause = "idle"
+	// CauseEvict: an unload that makes room for higher-ranked models.
+	CauseEvict Cause = "evict"
+	// CauseDemand: a load of a P1/P2 model with demand.
+	CauseDemand Cause = "demand"
+	// CausePinned: a load of a P0 (pinned) model.
+	CausePinned Cause = "pinned"
+	// CauseDigest: a reload of a READY model whose catalog digest changed.
+	CauseDigest Cause = "digest"
+)
+
 // Action is one step of a plan.
 type Action struct {
 	Kind  ActionKind
 	Model string
+	// Cause is why the step was chosen.
+	Cause Cause
 	// Reason explains the step with the numbers behind it.
 	Reason string
 	// AccountedBytes is the accounted memory once this step (and every step before it) has
@@ -267,7 +286,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 				if !lastActive.IsZero() {
 					since = "unused for " + now.Sub(lastActive).Round(time.Second).String()
 				}
-				idle = append(idle, Action{Kind: ActionUnload, Model: m.Name, At: now,
+				idle = append(idle, Action{Kind: ActionUnload, Model: m.Name, Cause: CauseIdle, At: now,
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
 				continue
 			}
@@ -312,7 +331,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		if !c.resident || admitted[i] {
 			continue
 		}
-		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, At: now, AccountedBytes: acct - c.bytes,
+		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, Cause: CauseEvict, At: now, AccountedBytes: acct - c.bytes,
 			PeakBytes: acct, Reason: p.evictReason(cs, i, fixed, budget.TotalBytes)})
 		acct -= c.bytes
 	}
@@ -333,7 +352,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 				BudgetBytes: budget.TotalBytes, Reload: true})
 			continue
 		}
-		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
+		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: CauseDigest, At: now, AccountedBytes: acct,
 			PeakBytes: acct + swap, Digest: c.model.Digest,
 			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), FormatBytes(swap))})
 	}
@@ -342,7 +361,11 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		case c.resident:
 		case admitted[i]:
 			acct += c.bytes
-			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, At: now, AccountedBytes: acct,
+			cause := CauseDemand
+			if c.model.Tier == TierP0 {
+				cause = CausePinned
+			}
+			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: cause, At: now, AccountedBytes: acct,
 				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c, demand.rate(c.model.Name))})
 		default:
 			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,

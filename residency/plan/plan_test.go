@@ -55,8 +55,8 @@ func TestDecide(t *testing.T) {
 			budget: budget10,
 			demand: Demand{"b-p1": 1},
 			want: []Action{
-				{Kind: ActionLoad, Model: "z-p0", At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P0 pinned; needs 2.00GiB"},
-				{Kind: ActionLoad, Model: "b-p1", At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
+				{Kind: ActionLoad, Model: "z-p0", Cause: CausePinned, At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P0 pinned; needs 2.00GiB"},
+				{Kind: ActionLoad, Model: "b-p1", Cause: CauseDemand, At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
 			},
 		},
 		{
@@ -66,8 +66,8 @@ func TestDecide(t *testing.T) {
 			obs:    Observed{Models: map[string]ModelStatus{"warm": ready(old, t0), "cold": ready(old, t0)}},
 			demand: Demand{"hot": 2, "warm": 1, "cold": 0.5},
 			want: []Action{
-				{Kind: ActionUnload, Model: "cold", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
-				{Kind: ActionLoad, Model: "hot", At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
+				{Kind: ActionUnload, Model: "cold", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
+				{Kind: ActionLoad, Model: "hot", Cause: CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
 			},
 		},
 		{
@@ -77,8 +77,8 @@ func TestDecide(t *testing.T) {
 			obs:    Observed{Models: map[string]ModelStatus{"p1": ready(old, t0), "p2": ready(old, t0)}},
 			demand: Demand{"new": 2, "p1": 0.1, "p2": 1},
 			want: []Action{
-				{Kind: ActionUnload, Model: "p2", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
-				{Kind: ActionLoad, Model: "new", At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
+				{Kind: ActionUnload, Model: "p2", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
+				{Kind: ActionLoad, Model: "new", Cause: CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
 			},
 		},
 		{
@@ -97,7 +97,7 @@ func TestDecide(t *testing.T) {
 				"pin": ready(old, old), "idle": ready(old, t0.Add(-11*time.Minute)),
 				"recent": ready(old, t0.Add(-9*time.Minute)), "busy": ready(old, old)}},
 			demand: Demand{"busy": 0.01},
-			want: []Action{{Kind: ActionUnload, Model: "idle", At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
+			want: []Action{{Kind: ActionUnload, Model: "idle", Cause: CauseIdle, At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
 				Reason: "idle: P1 idle, unused for 11m0s ≥ idleTimeout 10m0s"}},
 		},
 		{
@@ -112,7 +112,7 @@ func TestDecide(t *testing.T) {
 			obs: Observed{Models: map[string]ModelStatus{
 				"q": {State: StateUnavailable, Quarantined: true}, "b": {State: StateUnavailable, BackoffUntil: t0.Add(time.Second)},
 				"done": {State: StateUnavailable, BackoffUntil: t0}}},
-			want: []Action{{Kind: ActionLoad, Model: "done", At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
+			want: []Action{{Kind: ActionLoad, Model: "done", Cause: CausePinned, At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
 		},
 		{
 			name:        "a reload holds peak plus swap overhead",
@@ -121,6 +121,14 @@ func TestDecide(t *testing.T) {
 			obs:         Observed{Models: map[string]ModelStatus{"swap": {State: StateLoading, Reloading: true}}},
 			demand:      Demand{"p1": 1},
 			wantRefused: []string{"p1: refused: needs 5.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB"},
+		},
+		{
+			name:   "a READY model whose digest changed is reloaded, holding its swap overhead meanwhile",
+			cat:    catalog(func() Model { m := model("swap", TierP0, 3, time.Second); m.SwapOverheadBytes = 2 * gi; return m }()),
+			budget: budget10,
+			obs:    Observed{Models: map[string]ModelStatus{"swap": {State: StateReady, LoadedSince: old, Digest: dgB}}},
+			want: []Action{{Kind: ActionLoad, Model: "swap", Cause: CauseDigest, At: t0, AccountedBytes: 3 * gi, PeakBytes: 5 * gi, Digest: dgA,
+				Reason: "reload: digest sha256:bbbbbbbbbbbb → sha256:aaaaaaaaaaaa; the swap holds 2.00GiB more"}},
 		},
 		{
 			name:        "memory not returned by an unload blocks a load; reserve counts",
@@ -143,7 +151,7 @@ func TestDecide(t *testing.T) {
 			budget: Budget{Profile: prof, TotalBytes: 6 * gi},
 			obs:    Observed{Models: map[string]ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
 			demand: Demand{"a": 1, "b": 1},
-			want: []Action{{Kind: ActionUnload, Model: "b", At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
+			want: []Action{{Kind: ActionUnload, Model: "b", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
 				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"}},
 		},
 		{
