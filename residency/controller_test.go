@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
@@ -567,6 +568,12 @@ func TestControllerReloadsChangedDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	stepWithLoad() // reload to dgB: old and new copy both held during the load
+	// The plan accounted the swap: the reload's peak is old + new copy (4 + 4 GiB), and the
+	// model stays accounted at its 4 GiB once the old copy is gone.
+	acts := h.ctl.Status().Result.Actions
+	if len(acts) != 1 || acts[0].Cause != plan.CauseDigest || acts[0].PeakBytes != 8*gi || acts[0].AccountedBytes != 4*gi {
+		t.Fatalf("reload plan %+v, want one digest reload peaking at 8 GiB, 4 GiB after", acts)
+	}
 	st, _ := h.srv.Model("a")
 	if st.Loads != 2 || st.State != triton.StateReady {
 		t.Fatalf("a: %d loads, %q; want reloaded once and READY", st.Loads, st.State)

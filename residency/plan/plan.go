@@ -41,9 +41,6 @@ type ModelStatus struct {
 	// model that is not loaded, the last measurement above its admitted peak, if any. A model
 	// is accounted at the larger of its admitted peak and MeasuredBytes.
 	MeasuredBytes int64
-	// Reloading is set while a LOADING model's previous copy still serves: it is accounted
-	// with its swap overhead on top.
-	Reloading bool
 	// Quarantined models failed to load too often; Plan never loads them.
 	Quarantined bool
 	// BackoffUntil: Plan does not load the model before this time (a failed load backs off).
@@ -201,11 +198,10 @@ func residentBytes(cat Catalog, profile, name string, st ModelStatus) int64 {
 	if !ok {
 		return max(st.MeasuredBytes, 0)
 	}
-	n := max(peak, st.MeasuredBytes)
-	if st.State == StateLoading && st.Reloading {
-		n += m.SwapOverheadBytes
-	}
-	return n
+	// No swap overhead here: a reload's old + new copy exist only while the controller's Load
+	// call runs (Triton's index keeps the model READY meanwhile, and the loop observes again
+	// only after the call returns); Action.PeakBytes accounts it when the reload is planned.
+	return max(peak, st.MeasuredBytes)
 }
 
 // Plan returns the ordered load and unload actions that bring Triton's loaded set to the best
@@ -458,12 +454,12 @@ func Apply(obs Observed, actions []Action) Observed {
 			if st.State != StateReady {
 				st.LoadedSince = a.At
 			}
-			st.State, st.Reason, st.Reloading = StateReady, "", false
+			st.State, st.Reason = StateReady, ""
 			if a.Digest != "" {
 				st.Digest = a.Digest
 			}
 		case ActionUnload:
-			st.State, st.Reason, st.LoadedSince, st.Reloading, st.Digest = StateUnavailable, "unloaded", time.Time{}, false, ""
+			st.State, st.Reason, st.LoadedSince, st.Digest = StateUnavailable, "unloaded", time.Time{}, ""
 		}
 		out.Models[a.Model] = st
 	}

@@ -115,14 +115,6 @@ func TestDecide(t *testing.T) {
 			want: []Action{{Kind: ActionLoad, Model: "done", Cause: CausePinned, At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
 		},
 		{
-			name:        "a reload holds peak plus swap overhead",
-			cat:         catalog(func() Model { m := model("swap", TierP0, 3, time.Second); m.SwapOverheadBytes = 3 * gi; return m }(), model("p1", TierP1, 5, time.Second)),
-			budget:      budget10,
-			obs:         Observed{Models: map[string]ModelStatus{"swap": {State: StateLoading, Reloading: true}}},
-			demand:      Demand{"p1": 1},
-			wantRefused: []string{"p1: refused: needs 5.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB"},
-		},
-		{
 			name:   "a READY model whose digest changed is reloaded, holding its swap overhead meanwhile",
 			cat:    catalog(func() Model { m := model("swap", TierP0, 3, time.Second); m.SwapOverheadBytes = 2 * gi; return m }()),
 			budget: budget10,
@@ -296,9 +288,6 @@ func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
 		}
 		cat.Models = append(cat.Models, m)
 		st := ModelStatus{State: []State{StateReady, StateReady, StateUnavailable, StateUnavailable, StateLoading, StateUnloading}[r.IntN(6)]}
-		if st.State == StateLoading {
-			st.Reloading = r.IntN(2) == 0
-		}
 		if r.IntN(2) == 0 {
 			st.LoadedSince = now.Add(-time.Duration(r.IntN(600)) * time.Second)
 		}
