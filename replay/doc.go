@@ -16,8 +16,9 @@
 //     cooldown): inferscale's scaler.Recommend, an HPA on GPU utilisation,
 //     KEDA's Prometheus scaler on queue depth, Knative's stable/panic
 //     autoscaler, static peak provisioning, and a clairvoyant policy;
-//   - a residency replay that drives residency.Plan against LRU, LFU and
-//     Belady's furthest-next-use under the same memory budget.
+//   - a residency replay that drives plan.Plan (package residency/plan)
+//     against LRU, LFU and Belady's furthest-next-use under the same memory
+//     budget.
 //
 // Everything is deterministic for a given seed.
 package replay

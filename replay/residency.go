@@ -333,7 +333,7 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 
 func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 
-// runPlan replays residency.Plan, the residency controller's pure decision:
+// runPlan replays plan.Plan, the residency controller's pure decision:
 // every LoopInterval the controller observes the loaded set and per-model
 // demand (requests over DemandWindow ÷ its seconds, counting requests for
 // models not loaded, as a gateway query would; requests still waiting for
@@ -488,7 +488,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	}
 }
 
-// CompareResidency runs residency.Plan, LRU, LFU and Belady's
+// CompareResidency runs plan.Plan, LRU, LFU and Belady's
 // furthest-next-use on the trace under one memory budget.
 func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, error) {
 	if len(tr.Requests) == 0 {

@@ -8,9 +8,10 @@ import (
 
 // The catalog and budget types, the profile table and the pure planner live in package
 // residency/plan, which imports the standard library and go-digest only (replay links it without
-// client-go, gRPC or the Triton client). These aliases and forwarders keep residency's public
-// names; see package plan for their documentation. Catalog YAML (ParseCatalog, LoadCatalog)
-// stays here.
+// client-go, gRPC or the Triton client). These aliases and forwarders keep the residency names
+// that the controller, the sidecar and their callers use; the planner's other entry points
+// (plan.Plan, plan.Apply, plan.Value, …) are used from package plan directly. See package plan
+// for their documentation. Catalog YAML (ParseCatalog, LoadCatalog, ReadCatalog) stays here.
 type (
 	// Tier is plan.Tier.
 	Tier = plan.Tier
@@ -28,16 +29,10 @@ type (
 	Observed = plan.Observed
 	// Demand is plan.Demand.
 	Demand = plan.Demand
-	// ActionKind is plan.ActionKind.
-	ActionKind = plan.ActionKind
 	// Action is plan.Action.
 	Action = plan.Action
-	// Refusal is plan.Refusal.
-	Refusal = plan.Refusal
 	// Result is plan.Result.
 	Result = plan.Result
-	// Unfit is plan.Unfit.
-	Unfit = plan.Unfit
 )
 
 // Tiers (plan.TierP0, …).
@@ -55,20 +50,11 @@ const (
 	StateUnavailable = plan.StateUnavailable
 )
 
-// Action kinds (plan.ActionLoad, plan.ActionUnload).
-const (
-	ActionLoad   = plan.ActionLoad
-	ActionUnload = plan.ActionUnload
-)
+// ActionUnload is plan.ActionUnload.
+const ActionUnload = plan.ActionUnload
 
-// Catalog bounds (plan.MaxModels, …).
-const (
-	MaxModels       = plan.MaxModels
-	MaxMemoryBytes  = plan.MaxMemoryBytes
-	MaxLoadTime     = plan.MaxLoadTime
-	MaxIdleTimeout  = plan.MaxIdleTimeout
-	MaxMinResidency = plan.MaxMinResidency
-)
+// MaxMemoryBytes is plan.MaxMemoryBytes, the largest byte count the catalog accepts.
+const MaxMemoryBytes = plan.MaxMemoryBytes
 
 // Defaults ParseCatalog applies when the file leaves a field out (plan.DefaultIdleTimeout, …).
 const (
@@ -93,24 +79,13 @@ func ProfileBytes(profile string) (int64, bool) { return plan.ProfileBytes(profi
 // Profiles is plan.Profiles: the names in the profile table, sorted.
 func Profiles() []string { return plan.Profiles() }
 
-// Value is plan.Value: request-seconds of load delay avoided per GiB.
-func Value(m Model, profile string, rateRPS float64) float64 { return plan.Value(m, profile, rateRPS) }
-
 // ReserveBytes is plan.ReserveBytes.
 func ReserveBytes(cat Catalog, b Budget) int64 { return plan.ReserveBytes(cat, b) }
 
 // Accounted is plan.Accounted: the accounted memory of obs.
 func Accounted(cat Catalog, b Budget, obs Observed) int64 { return plan.Accounted(cat, b, obs) }
 
-// Plan is plan.Plan: the ordered actions that bring the loaded set to the best set that fits.
-func Plan(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) []Action {
-	return plan.Plan(cat, budget, obs, demand, now)
-}
-
 // Decide is plan.Decide: the plan, its refusals and the accounting.
 func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) Result {
 	return plan.Decide(cat, budget, obs, demand, now)
 }
-
-// Apply is plan.Apply: obs after every action has completed.
-func Apply(obs Observed, actions []Action) Observed { return plan.Apply(obs, actions) }
