@@ -11,11 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const (
-	dgA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	dgB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-)
-
 func TestParseCatalog(t *testing.T) {
 	give := `
 reserveBytes: 512Mi

@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"errors"
@@ -7,39 +7,41 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 func TestUnfitAndCheckPinned(t *testing.T) {
-	budget := Budget{Profile: prof, TotalBytes: 9856 << 20} // 1g.10gb: 9.62 GiB
-	elsewhere := Model{Name: "elsewhere", Digest: dgA, Tier: TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"7g.80gb": gi}}
+	budget := plan.Budget{Profile: prof, TotalBytes: 9856 << 20} // 1g.10gb: 9.62 GiB
+	elsewhere := plan.Model{Name: "elsewhere", Digest: dgA, Tier: plan.TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"7g.80gb": gi}}
 	tests := []struct {
 		name      string
 		reserve   int64
-		models    []Model
-		wantUnfit []Unfit
+		models    []plan.Model
+		wantUnfit []plan.Unfit
 		wantErr   string // "" means nil
 	}{
-		{name: "P0 peak above the budget", models: []Model{model("big", TierP0, 20, time.Second), model("small", TierP0, 2, time.Second)},
-			wantUnfit: []Unfit{{Name: "big", Tier: TierP0, PeakBytes: 20 * gi,
+		{name: "P0 peak above the budget", models: []plan.Model{model("big", plan.TierP0, 20, time.Second), model("small", plan.TierP0, 2, time.Second)},
+			wantUnfit: []plan.Unfit{{Name: "big", Tier: plan.TierP0, PeakBytes: 20 * gi,
 				Reason: "peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.62GiB of profile 1g.10gb"}},
 			wantErr: `pinned model can never fit the budget: model "big" (P0): peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.62GiB of profile 1g.10gb; it can never be loaded and the pod would never be ready`},
-		{name: "the reserve tips a P0 model over", reserve: gi, models: []Model{model("edge", TierP0, 9, time.Second)},
-			wantUnfit: []Unfit{{Name: "edge", Tier: TierP0, PeakBytes: 9 * gi,
+		{name: "the reserve tips a P0 model over", reserve: gi, models: []plan.Model{model("edge", plan.TierP0, 9, time.Second)},
+			wantUnfit: []plan.Unfit{{Name: "edge", Tier: plan.TierP0, PeakBytes: 9 * gi,
 				Reason: "peak 9.00GiB + reserve 1.00GiB = 10.00GiB exceeds the budget 9.62GiB of profile 1g.10gb"}},
 			wantErr: `model "edge" (P0): peak 9.00GiB + reserve 1.00GiB = 10.00GiB exceeds`},
-		{name: "P0 models that fit alone but not together", models: []Model{model("a", TierP0, 5, time.Second), model("b", TierP0, 5, time.Second)},
+		{name: "P0 models that fit alone but not together", models: []plan.Model{model("a", plan.TierP0, 5, time.Second), model("b", plan.TierP0, 5, time.Second)},
 			wantErr: "P0 models a, b together: peaks 10.00GiB + reserve 0.0MiB = 10.00GiB exceed the budget 9.62GiB of profile 1g.10gb"},
-		{name: "P2 above the budget is unplaceable, not an error", models: []Model{model("huge", TierP2, 20, time.Second), model("pin", TierP0, 9, time.Second)},
-			wantUnfit: []Unfit{{Name: "huge", Tier: TierP2, PeakBytes: 20 * gi,
+		{name: "P2 above the budget is unplaceable, not an error", models: []plan.Model{model("huge", plan.TierP2, 20, time.Second), model("pin", plan.TierP0, 9, time.Second)},
+			wantUnfit: []plan.Unfit{{Name: "huge", Tier: plan.TierP2, PeakBytes: 20 * gi,
 				Reason: "peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.62GiB of profile 1g.10gb"}}},
-		{name: "no peak for the profile is unplaceable, not an error", models: []Model{elsewhere},
-			wantUnfit: []Unfit{{Name: "elsewhere", Tier: TierP0, Reason: "no peak for profile 1g.10gb"}}},
-		{name: "exactly the budget fits", models: []Model{{Name: "full", Digest: dgA, Tier: TierP0, LoadTime: time.Second,
+		{name: "no peak for the profile is unplaceable, not an error", models: []plan.Model{elsewhere},
+			wantUnfit: []plan.Unfit{{Name: "elsewhere", Tier: plan.TierP0, Reason: "no peak for profile 1g.10gb"}}},
+		{name: "exactly the budget fits", models: []plan.Model{{Name: "full", Digest: dgA, Tier: plan.TierP0, LoadTime: time.Second,
 			PeakMemoryBytes: map[string]int64{prof: 9856<<20 - gi}}}, reserve: gi},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cat := Catalog{ReserveBytes: tt.reserve, IdleTimeout: time.Minute, Models: tt.models}
+			cat := plan.Catalog{ReserveBytes: tt.reserve, IdleTimeout: time.Minute, Models: tt.models}
 			if diff := cmp.Diff(tt.wantUnfit, cat.Unfit(budget)); diff != "" {
 				t.Errorf("Unfit (-want +got):\n%s", diff)
 			}
@@ -50,7 +52,7 @@ func TestUnfitAndCheckPinned(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), tt.wantErr) {
+			if !errors.Is(err, plan.ErrNeverFits) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("CheckPinned = %v, want ErrNeverFits containing %q", err, tt.wantErr)
 			}
 		})

@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"fmt"
@@ -9,154 +9,150 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/residency/plan"
+	"github.com/inferscale/inferscale/residency/plan/plantest"
 )
 
-var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-
-const gi = int64(1) << 30
+// The shared fixtures (residency/plan/plantest) under the short names the tests use.
+var (
+	t0      = plantest.T0
+	model   = plantest.Model
+	catalog = plantest.Catalog
+	ready   = plantest.Ready
+)
 
 const (
-	dgA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	dgB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	gi   = plantest.Gi
+	dgA  = plantest.DigestA
+	dgB  = plantest.DigestB
+	prof = plantest.Profile
 )
-
-const prof = "1g.10gb"
-
-func model(name string, tier Tier, peakGiB float64, load time.Duration) Model {
-	return Model{Name: name, Digest: dgA, Tier: tier, LoadTime: load,
-		PeakMemoryBytes: map[string]int64{prof: int64(peakGiB * float64(gi))}}
-}
-
-func catalog(ms ...Model) Catalog {
-	c := Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: ms}
-	slices.SortFunc(c.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
-	return c
-}
-
-func ready(since time.Time, lastUsed time.Time) ModelStatus {
-	return ModelStatus{State: StateReady, LoadedSince: since, LastUsed: lastUsed}
-}
 
 func TestDecide(t *testing.T) {
 	old := t0.Add(-time.Hour)
-	budget10 := Budget{Profile: prof, TotalBytes: 10 * gi}
+	budget10 := plan.Budget{Profile: prof, TotalBytes: 10 * gi}
 	tests := []struct {
 		name        string
-		cat         Catalog
-		budget      Budget
-		obs         Observed
-		demand      Demand
-		want        []Action
+		cat         plan.Catalog
+		budget      plan.Budget
+		obs         plan.Observed
+		demand      plan.Demand
+		want        []plan.Action
 		wantRefused []string // "model: reason"
 	}{
 		{
 			name:   "cold start loads P0 first, then demand; P2 without demand stays out",
-			cat:    catalog(model("b-p1", TierP1, 3, 10*time.Second), model("z-p0", TierP0, 2, 10*time.Second), model("c-p2", TierP2, 1, time.Second)),
+			cat:    catalog(model("b-p1", plan.TierP1, 3, 10*time.Second), model("z-p0", plan.TierP0, 2, 10*time.Second), model("c-p2", plan.TierP2, 1, time.Second)),
 			budget: budget10,
-			demand: Demand{"b-p1": 1},
-			want: []Action{
-				{Kind: ActionLoad, Model: "z-p0", Cause: CausePinned, At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P0 pinned; needs 2.00GiB"},
-				{Kind: ActionLoad, Model: "b-p1", Cause: CauseDemand, At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
+			demand: plan.Demand{"b-p1": 1},
+			want: []plan.Action{
+				{Kind: plan.ActionLoad, Model: "z-p0", Cause: plan.CausePinned, At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P0 pinned; needs 2.00GiB"},
+				{Kind: plan.ActionLoad, Model: "b-p1", Cause: plan.CauseDemand, At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 3.33; needs 3.00GiB"},
 			},
 		},
 		{
 			name:   "unload before load: lowest-value victim makes room",
-			cat:    catalog(model("hot", TierP1, 4, 20*time.Second), model("warm", TierP1, 4, 10*time.Second), model("cold", TierP1, 4, 10*time.Second)),
+			cat:    catalog(model("hot", plan.TierP1, 4, 20*time.Second), model("warm", plan.TierP1, 4, 10*time.Second), model("cold", plan.TierP1, 4, 10*time.Second)),
 			budget: budget10,
-			obs:    Observed{Models: map[string]ModelStatus{"warm": ready(old, t0), "cold": ready(old, t0)}},
-			demand: Demand{"hot": 2, "warm": 1, "cold": 0.5},
-			want: []Action{
-				{Kind: ActionUnload, Model: "cold", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
-				{Kind: ActionLoad, Model: "hot", Cause: CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"warm": ready(old, t0), "cold": ready(old, t0)}},
+			demand: plan.Demand{"hot": 2, "warm": 1, "cold": 0.5},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "cold", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 1.25 lowest; need 4.00GiB for hot"},
+				{Kind: plan.ActionLoad, Model: "hot", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 10; needs 4.00GiB"},
 			},
 		},
 		{
 			name:   "P2 is evicted before a P1 of lower value",
-			cat:    catalog(model("new", TierP1, 4, 10*time.Second), model("p1", TierP1, 4, 10*time.Second), model("p2", TierP2, 4, 10*time.Second)),
+			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("p1", plan.TierP1, 4, 10*time.Second), model("p2", plan.TierP2, 4, 10*time.Second)),
 			budget: budget10,
-			obs:    Observed{Models: map[string]ModelStatus{"p1": ready(old, t0), "p2": ready(old, t0)}},
-			demand: Demand{"new": 2, "p1": 0.1, "p2": 1},
-			want: []Action{
-				{Kind: ActionUnload, Model: "p2", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
-				{Kind: ActionLoad, Model: "new", Cause: CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"p1": ready(old, t0), "p2": ready(old, t0)}},
+			demand: plan.Demand{"new": 2, "p1": 0.1, "p2": 1},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "p2", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P2 value 2.5 lowest; need 4.00GiB for new"},
+				{Kind: plan.ActionLoad, Model: "new", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
 			},
 		},
 		{
 			name:        "P0 and young models are never victims: the load is refused",
-			cat:         catalog(model("pin", TierP0, 5, time.Second), model("young", TierP2, 4, time.Second), model("want", TierP1, 4, time.Minute)),
+			cat:         catalog(model("pin", plan.TierP0, 5, time.Second), model("young", plan.TierP2, 4, time.Second), model("want", plan.TierP1, 4, time.Minute)),
 			budget:      budget10,
-			obs:         Observed{Models: map[string]ModelStatus{"pin": ready(old, old), "young": ready(t0.Add(-time.Minute), t0)}},
-			demand:      Demand{"want": 5},
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"pin": ready(old, old), "young": ready(t0.Add(-time.Minute), t0)}},
+			demand:      plan.Demand{"want": 5},
 			wantRefused: []string{"want: refused: needs 4.00GiB; fixed 9.00GiB + higher-ranked 0.0MiB leave 1.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "idle P1/P2 unloaded after the idle timeout; P0 and busy models stay",
-			cat:    catalog(model("pin", TierP0, 1, time.Second), model("idle", TierP1, 1, time.Second), model("recent", TierP2, 1, time.Second), model("busy", TierP2, 1, time.Second)),
+			cat:    catalog(model("pin", plan.TierP0, 1, time.Second), model("idle", plan.TierP1, 1, time.Second), model("recent", plan.TierP2, 1, time.Second), model("busy", plan.TierP2, 1, time.Second)),
 			budget: budget10,
-			obs: Observed{Models: map[string]ModelStatus{
+			obs: plan.Observed{Models: map[string]plan.ModelStatus{
 				"pin": ready(old, old), "idle": ready(old, t0.Add(-11*time.Minute)),
 				"recent": ready(old, t0.Add(-9*time.Minute)), "busy": ready(old, old)}},
-			demand: Demand{"busy": 0.01},
-			want: []Action{{Kind: ActionUnload, Model: "idle", Cause: CauseIdle, At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
+			demand: plan.Demand{"busy": 0.01},
+			want: []plan.Action{{Kind: plan.ActionUnload, Model: "idle", Cause: plan.CauseIdle, At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
 				Reason: "idle: P1 idle, unused for 11m0s ≥ idleTimeout 10m0s"}},
 		},
 		{
 			name:   "no entry for the profile: never loaded",
-			cat:    catalog(Model{Name: "other", Digest: dgA, Tier: TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"2g.20gb": gi}}),
+			cat:    catalog(plan.Model{Name: "other", Digest: dgA, Tier: plan.TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"2g.20gb": gi}}),
 			budget: budget10,
 		},
 		{
 			name:   "quarantined and backing-off models are not loaded; an expired backoff is",
-			cat:    catalog(model("q", TierP0, 1, time.Second), model("b", TierP0, 1, time.Second), model("done", TierP0, 1, time.Second)),
+			cat:    catalog(model("q", plan.TierP0, 1, time.Second), model("b", plan.TierP0, 1, time.Second), model("done", plan.TierP0, 1, time.Second)),
 			budget: budget10,
-			obs: Observed{Models: map[string]ModelStatus{
-				"q": {State: StateUnavailable, Quarantined: true}, "b": {State: StateUnavailable, BackoffUntil: t0.Add(time.Second)},
-				"done": {State: StateUnavailable, BackoffUntil: t0}}},
-			want: []Action{{Kind: ActionLoad, Model: "done", Cause: CausePinned, At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
+			obs: plan.Observed{Models: map[string]plan.ModelStatus{
+				"q": {State: plan.StateUnavailable, Quarantined: true}, "b": {State: plan.StateUnavailable, BackoffUntil: t0.Add(time.Second)},
+				"done": {State: plan.StateUnavailable, BackoffUntil: t0}}},
+			want: []plan.Action{{Kind: plan.ActionLoad, Model: "done", Cause: plan.CausePinned, At: t0, AccountedBytes: gi, PeakBytes: gi, Digest: dgA, Reason: "load: P0 pinned; needs 1.00GiB"}},
 		},
 		{
-			name:   "a READY model whose digest changed is reloaded, holding its swap overhead meanwhile",
-			cat:    catalog(func() Model { m := model("swap", TierP0, 3, time.Second); m.SwapOverheadBytes = 2 * gi; return m }()),
+			name: "a READY model whose digest changed is reloaded, holding its swap overhead meanwhile",
+			cat: catalog(func() plan.Model {
+				m := model("swap", plan.TierP0, 3, time.Second)
+				m.SwapOverheadBytes = 2 * gi
+				return m
+			}()),
 			budget: budget10,
-			obs:    Observed{Models: map[string]ModelStatus{"swap": {State: StateReady, LoadedSince: old, Digest: dgB}}},
-			want: []Action{{Kind: ActionLoad, Model: "swap", Cause: CauseDigest, At: t0, AccountedBytes: 3 * gi, PeakBytes: 5 * gi, Digest: dgA,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"swap": {State: plan.StateReady, LoadedSince: old, Digest: dgB}}},
+			want: []plan.Action{{Kind: plan.ActionLoad, Model: "swap", Cause: plan.CauseDigest, At: t0, AccountedBytes: 3 * gi, PeakBytes: 5 * gi, Digest: dgA,
 				Reason: "reload: digest sha256:bbbbbbbbbbbb → sha256:aaaaaaaaaaaa; the swap holds 2.00GiB more"}},
 		},
 		{
 			name:        "memory not returned by an unload blocks a load; reserve counts",
-			cat:         Catalog{ReserveBytes: gi, IdleTimeout: time.Minute, Models: []Model{model("m", TierP0, 4, time.Second)}},
+			cat:         plan.Catalog{ReserveBytes: gi, IdleTimeout: time.Minute, Models: []plan.Model{model("m", plan.TierP0, 4, time.Second)}},
 			budget:      budget10,
-			obs:         Observed{UnaccountedBytes: 6 * gi},
+			obs:         plan.Observed{UnaccountedBytes: 6 * gi},
 			wantRefused: []string{"m: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 		{
 			name:        "measured above peak is accounted at the measurement",
-			cat:         catalog(model("big", TierP0, 2, time.Second), model("p1", TierP1, 4, time.Second)),
+			cat:         catalog(model("big", plan.TierP0, 2, time.Second), model("p1", plan.TierP1, 4, time.Second)),
 			budget:      budget10,
-			obs:         Observed{Models: map[string]ModelStatus{"big": {State: StateReady, MeasuredBytes: 7 * gi, OverPeak: true}}},
-			demand:      Demand{"p1": 1},
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"big": {State: plan.StateReady, MeasuredBytes: 7 * gi, OverPeak: true}}},
+			demand:      plan.Demand{"p1": 1},
 			wantRefused: []string{"p1: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 		{
 			name:   "over budget (budget shrank): evict lowest until within",
-			cat:    catalog(model("a", TierP1, 4, time.Second), model("b", TierP2, 4, time.Second)),
-			budget: Budget{Profile: prof, TotalBytes: 6 * gi},
-			obs:    Observed{Models: map[string]ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
-			demand: Demand{"a": 1, "b": 1},
-			want: []Action{{Kind: ActionUnload, Model: "b", Cause: CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
+			cat:    catalog(model("a", plan.TierP1, 4, time.Second), model("b", plan.TierP2, 4, time.Second)),
+			budget: plan.Budget{Profile: prof, TotalBytes: 6 * gi},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
+			demand: plan.Demand{"a": 1, "b": 1},
+			want: []plan.Action{{Kind: plan.ActionUnload, Model: "b", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
 				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"}},
 		},
 		{
 			name:        "models outside the catalog are counted at their measurement and left alone",
-			cat:         catalog(model("m", TierP0, 4, time.Second)),
+			cat:         catalog(model("m", plan.TierP0, 4, time.Second)),
 			budget:      budget10,
-			obs:         Observed{Models: map[string]ModelStatus{"foreign": {State: StateReady, MeasuredBytes: 7 * gi}}},
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"foreign": {State: plan.StateReady, MeasuredBytes: 7 * gi}}},
 			wantRefused: []string{"m: refused: needs 4.00GiB; fixed 7.00GiB + higher-ranked 0.0MiB leave 3.00GiB of 10.00GiB"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Decide(tt.cat, tt.budget, tt.obs, tt.demand, t0)
+			got := plan.Decide(tt.cat, tt.budget, tt.obs, tt.demand, t0)
 			if diff := cmp.Diff(tt.want, got.Actions); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
@@ -174,34 +170,34 @@ func TestDecide(t *testing.T) {
 
 // TestPlanScenario walks demand moving between models on one 1g.10gb slice.
 func TestPlanScenario(t *testing.T) {
-	cat := catalog(model("pin", TierP0, 2, 5*time.Second), model("chat", TierP1, 3, 30*time.Second),
-		model("embed", TierP1, 3, 10*time.Second), model("vision", TierP1, 3.5, 20*time.Second))
+	cat := catalog(model("pin", plan.TierP0, 2, 5*time.Second), model("chat", plan.TierP1, 3, 30*time.Second),
+		model("embed", plan.TierP1, 3, 10*time.Second), model("vision", plan.TierP1, 3.5, 20*time.Second))
 	cat.ReserveBytes = gi / 2
-	b := Budget{Profile: prof, TotalBytes: 9856 << 20} // 1g.10gb as NVML reports it
-	obs := Observed{}
+	b := plan.Budget{Profile: prof, TotalBytes: 9856 << 20} // 1g.10gb as NVML reports it
+	obs := plan.Observed{}
 	type step struct {
 		at     time.Duration
-		demand Demand
+		demand plan.Demand
 		want   []string // "Load x" / "Unload x"
 	}
 	steps := []step{
-		{at: 0, demand: Demand{"chat": 3}, want: []string{"Load pin", "Load chat"}},
-		{at: 10 * time.Second, demand: Demand{"chat": 3, "embed": 1}, want: []string{"Load embed"}},
+		{at: 0, demand: plan.Demand{"chat": 3}, want: []string{"Load pin", "Load chat"}},
+		{at: 10 * time.Second, demand: plan.Demand{"chat": 3, "embed": 1}, want: []string{"Load embed"}},
 		// vision needs 3.5 GiB: 0.5+2+3+3 = 8.5 GiB used of 9.625; embed (value 3.33/GiB) is
 		// lowest but only 50 s old, so vision is refused.
-		{at: time.Minute, demand: Demand{"chat": 3, "embed": 1, "vision": 2}, want: nil},
+		{at: time.Minute, demand: plan.Demand{"chat": 3, "embed": 1, "vision": 2}, want: nil},
 		// Past minResidency embed (3.33) is below vision (11.4): evicted.
-		{at: 3 * time.Minute, demand: Demand{"chat": 3, "embed": 1, "vision": 2}, want: []string{"Unload embed", "Load vision"}},
+		{at: 3 * time.Minute, demand: plan.Demand{"chat": 3, "embed": 1, "vision": 2}, want: []string{"Unload embed", "Load vision"}},
 		// Demand flips back within vision's minimum residency: no thrash.
-		{at: 4 * time.Minute, demand: Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: nil},
+		{at: 4 * time.Minute, demand: plan.Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: nil},
 		// Later vision is evictable and below embed.
-		{at: 6 * time.Minute, demand: Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: []string{"Unload vision", "Load embed"}},
+		{at: 6 * time.Minute, demand: plan.Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: []string{"Unload vision", "Load embed"}},
 		// Everything but the pinned model goes idle.
-		{at: 20 * time.Minute, demand: Demand{}, want: []string{"Unload chat", "Unload embed"}},
+		{at: 20 * time.Minute, demand: plan.Demand{}, want: []string{"Unload chat", "Unload embed"}},
 	}
 	for _, s := range steps {
 		now := t0.Add(s.at)
-		acts := Plan(cat, b, obs, s.demand, now)
+		acts := plan.Plan(cat, b, obs, s.demand, now)
 		var got []string
 		for _, a := range acts {
 			got = append(got, string(a.Kind)+" "+a.Model)
@@ -210,10 +206,10 @@ func TestPlanScenario(t *testing.T) {
 			t.Fatalf("t0+%s (-want +got):\n%s", s.at, diff)
 		}
 		checkPlan(t, cat, b, obs, s.demand, now, acts)
-		obs = Apply(obs, acts)
+		obs = plan.Apply(obs, acts)
 		// A minute of use for everything in demand.
 		for name := range s.demand {
-			if st, ok := obs.Models[name]; ok && st.State == StateReady && s.demand[name] > 0 {
+			if st, ok := obs.Models[name]; ok && st.State == plan.StateReady && s.demand[name] > 0 {
 				st.LastUsed = now
 				obs.Models[name] = st
 			}
@@ -224,9 +220,9 @@ func TestPlanScenario(t *testing.T) {
 // checkPlan asserts the planner's invariants for a plan made from a start within budget: every
 // step within budget and accounted as stated, no P0 or young model unloaded, no model acted on
 // twice, and planning again after applying yields nothing.
-func checkPlan(t *testing.T, cat Catalog, b Budget, obs Observed, d Demand, now time.Time, acts []Action) {
+func checkPlan(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, now time.Time, acts []plan.Action) {
 	t.Helper()
-	start := Accounted(cat, b, obs)
+	start := plan.Accounted(cat, b, obs)
 	if start > b.TotalBytes {
 		return
 	}
@@ -237,19 +233,19 @@ func checkPlan(t *testing.T, cat Catalog, b Budget, obs Observed, d Demand, now 
 			t.Fatalf("step %d: %s acted on twice: %+v", i, a.Model, acts)
 		}
 		seen[a.Model] = true
-		if a.Kind == ActionUnload {
+		if a.Kind == plan.ActionUnload {
 			m, _ := cat.Model(a.Model)
 			st := obs.Models[a.Model]
-			if m.Tier == TierP0 {
+			if m.Tier == plan.TierP0 {
 				t.Fatalf("step %d unloads P0 model %s", i, a.Model)
 			}
 			if !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency {
 				t.Fatalf("step %d unloads %s loaded %s ago < minResidency %s", i, a.Model, now.Sub(st.LoadedSince), cat.MinResidency)
 			}
 		}
-		before := Accounted(cat, b, cur)
-		cur = Apply(cur, acts[i:i+1])
-		got := Accounted(cat, b, cur)
+		before := plan.Accounted(cat, b, cur)
+		cur = plan.Apply(cur, acts[i:i+1])
+		got := plan.Accounted(cat, b, cur)
 		if a.PeakBytes < max(before, got) || a.PeakBytes > b.TotalBytes {
 			t.Fatalf("step %d (%s %s): PeakBytes %d; accounted %d before, %d after, budget %d", i, a.Kind, a.Model, a.PeakBytes, before, got, b.TotalBytes)
 		}
@@ -260,25 +256,25 @@ func checkPlan(t *testing.T, cat Catalog, b Budget, obs Observed, d Demand, now 
 			t.Fatalf("step %d (%s %s): accounted %d > budget %d", i, a.Kind, a.Model, got, b.TotalBytes)
 		}
 	}
-	if again := Plan(cat, b, cur, d, now); len(again) != 0 {
+	if again := plan.Plan(cat, b, cur, d, now); len(again) != 0 {
 		t.Fatalf("not idempotent: planning again yields %+v\nafter %+v", again, acts)
 	}
 }
 
 // randomCase builds a random catalog, budget, state and demand from r.
-func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
+func randomCase(r *rand.Rand) (plan.Catalog, plan.Budget, plan.Observed, plan.Demand, time.Time) {
 	n := 1 + r.IntN(14)
-	cat := Catalog{
+	cat := plan.Catalog{
 		ReserveBytes: int64(r.IntN(3)) * gi / 2,
 		IdleTimeout:  time.Duration(1+r.IntN(20)) * time.Minute,
 		MinResidency: time.Duration(r.IntN(5)) * time.Minute,
 	}
-	tiers := []Tier{TierP0, TierP1, TierP2}
-	obs := Observed{Models: map[string]ModelStatus{}}
-	d := Demand{}
+	tiers := []plan.Tier{plan.TierP0, plan.TierP1, plan.TierP2}
+	obs := plan.Observed{Models: map[string]plan.ModelStatus{}}
+	d := plan.Demand{}
 	now := t0
 	for i := range n {
-		m := Model{Name: fmt.Sprintf("m%02d", i), Digest: dgA, Tier: tiers[r.IntN(3)],
+		m := plan.Model{Name: fmt.Sprintf("m%02d", i), Digest: dgA, Tier: tiers[r.IntN(3)],
 			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{},
 			SwapOverheadBytes: int64(r.IntN(3)) * gi}
 		if r.IntN(8) != 0 {
@@ -287,7 +283,7 @@ func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
 			m.PeakMemoryBytes["2g.20gb"] = gi
 		}
 		cat.Models = append(cat.Models, m)
-		st := ModelStatus{State: []State{StateReady, StateReady, StateUnavailable, StateUnavailable, StateLoading, StateUnloading}[r.IntN(6)]}
+		st := plan.ModelStatus{State: []plan.State{plan.StateReady, plan.StateReady, plan.StateUnavailable, plan.StateUnavailable, plan.StateLoading, plan.StateUnloading}[r.IntN(6)]}
 		if r.IntN(2) == 0 {
 			st.LoadedSince = now.Add(-time.Duration(r.IntN(600)) * time.Second)
 		}
@@ -297,7 +293,7 @@ func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
 		if r.IntN(6) == 0 {
 			st.MeasuredBytes = int64(r.IntN(20)) * gi / 4
 		}
-		if st.State == StateReady {
+		if st.State == plan.StateReady {
 			st.Digest = []string{"", dgA, dgB}[r.IntN(3)] // the catalog has dgA: dgB is stale
 		}
 		st.Quarantined = r.IntN(10) == 0
@@ -316,13 +312,13 @@ func randomCase(r *rand.Rand) (Catalog, Budget, Observed, Demand, time.Time) {
 		}
 	}
 	if r.IntN(4) == 0 {
-		obs.Models["foreign"] = ModelStatus{State: StateReady, MeasuredBytes: int64(r.IntN(4)) * gi}
+		obs.Models["foreign"] = plan.ModelStatus{State: plan.StateReady, MeasuredBytes: int64(r.IntN(4)) * gi}
 	}
 	if r.IntN(4) == 0 {
 		obs.UnaccountedBytes = int64(r.IntN(4)) * gi / 2
 	}
-	slices.SortFunc(cat.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
-	b := Budget{Profile: prof, TotalBytes: int64(2+r.IntN(40)) * gi / 2}
+	slices.SortFunc(cat.Models, func(a, b plan.Model) int { return strings.Compare(a.Name, b.Name) })
+	b := plan.Budget{Profile: prof, TotalBytes: int64(2+r.IntN(40)) * gi / 2}
 	return cat, b, obs, d, now
 }
 
@@ -331,11 +327,11 @@ func TestPlanProperties(t *testing.T) {
 	within, acted := 0, 0
 	for i := range 5000 {
 		cat, b, obs, d, now := randomCase(r)
-		acts := Plan(cat, b, obs, d, now)
-		if diff := cmp.Diff(acts, Plan(cat, b, obs, d, now)); diff != "" {
+		acts := plan.Plan(cat, b, obs, d, now)
+		if diff := cmp.Diff(acts, plan.Plan(cat, b, obs, d, now)); diff != "" {
 			t.Fatalf("case %d not deterministic:\n%s", i, diff)
 		}
-		if Accounted(cat, b, obs) <= b.TotalBytes {
+		if plan.Accounted(cat, b, obs) <= b.TotalBytes {
 			within++
 			if len(acts) > 0 {
 				acted++
@@ -357,49 +353,49 @@ func FuzzPlan(f *testing.F) {
 	f.Add(uint64(42), uint64(7))
 	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
 		cat, b, obs, d, now := randomCase(rand.New(rand.NewPCG(s1, s2)))
-		checkPlan(t, cat, b, obs, d, now, Plan(cat, b, obs, d, now))
+		checkPlan(t, cat, b, obs, d, now, plan.Plan(cat, b, obs, d, now))
 	})
 }
 
 func TestApplyDoesNotModifyInput(t *testing.T) {
-	obs := Observed{Models: map[string]ModelStatus{"a": {State: StateReady}}}
-	got := Apply(obs, []Action{{Kind: ActionUnload, Model: "a"}, {Kind: ActionLoad, Model: "b", At: t0}})
-	want := Observed{Models: map[string]ModelStatus{"a": {State: StateUnavailable, Reason: "unloaded"}, "b": {State: StateReady, LoadedSince: t0}}}
+	obs := plan.Observed{Models: map[string]plan.ModelStatus{"a": {State: plan.StateReady}}}
+	got := plan.Apply(obs, []plan.Action{{Kind: plan.ActionUnload, Model: "a"}, {Kind: plan.ActionLoad, Model: "b", At: t0}})
+	want := plan.Observed{Models: map[string]plan.ModelStatus{"a": {State: plan.StateUnavailable, Reason: "unloaded"}, "b": {State: plan.StateReady, LoadedSince: t0}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if obs.Models["a"].State != StateReady {
+	if obs.Models["a"].State != plan.StateReady {
 		t.Error("Apply modified its input")
 	}
 }
 
 func TestProfileBytes(t *testing.T) {
-	got, ok := ProfileBytes("1g.10gb")
+	got, ok := plan.ProfileBytes("1g.10gb")
 	if !ok || got != 9856<<20 {
 		t.Errorf("ProfileBytes(1g.10gb) = %d, %v; want %d (go-nvml A100 mock)", got, ok, 9856<<20)
 	}
-	if _, ok := ProfileBytes("9g.1tb"); ok {
+	if _, ok := plan.ProfileBytes("9g.1tb"); ok {
 		t.Error("unknown profile found")
 	}
-	if !slices.Contains(Profiles(), "7g.141gb") {
+	if !slices.Contains(plan.Profiles(), "7g.141gb") {
 		t.Error("H200 profiles missing")
 	}
 }
 
 // benchCase is a 500-model catalog on an H200 7g.141gb budget: P0/P1/P2 mixed, models resident
 // (long enough ago) until 90% of the budget is used, half of all models in demand.
-func benchCase(n int) (Catalog, Budget, Observed, Demand) {
+func benchCase(n int) (plan.Catalog, plan.Budget, plan.Observed, plan.Demand) {
 	r := rand.New(rand.NewPCG(7, 7))
-	cat := Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute}
-	b := Budget{Profile: "7g.141gb", TotalBytes: 138880 << 20}
-	obs := Observed{Models: map[string]ModelStatus{}}
-	d := Demand{}
+	cat := plan.Catalog{IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute}
+	b := plan.Budget{Profile: "7g.141gb", TotalBytes: 138880 << 20}
+	obs := plan.Observed{Models: map[string]plan.ModelStatus{}}
+	d := plan.Demand{}
 	var used int64
 	for i := range n {
-		m := Model{Name: fmt.Sprintf("model-%03d", i), Digest: dgA, Tier: []Tier{TierP0, TierP1, TierP1, TierP2, TierP2}[i%5],
+		m := plan.Model{Name: fmt.Sprintf("model-%03d", i), Digest: dgA, Tier: []plan.Tier{plan.TierP0, plan.TierP1, plan.TierP1, plan.TierP2, plan.TierP2}[i%5],
 			LoadTime: time.Duration(1+r.IntN(60)) * time.Second, PeakMemoryBytes: map[string]int64{b.Profile: int64(1+r.IntN(8)) * gi / 4}}
-		if m.Tier == TierP0 && i > 20 {
-			m.Tier = TierP1
+		if m.Tier == plan.TierP0 && i > 20 {
+			m.Tier = plan.TierP1
 		}
 		cat.Models = append(cat.Models, m)
 		if peak := m.PeakMemoryBytes[b.Profile]; r.IntN(3) == 0 && used+peak <= b.TotalBytes*9/10 {
@@ -419,7 +415,7 @@ func BenchmarkPlan500(b *testing.B) {
 	cat, bud, obs, d := benchCase(500)
 	b.ReportAllocs()
 	for b.Loop() {
-		Plan(cat, bud, obs, d, t0)
+		plan.Plan(cat, bud, obs, d, t0)
 	}
 }
 
@@ -427,10 +423,10 @@ func BenchmarkPlan500(b *testing.B) {
 // actions).
 func BenchmarkPlan500Steady(b *testing.B) {
 	cat, bud, obs, d := benchCase(500)
-	obs = Apply(obs, Plan(cat, bud, obs, d, t0))
+	obs = plan.Apply(obs, plan.Plan(cat, bud, obs, d, t0))
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(Plan(cat, bud, obs, d, t0)) != 0 {
+		if len(plan.Plan(cat, bud, obs, d, t0)) != 0 {
 			b.Fatal("not at the fixed point")
 		}
 	}
@@ -440,12 +436,12 @@ func BenchmarkPlan500Steady(b *testing.B) {
 // models by value once.
 func BenchmarkSortBaseline500(b *testing.B) {
 	cat, bud, _, d := benchCase(500)
-	ms := make([]Model, len(cat.Models))
+	ms := make([]plan.Model, len(cat.Models))
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(ms, cat.Models)
-		slices.SortFunc(ms, func(x, y Model) int {
-			vx, vy := Value(x, bud.Profile, d[x.Name]), Value(y, bud.Profile, d[y.Name])
+		slices.SortFunc(ms, func(x, y plan.Model) int {
+			vx, vy := plan.Value(x, bud.Profile, d[x.Name]), plan.Value(y, bud.Profile, d[y.Name])
 			switch {
 			case vx > vy:
 				return -1
