@@ -21,9 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/inferscale/inferscale/residency/strictyaml"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
@@ -37,74 +34,15 @@ func main() {
 	}
 }
 
-// fileFault is tritontest.Fault as written in YAML, durations as "1.5s".
-type fileFault struct {
-	FailLoad         string          `json:"failLoad,omitempty"`
-	FailLoadCount    int             `json:"failLoadCount,omitempty"`
-	HangLoad         bool            `json:"hangLoad,omitempty"`
-	UnloadLeakBytes  int64           `json:"unloadLeakBytes,omitempty"`
-	ExtraServiceTime metav1.Duration `json:"extraServiceTime,omitempty"`
-}
-
-// fileModel is tritontest.Model as written in YAML.
-type fileModel struct {
-	Name        string          `json:"name"`
-	Version     string          `json:"version,omitempty"`
-	MemoryBytes int64           `json:"memoryBytes"`
-	LoadTime    metav1.Duration `json:"loadTime,omitempty"`
-	ServiceTime metav1.Duration `json:"serviceTime,omitempty"`
-	Concurrency int             `json:"concurrency,omitempty"`
-	Fault       fileFault       `json:"fault,omitempty"`
-}
-
-// fileConfig is the YAML file: tritontest.Config with durations as strings.
-type fileConfig struct {
-	ModelControlMode  tritontest.Mode `json:"modelControlMode"`
-	DeviceMemoryBytes int64           `json:"deviceMemoryBytes"`
-	DeviceID          int64           `json:"deviceID,omitempty"`
-	GPUUUID           string          `json:"gpuUUID,omitempty"`
-	Models            []fileModel     `json:"models"`
-	StartupModels     []string        `json:"startupModels,omitempty"`
-}
-
-// loadConfig reads and validates the YAML file at path; unknown fields are
-// errors, and every violation names its field (and, for a field that does not
-// decode, its line: "models[2].loadTime: time: invalid duration "banana" (line 12)").
+// loadConfig reads and validates the YAML file at path (tritontest.ParseConfig); the error
+// names the file, the field and, for a field that does not decode, its line.
 func loadConfig(path string) (tritontest.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return tritontest.Config{}, fmt.Errorf("read --config: %w", err)
 	}
-	return parseConfig(data, path)
-}
-
-// parseConfig parses and validates a YAML config; name prefixes errors.
-func parseConfig(data []byte, path string) (tritontest.Config, error) {
-	var fc fileConfig
-	if err := strictyaml.Unmarshal(data, &fc); err != nil {
-		return tritontest.Config{}, fmt.Errorf("parse %s: %w", path, err)
-	}
-	cfg := tritontest.Config{
-		ModelControlMode:  fc.ModelControlMode,
-		DeviceMemoryBytes: fc.DeviceMemoryBytes,
-		DeviceID:          fc.DeviceID,
-		GPUUUID:           fc.GPUUUID,
-		StartupModels:     fc.StartupModels,
-	}
-	if cfg.ModelControlMode == "" {
-		cfg.ModelControlMode = tritontest.ModeExplicit
-	}
-	for _, m := range fc.Models {
-		cfg.Models = append(cfg.Models, tritontest.Model{
-			Name: m.Name, Version: m.Version, MemoryBytes: m.MemoryBytes,
-			LoadTime: m.LoadTime.Duration, ServiceTime: m.ServiceTime.Duration, Concurrency: m.Concurrency,
-			Fault: tritontest.Fault{
-				FailLoad: m.Fault.FailLoad, FailLoadCount: m.Fault.FailLoadCount, HangLoad: m.Fault.HangLoad,
-				UnloadLeakBytes: m.Fault.UnloadLeakBytes, ExtraServiceTime: m.Fault.ExtraServiceTime.Duration,
-			},
-		})
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := tritontest.ParseConfig(data)
+	if err != nil {
 		return tritontest.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil

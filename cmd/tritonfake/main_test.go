@@ -195,12 +195,12 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add(example)
 	f.Add([]byte("deviceMemoryBytes: 1\nmodels: [{name: a, memoryBytes: 2, loadTime: 1s}]\nstartupModels: [a]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := parseConfig(data, "fuzz.yaml")
+		cfg, err := tritontest.ParseConfig(data)
 		if err != nil {
 			return
 		}
 		if err := cfg.Validate(); err != nil {
-			t.Fatalf("parseConfig accepted a config that does not validate: %v", err)
+			t.Fatalf("ParseConfig accepted a config that does not validate: %v", err)
 		}
 	})
 }

@@ -29,39 +29,39 @@ type Fault struct {
 	// FailLoad, when not empty, makes loads fail after the model's LoadTime
 	// with this text as the error (e.g. "Internal: CUDA error: an illegal
 	// memory access"); the model ends UNAVAILABLE with the reason kept.
-	FailLoad string `json:"failLoad,omitempty"`
+	FailLoad string
 	// FailLoadCount limits FailLoad to the next n loads; 0 means every load.
-	FailLoadCount int `json:"failLoadCount,omitempty"`
+	FailLoadCount int
 	// HangLoad keeps loads LOADING, holding their memory, until the fault is
 	// cleared with SetFault (the load then takes its LoadTime) or the server
 	// restarts or closes.
-	HangLoad bool `json:"hangLoad,omitempty"`
+	HangLoad bool
 	// UnloadLeakBytes stay allocated on the device after each unload, until
 	// Restart. Range: 0..MemoryBytes.
-	UnloadLeakBytes int64 `json:"unloadLeakBytes,omitempty"`
+	UnloadLeakBytes int64
 	// ExtraServiceTime is added to every request's compute time (slow
 	// responses). Range: >= 0.
-	ExtraServiceTime time.Duration `json:"extraServiceTime,omitempty"`
+	ExtraServiceTime time.Duration
 }
 
 // Model is one model of the fake's repository.
 type Model struct {
 	// Name as clients address it. Required, unique.
-	Name string `json:"name"`
+	Name string
 	// Version reported once loaded; "" means "1".
-	Version string `json:"version,omitempty"`
+	Version string
 	// MemoryBytes of GPU memory the model holds from the start of its load
 	// until its unload completes. Range: >= 0.
-	MemoryBytes int64 `json:"memoryBytes"`
+	MemoryBytes int64
 	// LoadTime a load takes. Range: >= 0.
-	LoadTime time.Duration `json:"loadTime,omitempty"`
+	LoadTime time.Duration
 	// ServiceTime one request executes for. Range: >= 0.
-	ServiceTime time.Duration `json:"serviceTime,omitempty"`
+	ServiceTime time.Duration
 	// Concurrency is how many requests execute at once (Triton's instance
 	// count); more wait in the model's queue. Range: >= 0, 0 means 1.
-	Concurrency int `json:"concurrency,omitempty"`
+	Concurrency int
 	// Fault injected into this model from the start.
-	Fault Fault `json:"fault,omitempty"`
+	Fault Fault
 }
 
 func (m Model) version() string {
@@ -75,25 +75,26 @@ func (m Model) concurrency() int {
 	return max(1, m.Concurrency)
 }
 
-// Config describes the fake server: its mode, its device and its repository.
+// Config describes the fake server: its mode, its device and its repository. ParseConfig
+// reads one from YAML.
 type Config struct {
 	// ModelControlMode is explicit or none (Triton's default).
-	ModelControlMode Mode `json:"modelControlMode"`
+	ModelControlMode Mode
 	// DeviceMemoryBytes is the GPU's capacity; a load that does not fit
 	// fails out of memory. Range: > 0.
-	DeviceMemoryBytes int64 `json:"deviceMemoryBytes"`
+	DeviceMemoryBytes int64
 	// DeviceID is the GPU id in memory_usage. Range: >= 0.
-	DeviceID int64 `json:"deviceID,omitempty"`
+	DeviceID int64
 	// GPUUUID labels the nv_gpu_memory_* metrics; "" means a fixed fake UUID.
-	GPUUUID string `json:"gpuUUID,omitempty"`
+	GPUUUID string
 	// Models is the repository.
-	Models []Model `json:"models"`
+	Models []Model
 	// StartupModels load, instantly, when the server starts and restarts
 	// (Triton's --load-model). In ModeNone every model does. Each must be
 	// in Models, and together they must fit the device.
-	StartupModels []string `json:"startupModels,omitempty"`
+	StartupModels []string
 	// Clock drives load, service and queue time; nil means real time.
-	Clock triton.Clock `json:"-"`
+	Clock triton.Clock
 }
 
 // DefaultConfig is an explicit-mode server with a 10 GiB device and an

@@ -1,0 +1,62 @@
+package tritontest_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+func TestParseConfig(t *testing.T) {
+	got, err := tritontest.ParseConfig([]byte(`
+deviceMemoryBytes: 1000
+gpuUUID: MIG-x
+models:
+  - name: a
+    memoryBytes: 400
+    loadTime: 1.5s
+    serviceTime: 20ms
+    concurrency: 2
+    fault: {extraServiceTime: 1m, failLoad: boom, failLoadCount: 1}
+startupModels: [a]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1000, GPUUUID: "MIG-x",
+		Models: []tritontest.Model{{Name: "a", MemoryBytes: 400, LoadTime: 1500 * time.Millisecond, ServiceTime: 20 * time.Millisecond,
+			Concurrency: 2, Fault: tritontest.Fault{ExtraServiceTime: time.Minute, FailLoad: "boom", FailLoadCount: 1}}},
+		StartupModels: []string{"a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, give, want string
+		invalid          bool // wraps ErrInvalidConfig (decoded, then failed Validate)
+	}{
+		{name: "duration as a number is not nanoseconds", give: "deviceMemoryBytes: 1\nmodels: [{name: a, loadTime: 5}]\n",
+			want: "models[0].loadTime"},
+		{name: "bad duration", give: "deviceMemoryBytes: 1\nmodels:\n- name: a\n  loadTime: banana\n",
+			want: `models[0].loadTime: time: invalid duration "banana" (line 4)`},
+		{name: "unknown field", give: "deviceMemoryBytez: 1\n", want: "deviceMemoryBytez: unknown field (line 1)"},
+		{name: "range", give: "deviceMemoryBytes: 0\n", want: "deviceMemoryBytes is 0, want > 0", invalid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tritontest.ParseConfig([]byte(tt.give))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if got := errors.Is(err, tritontest.ErrInvalidConfig); got != tt.invalid {
+				t.Errorf("errors.Is(err, ErrInvalidConfig) = %v, want %v", got, tt.invalid)
+			}
+		})
+	}
+}
