@@ -637,7 +637,7 @@ func TestWatchCatalog(t *testing.T) {
 	}
 	write("models: [{name: pin, tier: P7}]")
 	tick()
-	if digest() != dgB {
+	if digest() != dgA {
 		t.Fatalf("an invalid catalog replaced the current one")
 	}
 	stop()
