@@ -413,11 +413,21 @@ func TestRestart(t *testing.T) {
 	})
 }
 
+// TestRecommendDoesNotModifyPrev: Recommend writes its own History. Each later call
+// would write into prev.History's array if it reused it: the first (same raw and answer as
+// the last point) extends that point's time in place, the second (past the down-window,
+// every point pruned) overwrites the first, the others append.
 func TestRecommendDoesNotModifyPrev(t *testing.T) {
 	p := queuePolicy()
 	_, st := Recommend(p, obsQueue(5, t0), State{}, t0)
 	_, st = Recommend(p, obsQueue(6, t0.Add(time.Second)), st, t0.Add(time.Second))
 	snapshot := append([]Point(nil), st.History...)
+	if len(snapshot) != 2 {
+		t.Fatalf("history %v, want 2 points to compare", snapshot)
+	}
+	later := t0.Add(p.ScaleDownWindow + time.Hour)
+	Recommend(p, obsQueue(6, t0.Add(2*time.Second)), st, t0.Add(2*time.Second))
+	Recommend(p, obsQueue(7, later), st, later)
 	Recommend(p, obsQueue(1, t0.Add(2*time.Second)), st, t0.Add(2*time.Second))
 	Recommend(p, obsQueue(9, t0.Add(2*time.Second)), st, t0.Add(2*time.Second))
 	if diff := cmp.Diff(snapshot, st.History); diff != "" {
