@@ -360,10 +360,27 @@ func TestIsActiveAndStream(t *testing.T) {
 	}
 }
 
+// TestTwoServersSameDataSameAnswers: two scaler replicas fed the same snapshots answer alike
+// at every step, and the first ten answers are the formulas' (checked on replica A).
+//
+// Policy: μ = 1, ρ = 1, D = 1 s, so N_raw = N_drain = ⌈Q⌉ (no warm pool, bounds 0..100);
+// up-window 20 s, down-window 60 s, burstFactor 2. Q_i = 37·i mod 11 = 4·i mod 11 =
+// 0, 4, 8, 1, 5, 9, 2, 6, 10, 3 for i = 0..9, every 5 s; R = ⌊i/10⌋ mod 4 = 0 for i < 10, so
+// the seed is 0 and every N_raw above the previous answer is a burst (N_raw ≥ 2·0):
+//
+//	i=0  Q=0  → 0 (inactive: Q 0 is not above activationQueue 0; the seed is 0)
+//	i=1  Q=4  → 4 (burst), i=2 Q=8 → 8 (burst)
+//	i=3  Q=1, i=4 Q=5 → 8: the down-window's max raw is 8 (t0+10s), not below 8
+//	i=5  Q=9  → 9 (burst); i=6 Q=2, i=7 Q=6 → 9 (down-window max 9)
+//	i=8  Q=10 → 10 (burst); i=9 Q=3 → 10
 func TestTwoServersSameDataSameAnswers(t *testing.T) {
 	a := newHarness(t, nil)
 	b := newHarness(t, nil)
 	r := ref("team-a", "pool", queueMeta("scaleUpWindow", "20s", "scaleDownWindow", "60s", "readyQuery", "sum(up)"))
+	want := []string{
+		"0 OK false OK", "4 OK true OK", "8 OK true OK", "8 OK true OK", "8 OK true OK",
+		"9 OK true OK", "9 OK true OK", "9 OK true OK", "10 OK true OK", "10 OK true OK",
+	}
 	for i := 0; i < 60; i++ {
 		now := t0.Add(time.Duration(i) * 5 * time.Second)
 		q := prom.Result{Value: float64((i * 37) % 11), EvaluatedAt: now}
@@ -380,6 +397,9 @@ func TestTwoServersSameDataSameAnswers(t *testing.T) {
 		}
 		if answers[0] != answers[1] {
 			t.Fatalf("t0+%v: replica A answered %s, replica B %s", now.Sub(t0), answers[0], answers[1])
+		}
+		if i < len(want) && answers[0] != want[i] {
+			t.Errorf("i=%d (t0+%v): answered %q (replicas, GetMetrics code, active, IsActive code), want %q", i, now.Sub(t0), answers[0], want[i])
 		}
 	}
 }
