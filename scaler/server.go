@@ -276,12 +276,22 @@ func (s *Server) observe(tr *trigger) Observation {
 	return o
 }
 
-// evaluate runs Recommend for tr at now and stores the answer.
+// evaluate runs Recommend for tr at now and stores the answer. Time moves
+// forward per trigger: a now earlier than the stored answer's (a Refresh
+// whose tick time was taken before an RPC re-evaluated a trigger without
+// data at its own, later time) stores nothing and returns the stored answer,
+// so the history never holds points out of time order.
 func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
 	obs := s.observe(tr)
 	tr.mu.Lock()
 	prev := tr.rec
 	hadPrev := tr.have
+	if hadPrev && now.Before(prev.At) {
+		tr.mu.Unlock()
+		s.log.Debug("evaluation skipped: a later one is stored", "namespace", tr.namespace, "scaledObject", tr.name,
+			"metric", tr.metric, "at", now, "stored", prev.At)
+		return prev
+	}
 	rec, st := Recommend(tr.policy, obs, tr.state, now)
 	tr.state, tr.rec, tr.have = st, rec, true
 	tr.rec.Reason = "" // logged below; not kept per trigger (10,000 ScaledObjects)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/inferscale/inferscale/scaler/decision"
 	"github.com/inferscale/inferscale/scaler/prom"
 )
 
@@ -357,6 +358,46 @@ func TestIsActiveAndStream(t *testing.T) {
 	h.srv.Stop()
 	if _, err := stream.Recv(); err == nil {
 		t.Fatal("stream still open after Stop")
+	}
+}
+
+// TestEvaluationTimeIsMonotonic: a new trigger without data is re-evaluated by an RPC at the
+// RPC's time (t0+10s); a Refresh whose tick time (t0+5s) is earlier must not store its
+// evaluation over the later one, else the history holds points out of time order and the
+// stale tick's data (queue 9) decides.
+func TestEvaluationTimeIsMonotonic(t *testing.T) {
+	h := newHarness(t, nil)
+	r := ref("team-a", "pool", queueMeta())
+	if _, err := h.client.GetMetricSpec(context.Background(), r); err != nil { // registered at t0, no data
+		t.Fatal(err)
+	}
+	h.clock.set(t0.Add(10 * time.Second))
+	h.sig.set("team-a", prom.KindQueue, prom.Result{Value: 4, EvaluatedAt: t0.Add(10 * time.Second)})
+	if mv, err := h.metrics(t, r); err != nil || mv.MetricValue != 4 {
+		t.Fatalf("t0+10s: %v %v, want 4 = ⌈4/1⌉", mv, err)
+	}
+	h.sig.set("team-a", prom.KindQueue, prom.Result{Value: 9, EvaluatedAt: t0.Add(5 * time.Second)})
+	h.srv.Refresh(t0.Add(5 * time.Second)) // a tick taken before the RPC
+	if mv, err := h.metrics(t, r); err != nil || mv.MetricValue != 4 {
+		t.Fatalf("after the stale t0+5s refresh: %v %v, want the t0+10s answer 4", mv, err)
+	}
+	tr := h.srv.triggers[MetricName("team-a", "pool", r.ScalerMetadata)]
+	tr.mu.Lock()
+	at, hist := tr.rec.At, append([]decision.Point(nil), tr.state.History...)
+	tr.mu.Unlock()
+	if !at.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("stored evaluation at t0+%v, want t0+10s", at.Sub(t0))
+	}
+	for i := 1; i < len(hist); i++ {
+		if hist[i].AtUnixNano < hist[i-1].AtUnixNano {
+			t.Errorf("history out of time order: %v", hist)
+		}
+	}
+	h.sig.set("team-a", prom.KindQueue, prom.Result{Value: 9, EvaluatedAt: t0.Add(15 * time.Second)})
+	h.clock.set(t0.Add(15 * time.Second))
+	h.srv.Refresh(h.clock.now())
+	if mv, err := h.metrics(t, r); err != nil || mv.MetricValue != 9 {
+		t.Fatalf("t0+15s: %v %v, want 9 (scale-up window 0)", mv, err)
 	}
 }
 
