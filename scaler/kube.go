@@ -67,7 +67,8 @@ func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
 	if !ok || !t.Known {
 		return Target{}, false
 	}
-	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown}, true
+	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown,
+		CurrentReplicas: t.Current, CurrentKnown: t.CurrentKnown}, true
 }
 
 // watchScope names what the informers watch, for errors.

@@ -1,7 +1,7 @@
 // Package kube reads, from the Kubernetes API through client-go informers, what the scaler
 // needs about each KEDA ScaledObject: the replica bounds (spec.minReplicaCount, KEDA default 0;
-// spec.maxReplicaCount, KEDA default 100) and the ready replicas of its scale target
-// (status.readyReplicas of a Deployment or StatefulSet). Reads come from informer caches and
+// spec.maxReplicaCount, KEDA default 100) and the replicas of its scale target
+// (status.readyReplicas and spec.replicas of a Deployment or StatefulSet). Reads come from informer caches and
 // never call the API server.
 //
 // Memory: the package links only client-go's dynamic client and tools/cache, not the typed
@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -82,12 +83,18 @@ type Target struct {
 	Min, Max int32
 	// Ready is the scale target's status.readyReplicas; meaningful only when ReadyKnown.
 	Ready int32
+	// Current is the scale target's spec.replicas (what the HPA last set), meaningful only
+	// when CurrentKnown; the scaler seeds a new trigger's history with it, so that a restart
+	// never scales down before one down-window has passed (DESIGN.md).
+	Current int32
 	// Known is true when the ScaledObject exists in the cache and its bounds are valid
 	// (0 <= Min <= Max, Max >= 1).
 	Known bool
 	// ReadyKnown is true when the scale target exists and is a Deployment or StatefulSet
 	// (apps/v1), so Ready is read from its status.
 	ReadyKnown bool
+	// CurrentKnown is true when ReadyKnown and the scale target has spec.replicas.
+	CurrentKnown bool
 	// Problem says why Known or ReadyKnown is false, for logs and metrics; empty otherwise.
 	Problem string
 }
@@ -108,6 +115,7 @@ type scaledObject struct {
 type object struct {
 	namespace, name, resourceVersion string
 	ready                            int32         // status.readyReplicas (Deployment, StatefulSet)
+	current                          int32         // spec.replicas (Deployment, StatefulSet); -1 unset
 	so                               *scaledObject // ScaledObjects only
 }
 
@@ -155,8 +163,8 @@ func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster
 		fill func(*unstructured.Unstructured, *object)
 	}{
 		{&c.sos, ScaledObjects, c.fillScaledObject},
-		{&c.deploys, Deployments, fillReady},
-		{&c.sets, StatefulSets, fillReady},
+		{&c.deploys, Deployments, fillReplicas},
+		{&c.sets, StatefulSets, fillReplicas},
 	} {
 		inf := newInformer(dyn, w.gvr, cfg)
 		if err := inf.SetTransform(transform(w.fill)); err != nil {
@@ -199,9 +207,16 @@ func transform(fill func(*unstructured.Unstructured, *object)) cache.TransformFu
 	}
 }
 
-func fillReady(u *unstructured.Unstructured, o *object) {
+// fillReplicas reads a Deployment's or StatefulSet's status.readyReplicas (absent: 0) and
+// spec.replicas (absent or not an int32: -1, unknown; the API server defaults it to 1, so a
+// served object always has it).
+func fillReplicas(u *unstructured.Unstructured, o *object) {
 	r, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 	o.ready = int32(r)
+	o.current = -1
+	if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n >= 0 && n <= math.MaxInt32 {
+		o.current = int32(n)
+	}
 }
 
 // fillScaledObject parses the ScaledObject; an unusable one is logged here, once per add or
@@ -280,6 +295,9 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 		return t, true
 	}
 	t.Ready, t.ReadyKnown = w.ready, true
+	if w.current >= 0 {
+		t.Current, t.CurrentKnown = w.current, true
+	}
 	return t, true
 }
 

@@ -114,9 +114,9 @@ func TestLookup(t *testing.T) {
 		want     Target
 		wantOK   bool
 	}{
-		{"a", "triton", Target{Min: 1, Max: 8, Ready: 3, Known: true, ReadyKnown: true}, true},
-		{"a", "defaults", Target{Min: 0, Max: 100, Ready: 0, Known: true, ReadyKnown: true}, true},
-		{"a", "sts", Target{Min: 0, Max: 4, Ready: 2, Known: true, ReadyKnown: true}, true},
+		{"a", "triton", Target{Min: 1, Max: 8, Ready: 3, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
+		{"a", "defaults", Target{Min: 0, Max: 100, Ready: 0, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
+		{"a", "sts", Target{Min: 0, Max: 4, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
 		{"a", "rollout", Target{Min: 0, Max: 100, Known: true, Problem: `scale target argoproj.io/v1alpha1 Rollout/r: ready replicas are read only for apps/v1 Deployment and StatefulSet`}, true},
 		{"a", "no-target", Target{Min: 0, Max: 100, Known: true, Problem: `Deployment a/missing not found`}, true},
 		{"a", "inverted", Target{Min: 5, Max: 2, Problem: "spec.maxReplicaCount 2: must be >= 1 and >= minReplicaCount (5)"}, true},
@@ -175,14 +175,14 @@ func TestLookupFollowsChanges(t *testing.T) {
 // TestTransformKeepsOnlyReadFields: the cache holds *object with identity and the read fields,
 // never the managedFields, pod template or conditions of the listed object.
 func TestTransformKeepsOnlyReadFields(t *testing.T) {
-	tf := transform(fillReady)
+	tf := transform(fillReplicas)
 	d := deployment("a", "pool", 3)
 	d.SetResourceVersion("42")
 	got, err := tf(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &object{namespace: "a", name: "pool", resourceVersion: "42", ready: 3}
+	want := &object{namespace: "a", name: "pool", resourceVersion: "42", ready: 3, current: 4}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(object{})); diff != "" {
 		t.Errorf("transform (-want +got):\n%s", diff)
 	}
@@ -193,6 +193,16 @@ func TestTransformKeepsOnlyReadFields(t *testing.T) {
 	// client-go's key function reads the identity through meta.Accessor.
 	if key, err := cache.MetaNamespaceKeyFunc(got); err != nil || key != "a/pool" {
 		t.Errorf("MetaNamespaceKeyFunc = %q, %v; want a/pool", key, err)
+	}
+	// Without spec.replicas the current count is unknown (-1), not 0.
+	unstructured.RemoveNestedField(d.Object, "spec", "replicas")
+	got, err = tf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.current = -1
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(object{})); diff != "" {
+		t.Errorf("transform without spec.replicas (-want +got):\n%s", diff)
 	}
 }
 
@@ -251,8 +261,8 @@ func TestWatchNamespace(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Namespace = "a"
 	e := startWith(t, cfg, so("a"), deployment("a", "pool", 2), so("b"), deployment("b", "pool", 5))
-	if got, ok := e.c.Lookup("a", "pool"); !ok || got != (Target{Min: 0, Max: 6, Ready: 2, Known: true, ReadyKnown: true}) {
-		t.Errorf("Lookup(a/pool) = %+v, %v; want max 6, ready 2", got, ok)
+	if got, ok := e.c.Lookup("a", "pool"); !ok || got != (Target{Min: 0, Max: 6, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}) {
+		t.Errorf("Lookup(a/pool) = %+v, %v; want max 6, ready 2, current 4", got, ok)
 	}
 	if got, ok := e.c.Lookup("b", "pool"); ok || got.Problem != "scaledobject b/pool not found" {
 		t.Errorf("Lookup(b/pool) = %+v, %v; want not found (outside the watched namespace)", got, ok)
