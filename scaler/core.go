@@ -13,24 +13,14 @@ import (
 type (
 	// Signal is decision.Signal.
 	Signal = decision.Signal
-	// SignalSet is decision.SignalSet.
-	SignalSet = decision.SignalSet
 	// Policy is decision.Policy; ParseMetadata builds it from ScaledObject metadata.
 	Policy = decision.Policy
 	// Sample is decision.Sample.
 	Sample = decision.Sample
 	// Observation is decision.Observation.
 	Observation = decision.Observation
-	// Point is decision.Point.
-	Point = decision.Point
-	// LastGood is decision.LastGood.
-	LastGood = decision.LastGood
 	// State is decision.State.
 	State = decision.State
-	// Term is decision.Term.
-	Term = decision.Term
-	// SignalStatus is decision.SignalStatus.
-	SignalStatus = decision.SignalStatus
 	// Recommendation is decision.Recommendation.
 	Recommendation = decision.Recommendation
 )
@@ -40,7 +30,6 @@ const (
 	SignalQueue    = decision.SignalQueue
 	SignalRate     = decision.SignalRate
 	SignalActivity = decision.SignalActivity
-	SignalReady    = decision.SignalReady
 	// NumSignals is the length of the per-signal arrays.
 	NumSignals = decision.NumSignals
 )
@@ -52,36 +41,9 @@ const (
 	EngineVLLM   = decision.EngineVLLM
 )
 
-// Demand terms and shaping limits (decision.TermNone, …).
-const (
-	TermNone       = decision.TermNone
-	TermRate       = decision.TermRate
-	TermDrain      = decision.TermDrain
-	TermActivity   = decision.TermActivity
-	TermWarm       = decision.TermWarm
-	TermMin        = decision.TermMin
-	TermMax        = decision.TermMax
-	TermBurst      = decision.TermBurst
-	TermUpWindow   = decision.TermUpWindow
-	TermDownWindow = decision.TermDownWindow
-	TermStepDown   = decision.TermStepDown
-	TermSeed       = decision.TermSeed
-	TermDegraded   = decision.TermDegraded
-)
-
-// Signal statuses (decision.StatusUnconfigured, …).
-const (
-	StatusUnconfigured = decision.StatusUnconfigured
-	StatusFresh        = decision.StatusFresh
-	StatusZero         = decision.StatusZero
-	StatusHeld         = decision.StatusHeld
-	StatusOut          = decision.StatusOut
-	StatusNever        = decision.StatusNever
-)
-
-// ErrNoData is decision.ErrNoData: no demand term could be computed; the
-// server answers Unavailable so that KEDA's fallback acts.
-var ErrNoData = decision.ErrNoData
+// StatusUnconfigured is decision.StatusUnconfigured: the signal's query is
+// not configured (no signal-status series is exported for it).
+const StatusUnconfigured = decision.StatusUnconfigured
 
 // AllSignals lists every signal in index order (decision.AllSignals).
 func AllSignals() []Signal { return decision.AllSignals() }

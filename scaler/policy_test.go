@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 var testDefaults = Defaults{PrometheusAddress: "http://prometheus:9090"}
@@ -19,7 +21,7 @@ func TestParseMetadataValid(t *testing.T) {
 	tritonPolicy.ReplicaThroughput = 40
 	tritonPolicy.WarmReplicas = 1
 	tritonPolicy.ScaleDownWindow = 10 * time.Minute
-	tritonPolicy.ZeroWhenAbsent = SignalSet(0).With(SignalQueue).With(SignalRate)
+	tritonPolicy.ZeroWhenAbsent = decision.SignalSet(0).With(SignalQueue).With(SignalRate)
 
 	custom := DefaultPolicy()
 	custom.PrometheusAddress = "https://thanos.example:10902"

@@ -248,11 +248,6 @@ func (c *Cluster) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// Synced reports whether every cache has synced; before that Lookup may miss objects.
-func (c *Cluster) Synced() bool {
-	return c.sos.HasSynced() && c.deploys.HasSynced() && c.sets.HasSynced()
-}
-
 // get returns the cached object namespace/name of inf, or nil.
 func get(inf cache.SharedIndexInformer, namespace, name string) *object {
 	v, ok, err := inf.GetIndexer().GetByKey(cache.ObjectName{Namespace: namespace, Name: name}.String())

@@ -57,9 +57,6 @@ type Key struct {
 // custom queries).
 func (k Key) Query() string { return k.q.promql }
 
-// Address returns the Prometheus base URL k is read from.
-func (k Key) Address() string { return k.q.address }
-
 // String is for logs.
 func (k Key) String() string {
 	if k.group == (group{}) {
@@ -400,13 +397,6 @@ func (p *Poller) Evaluated(k Key) <-chan struct{} {
 	return s.q.first
 }
 
-// QueriesPerRefresh returns the number of distinct queries the last full refresh evaluated.
-func (p *Poller) QueriesPerRefresh() int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.perRefresh
-}
-
 // Subscriptions returns the number of live keys.
 func (p *Poller) Subscriptions() int {
 	p.mu.RLock()
@@ -598,12 +588,4 @@ func (p *Poller) Queries() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return len(p.queries)
-}
-
-// kickNow asks Run to evaluate queries that have no result yet. It never blocks.
-func (p *Poller) kickNow() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
 }
