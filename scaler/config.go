@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/inferscale/inferscale/scaler/prom"
 )
 
 // Config configures the scaler process (cmd/scaler's flags; the Helm chart's
@@ -109,7 +110,7 @@ func (c Config) Validate() error {
 	addr("Listen (--listen)", c.Listen)
 	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
-		if u, err := url.Parse(c.PrometheusAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !prom.ValidAddress(c.PrometheusAddress) {
 			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host", c.PrometheusAddress))
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/inferscale/inferscale/scaler/prom"
 )
 
 // ErrInvalidMetadata is wrapped by every error ParseMetadata returns; the
@@ -247,7 +248,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
 	}
 	if p.PrometheusAddress == "" {
 		errs = append(errs, fmt.Errorf("%w: %s is required (an http or https URL) when the scaler has no --prometheus-address", ErrInvalidMetadata, KeyPrometheusAddress))
-	} else if u, err := url.Parse(p.PrometheusAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	} else if !prom.ValidAddress(p.PrometheusAddress) {
 		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host", p.PrometheusAddress))
 	}
 	if engineOK && !p.Configured(SignalQueue) && !p.Configured(SignalRate) && !p.Configured(SignalActivity) {

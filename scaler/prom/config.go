@@ -75,13 +75,20 @@ func (c PollerConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateAddress accepts an absolute http or https URL with a host.
-func validateAddress(addr string) error {
+// ValidAddress reports whether addr is an absolute http or https URL with a
+// host: the one rule for a Prometheus base URL, shared by the poller, the
+// scaler's --prometheus-address and the prometheusAddress metadata key.
+func ValidAddress(addr string) bool {
 	u, err := url.Parse(addr)
-	if err != nil {
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// validateAddress is ValidAddress as an error wrapping ErrBadRequest.
+func validateAddress(addr string) error {
+	if _, err := url.Parse(addr); err != nil {
 		return fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, addr, err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !ValidAddress(addr) {
 		return fmt.Errorf("%w: prometheusAddress %q: must be an http:// or https:// URL with a host", ErrBadRequest, addr)
 	}
 	return nil
