@@ -251,23 +251,7 @@ func TestBadMetadataIsInvalidArgument(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	r := ref("team-a", "pool", queueMeta("targetUtilization", "1.5", "scaleDownWindow", "forever"))
-	calls := map[string]func() error{
-		"GetMetricSpec": func() error { _, err := h.client.GetMetricSpec(ctx, r); return err },
-		"GetMetrics": func() error {
-			_, err := h.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: MetricName("team-a", "pool", r.ScalerMetadata)})
-			return err
-		},
-		"IsActive": func() error { _, err := h.client.IsActive(ctx, r); return err },
-		"StreamIsActive": func() error {
-			s, err := h.client.StreamIsActive(ctx, r)
-			if err != nil {
-				return err
-			}
-			_, err = s.Recv()
-			return err
-		},
-	}
-	for name, call := range calls {
+	for name, call := range h.everyRPC(ctx, r) {
 		err := call()
 		st := status.Convert(err)
 		if st.Code() != codes.InvalidArgument ||
@@ -494,5 +478,26 @@ func TestForgetAfter(t *testing.T) {
 	h.srv.Refresh(h.clock.now())
 	if got := h.srv.Triggers(); got != 1 {
 		t.Fatalf("%d triggers after ForgetAfter, want 1 (the one with an open stream)", got)
+	}
+}
+
+// everyRPC returns KEDA's four calls about r, each reduced to its error, so a
+// test can assert that all of them answer alike.
+func (h *harness) everyRPC(ctx context.Context, r *pb.ScaledObjectRef) map[string]func() error {
+	return map[string]func() error{
+		"GetMetricSpec": func() error { _, err := h.client.GetMetricSpec(ctx, r); return err },
+		"GetMetrics": func() error {
+			_, err := h.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: MetricName(r.Namespace, r.Name, r.ScalerMetadata)})
+			return err
+		},
+		"IsActive": func() error { _, err := h.client.IsActive(ctx, r); return err },
+		"StreamIsActive": func() error {
+			s, err := h.client.StreamIsActive(ctx, r)
+			if err != nil {
+				return err
+			}
+			_, err = s.Recv()
+			return err
+		},
 	}
 }

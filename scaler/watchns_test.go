@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,23 +89,7 @@ func TestWatchNamespace(t *testing.T) {
 
 			ctx := context.Background()
 			r := ref("team-b", "pool", queueMeta())
-			calls := map[string]func() error{
-				"GetMetricSpec": func() error { _, err := h.client.GetMetricSpec(ctx, r); return err },
-				"GetMetrics": func() error {
-					_, err := h.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: MetricName("team-b", "pool", r.ScalerMetadata)})
-					return err
-				},
-				"IsActive": func() error { _, err := h.client.IsActive(ctx, r); return err },
-				"StreamIsActive": func() error {
-					s, err := h.client.StreamIsActive(ctx, r)
-					if err != nil {
-						return err
-					}
-					_, err = s.Recv()
-					return err
-				},
-			}
-			for name, call := range calls {
+			for name, call := range h.everyRPC(ctx, r) {
 				err := call()
 				st := status.Convert(err)
 				if st.Code() != codes.InvalidArgument ||
