@@ -55,8 +55,15 @@ type Model struct {
 	MemoryBytes int64
 	// LoadTime a load takes. Range: >= 0.
 	LoadTime time.Duration
-	// ServiceTime one request executes for. Range: >= 0.
+	// ServiceTime is the mean time one request executes for. Range: >= 0.
 	ServiceTime time.Duration
+	// ServiceDistribution is the distribution each request's execution time is drawn from,
+	// with mean ServiceTime; "" means deterministic. See Distribution.
+	ServiceDistribution Distribution
+	// ServiceCV is the coefficient of variation (standard deviation ÷ mean) of a lognormal
+	// service time. Range: (0, 10] for lognormal; 0 otherwise (deterministic has CV 0,
+	// exponential CV 1).
+	ServiceCV float64
 	// Concurrency is how many requests execute at once (Triton's instance
 	// count); more wait in the model's queue. Range: >= 0, 0 means 1.
 	Concurrency int
@@ -74,6 +81,28 @@ func (m Model) version() string {
 func (m Model) concurrency() int {
 	return max(1, m.Concurrency)
 }
+
+// Distribution is the shape of a model's service-time distribution. Draws come from a
+// per-model generator seeded by Config.Seed and the model's position in Config.Models, so a
+// run's sequence of service times is the same every time (requests draw in the order they
+// start executing).
+type Distribution string
+
+const (
+	// Deterministic: every request executes for exactly ServiceTime (an M/D/c queue under
+	// Poisson arrivals).
+	Deterministic Distribution = "deterministic"
+	// Exponential: execution times are exponential with mean ServiceTime (CV 1; M/M/c).
+	Exponential Distribution = "exponential"
+	// Lognormal: execution times are lognormal with mean ServiceTime and coefficient of
+	// variation ServiceCV: σ² = ln(1 + CV²), m = ln(ServiceTime) − σ²/2, time = exp(m + σ·Z)
+	// with Z standard normal (so E[time] = ServiceTime and sd/mean = CV).
+	Lognormal Distribution = "lognormal"
+)
+
+// MaxServiceCV bounds Model.ServiceCV: beyond 10 the lognormal's mean is dominated by draws so
+// rare that a test never sees them.
+const MaxServiceCV = 10
 
 // Config describes the fake server: its mode, its device and its repository. ParseConfig
 // reads one from YAML.
@@ -93,6 +122,8 @@ type Config struct {
 	// (Triton's --load-model). In ModeNone every model does. Each must be
 	// in Models, and together they must fit the device.
 	StartupModels []string
+	// Seed seeds the service-time draws of every model (see Distribution); any value.
+	Seed uint64
 	// Clock drives load, service and queue time; nil means real time.
 	Clock triton.Clock
 }
@@ -135,6 +166,18 @@ func (c Config) Validate() error {
 		}
 		if m.ServiceTime < 0 {
 			bad("%s.serviceTime is %v, want >= 0", field, m.ServiceTime)
+		}
+		switch m.ServiceDistribution {
+		case "", Deterministic, Exponential:
+			if m.ServiceCV != 0 {
+				bad("%s.serviceCV is %v, want 0 unless serviceDistribution is %q", field, m.ServiceCV, Lognormal)
+			}
+		case Lognormal:
+			if !(m.ServiceCV > 0 && m.ServiceCV <= MaxServiceCV) {
+				bad("%s.serviceCV is %v, want (0, %d] for a lognormal service time", field, m.ServiceCV, MaxServiceCV)
+			}
+		default:
+			bad("%s.serviceDistribution is %q, want %q, %q or %q", field, m.ServiceDistribution, Deterministic, Exponential, Lognormal)
 		}
 		if m.Concurrency < 0 {
 			bad("%s.concurrency is %d, want >= 0 (0 means 1)", field, m.Concurrency)

@@ -22,8 +22,11 @@ type fileModel struct {
 	MemoryBytes int64           `json:"memoryBytes"`
 	LoadTime    metav1.Duration `json:"loadTime,omitempty"`
 	ServiceTime metav1.Duration `json:"serviceTime,omitempty"`
-	Concurrency int             `json:"concurrency,omitempty"`
-	Fault       fileFault       `json:"fault,omitempty"`
+	// ServiceDistribution and ServiceCV: see Model.
+	ServiceDistribution Distribution `json:"serviceDistribution,omitempty"`
+	ServiceCV           float64      `json:"serviceCV,omitempty"`
+	Concurrency         int          `json:"concurrency,omitempty"`
+	Fault               fileFault    `json:"fault,omitempty"`
 }
 
 // fileConfig is Config as written in YAML (cmd/tritonfake's --config file).
@@ -34,6 +37,7 @@ type fileConfig struct {
 	GPUUUID           string      `json:"gpuUUID,omitempty"`
 	Models            []fileModel `json:"models"`
 	StartupModels     []string    `json:"startupModels,omitempty"`
+	Seed              uint64      `json:"seed,omitempty"`
 }
 
 // ParseConfig decodes a YAML Config — field names as in cmd/tritonfake/example.yaml
@@ -52,6 +56,7 @@ func ParseConfig(data []byte) (Config, error) {
 		DeviceID:          fc.DeviceID,
 		GPUUUID:           fc.GPUUUID,
 		StartupModels:     fc.StartupModels,
+		Seed:              fc.Seed,
 	}
 	if cfg.ModelControlMode == "" {
 		cfg.ModelControlMode = ModeExplicit
@@ -60,6 +65,7 @@ func ParseConfig(data []byte) (Config, error) {
 		cfg.Models = append(cfg.Models, Model{
 			Name: m.Name, Version: m.Version, MemoryBytes: m.MemoryBytes,
 			LoadTime: m.LoadTime.Duration, ServiceTime: m.ServiceTime.Duration, Concurrency: m.Concurrency,
+			ServiceDistribution: m.ServiceDistribution, ServiceCV: m.ServiceCV,
 			Fault: Fault{
 				FailLoad: m.Fault.FailLoad, FailLoadCount: m.Fault.FailLoadCount, HangLoad: m.Fault.HangLoad,
 				UnloadLeakBytes: m.Fault.UnloadLeakBytes, ExtraServiceTime: m.Fault.ExtraServiceTime.Duration,

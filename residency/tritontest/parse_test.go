@@ -22,15 +22,21 @@ models:
     serviceTime: 20ms
     concurrency: 2
     fault: {extraServiceTime: 1m, failLoad: boom, failLoadCount: 1}
+  - name: b
+    serviceTime: 100ms
+    serviceDistribution: lognormal
+    serviceCV: 0.5
 startupModels: [a]
+seed: 42
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1000, GPUUUID: "MIG-x",
 		Models: []tritontest.Model{{Name: "a", MemoryBytes: 400, LoadTime: 1500 * time.Millisecond, ServiceTime: 20 * time.Millisecond,
-			Concurrency: 2, Fault: tritontest.Fault{ExtraServiceTime: time.Minute, FailLoad: "boom", FailLoadCount: 1}}},
-		StartupModels: []string{"a"}}
+			Concurrency: 2, Fault: tritontest.Fault{ExtraServiceTime: time.Minute, FailLoad: "boom", FailLoadCount: 1}},
+			{Name: "b", ServiceTime: 100 * time.Millisecond, ServiceDistribution: tritontest.Lognormal, ServiceCV: 0.5}},
+		StartupModels: []string{"a"}, Seed: 42}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -47,6 +53,12 @@ func TestParseConfigErrors(t *testing.T) {
 			want: `models[0].loadTime: time: invalid duration "banana" (line 4)`},
 		{name: "unknown field", give: "deviceMemoryBytez: 1\n", want: "deviceMemoryBytez: unknown field (line 1)"},
 		{name: "range", give: "deviceMemoryBytes: 0\n", want: "deviceMemoryBytes is 0, want > 0", invalid: true},
+		{name: "unknown distribution", give: "deviceMemoryBytes: 1\nmodels: [{name: a, serviceDistribution: gamma}]\n",
+			want: `models[0].serviceDistribution is "gamma", want "deterministic", "exponential" or "lognormal"`, invalid: true},
+		{name: "lognormal without cv", give: "deviceMemoryBytes: 1\nmodels: [{name: a, serviceDistribution: lognormal}]\n",
+			want: "models[0].serviceCV is 0, want (0, 10] for a lognormal service time", invalid: true},
+		{name: "cv without lognormal", give: "deviceMemoryBytes: 1\nmodels: [{name: a, serviceCV: 0.5}]\n",
+			want: `models[0].serviceCV is 0.5, want 0 unless serviceDistribution is "lognormal"`, invalid: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -67,6 +69,8 @@ type model struct {
 	queue           []chan struct{}
 	loads, unloads  int
 	configJSON      string
+
+	rng *rand.Rand // service-time draws (Distribution), seeded by Config.Seed and position
 
 	lastInference                  time.Time
 	inferenceCount, executionCount uint64
@@ -150,8 +154,8 @@ func (s *Server) resetLocked() {
 	s.models = map[string]*model{}
 	s.order = nil
 	s.leaked = 0
-	for _, spec := range s.cfg.Models {
-		s.models[spec.Name] = &model{spec: spec}
+	for i, spec := range s.cfg.Models {
+		s.models[spec.Name] = &model{spec: spec, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(i)))}
 		s.order = append(s.order, spec.Name)
 	}
 	for _, spec := range s.cfg.startupModels() {
@@ -690,7 +694,7 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 		s.mu.Lock()
 	}
 	started := s.clock.Now()
-	service := m.spec.ServiceTime + s.faults[name].ExtraServiceTime
+	service := m.serviceTime() + s.faults[name].ExtraServiceTime
 	s.changedLocked()
 	s.mu.Unlock()
 
@@ -723,6 +727,28 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 	s.maybeFinishUnloadLocked(m)
 	s.changedLocked()
 	return &inference.ModelInferResponse{ModelName: name, ModelVersion: version, Id: req.GetId()}, nil
+}
+
+// serviceTime draws one request's execution time from the model's distribution (see
+// Distribution); the caller holds the server's lock.
+func (m *model) serviceTime() time.Duration {
+	mean := float64(m.spec.ServiceTime)
+	if mean == 0 {
+		return 0
+	}
+	var d float64
+	switch m.spec.ServiceDistribution {
+	case Exponential:
+		d = mean * m.rng.ExpFloat64()
+	case Lognormal:
+		sigma2 := math.Log1p(m.spec.ServiceCV * m.spec.ServiceCV)
+		d = math.Exp(math.Log(mean) - sigma2/2 + math.Sqrt(sigma2)*m.rng.NormFloat64())
+	default:
+		return m.spec.ServiceTime
+	}
+	// A draw past an hour is cut there: the fake models services, not stuck ones (that is
+	// HangLoad's and ExtraServiceTime's job), and the conversion must not overflow.
+	return time.Duration(min(d, float64(time.Hour)))
 }
 
 // releaseSlotLocked hands a finished request's execution slot to the first
