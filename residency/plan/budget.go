@@ -21,6 +21,11 @@ type Budget struct {
 	// ReserveBytes is kept back for the CUDA context and allocator slack. Plan keeps back the
 	// larger of this and the catalog's reserveBytes.
 	ReserveBytes int64
+	// FreeIdle makes Plan unload P1/P2 models unused for their IdleTimeout even when no other
+	// model needs the memory (to hand the slice back, e.g. before a MIG re-layout). Off by
+	// default: an idle model costs nothing while nobody else wants its memory, and it is
+	// evicted by value as soon as someone does.
+	FreeIdle bool
 }
 
 // Validate returns every violation, naming the field and accepted range.

@@ -143,7 +143,7 @@ func (c Catalog) Profiles() []string {
 // Defaults applied when a catalog file leaves a field out (residency.ParseCatalog).
 const (
 	DefaultIdleTimeout  = 10 * time.Minute
-	DefaultMinResidency = 2 * time.Minute
+	DefaultMinResidency = 0 // the floor; each model is protected AntiThrashFactor × its load time (MinResidency)
 	DefaultLoadTime     = 10 * time.Second
 )
 

@@ -50,7 +50,21 @@ type ModelStatus struct {
 	// Digest is the digest of the copy Triton serves, when known (the controller loaded it);
 	// "" when unknown. A READY model whose Digest differs from the catalog's is reloaded.
 	Digest string
+	// Queued is the number of requests waiting for the model: in Triton's queue
+	// (nv_inference_pending_request_count) for a loaded model, held elsewhere (a gateway) for
+	// one that is not loaded. Negative reads as 0.
+	Queued int
+	// Executing is the number of requests executing (the controller's in-flight accounting).
+	// Negative reads as 0.
+	Executing int
 }
+
+// Busy reports whether the model has work in flight (queued or executing requests): a busy
+// model is never a victim.
+func (s ModelStatus) Busy() bool { return s.Queued > 0 || s.Executing > 0 }
+
+// InFlight is Queued + Executing, negatives read as 0.
+func (s ModelStatus) InFlight() int { return max(s.Queued, 0) + max(s.Executing, 0) }
 
 // Observed is one loop's view of Triton and the device.
 type Observed struct {
@@ -62,8 +76,9 @@ type Observed struct {
 	UnaccountedBytes int64
 }
 
-// Demand is the recent request rate per model in requests per second. Missing, negative, NaN
-// and infinite rates read as 0.
+// Demand is each model's expected request rate in requests per second: the decayed estimate of
+// its arrivals plus its work in flight (Expected, DecayedRate). Missing, negative, NaN and
+// infinite rates read as 0.
 type Demand map[string]float64
 
 func (d Demand) rate(model string) float64 {
@@ -88,7 +103,7 @@ type Cause string
 
 // Action causes.
 const (
-	// CauseIdle: an unload of a model unused for the catalog's idleTimeout.
+	// CauseIdle: an unload of a model unused for its IdleTimeout (only with Budget.FreeIdle).
 	CauseIdle Cause = "idle"
 	// CauseEvict: an unload that makes room for higher-ranked models.
 	CauseEvict Cause = "evict"
@@ -120,9 +135,11 @@ type Action struct {
 	At time.Time
 }
 
-// Refusal is a wanted load that does not fit even after every allowed eviction: NeedBytes is
-// more than BudgetBytes − FixedBytes − KeptBytes, the room left by fixed memory and the models
-// ranked above it.
+// Refusal is a wanted load that Plan did not start. Either it does not fit even after every
+// allowed eviction: NeedBytes is more than BudgetBytes − FixedBytes − KeptBytes, the room left by
+// fixed memory and the models ranked above it (Busy names the models with work in flight that
+// hold part of FixedBytes and are never evicted). Or it does not pay for itself (Unworthy): its
+// Worth is not above the Worth of the models of its tier it would evict (VictimWorth, Victims).
 //
 // For a deferred reload (Reload set), NeedBytes is the swap overhead and FixedBytes the
 // accounted memory the reload would start from.
@@ -133,18 +150,45 @@ type Refusal struct {
 	KeptBytes   int64
 	BudgetBytes int64
 	Reload      bool
+	// Busy lists the busy models in FixedBytes, by name (shared between refusals: read only).
+	Busy []BusyModel
+	// Unworthy is set when the load would fit but evicts more worth than it brings; Worth and
+	// VictimWorth are in request-seconds per second (Worth).
+	Unworthy    bool
+	Worth       float64
+	VictimWorth float64
+	Victims     []string
+}
+
+// BusyModel is a loaded model with work in flight, named in refusals.
+type BusyModel struct {
+	Name              string
+	Queued, Executing int
+	Bytes             int64
 }
 
 // Reason explains the refusal with its numbers (built on demand: plans run every loop, and most
 // refusals are never printed).
 func (r Refusal) Reason() string {
-	if r.Reload {
+	switch {
+	case r.Reload:
 		return fmt.Sprintf("reload deferred: the swap needs %s more; accounted %s leaves %s of %s",
 			FormatBytes(r.NeedBytes), FormatBytes(r.FixedBytes), FormatBytes(max(r.BudgetBytes-r.FixedBytes, 0)), FormatBytes(r.BudgetBytes))
+	case r.Unworthy:
+		return fmt.Sprintf("refused: worth %.3g does not exceed %.3g of %s, which it would evict",
+			r.Worth, r.VictimWorth, strings.Join(r.Victims, ", "))
 	}
-	return fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
+	s := fmt.Sprintf("refused: needs %s; fixed %s + higher-ranked %s leave %s of %s",
 		FormatBytes(r.NeedBytes), FormatBytes(r.FixedBytes), FormatBytes(r.KeptBytes),
 		FormatBytes(max(r.BudgetBytes-r.FixedBytes-r.KeptBytes, 0)), FormatBytes(r.BudgetBytes))
+	if len(r.Busy) > 0 {
+		names := make([]string, len(r.Busy))
+		for i, b := range r.Busy {
+			names[i] = fmt.Sprintf("%s (%d queued, %d executing, %s)", b.Name, b.Queued, b.Executing, FormatBytes(b.Bytes))
+		}
+		s += "; waiting for busy models, never evicted with work in flight: " + strings.Join(names, ", ")
+	}
+	return s
 }
 
 // Result is Decide's full answer: the plan, the loads it had to refuse, and the accounting.
@@ -160,17 +204,25 @@ const gib = float64(1 << 30)
 
 // Value is what keeping model m resident is worth per unit of memory:
 //
-//	value = demand (req/s) × load time (s) ÷ admitted peak (GiB)
+//	value = expected demand (req/s) × load time (s) ÷ admitted peak (GiB) = Worth ÷ GiB
 //
-// — the request-seconds of load delay avoided per GiB, the density a knapsack greedy ranks by.
-// A model without an entry for profile is worth 0.
+// — the request-seconds of load stall avoided per second and GiB: GreedyDual-Size's cost ÷ size
+// (Cao and Irani, "Cost-aware WWW proxy caching algorithms", USENIX USITS 1997) with the cost a
+// miss imposes (the load time) weighted by the decayed demand (DecayedRate, in the LRFU family),
+// as GreedyDual-Size-Frequency weights it by frequency. It is the density a knapsack greedy ranks
+// by. A model without an entry for profile is worth 0.
 func Value(m Model, profile string, rateRPS float64) float64 {
 	peak, ok := m.PeakMemoryBytes[profile]
 	if !ok || peak <= 0 {
 		return 0
 	}
-	return rateRPS * m.LoadTime.Seconds() / (float64(peak) / gib)
+	return Worth(m, rateRPS) / (float64(peak) / gib)
 }
+
+// Worth is the load stall that keeping m resident avoids, in request-seconds per second:
+// expected demand (req/s) × load time (s). A load pays for itself when its Worth exceeds the
+// Worth of the models it evicts.
+func Worth(m Model, rateRPS float64) float64 { return rateRPS * m.LoadTime.Seconds() }
 
 // ReserveBytes is the reserve Plan keeps back: the larger of the catalog's and the budget's.
 func ReserveBytes(cat Catalog, b Budget) int64 { return max(cat.ReserveBytes, b.ReserveBytes) }
@@ -217,20 +269,32 @@ type contender struct {
 	stale    bool // READY with another digest than the catalog's: reload if kept
 	bytes    int64
 	value    float64
+	worth    float64
+	// excluded: a load that does not pay for itself; victims and victimWorth say why.
+	excluded    bool
+	victims     []string
+	victimWorth float64
 }
 
 // Decide is the residency decision, a pure function of its arguments.
 //
 // Fixed memory — the reserve, unaccounted device memory, LOADING and UNLOADING models, P0
-// models that are READY, models younger than the catalog's minResidency, and models Plan does
-// not manage (outside the catalog or without a peak for the profile) — is kept. P1/P2 models
-// with no demand, unused for the idle timeout (measured from the later of LastUsed and
+// models that are READY, models younger than their MinResidency (k × load time, the anti-thrash
+// rule), busy models (queued or executing requests: never a victim), and models Plan does not
+// manage (outside the catalog or without a peak for the profile) — is kept. Idle models are not
+// unloaded for idleness unless budget.FreeIdle is set: then P1/P2 models with no demand and no
+// work in flight, unused for their IdleTimeout (measured from the later of LastUsed and
 // LoadedSince), are unloaded. Every other READY model and every wanted model that is not loaded
 // (P0 always; P1/P2 with demand > 0; never quarantined or backing off, never without a peak for
 // the profile) is ranked by tier (P0, P1, P2), then by Value (highest first), then by name, and
 // admitted greedily while the accounted memory stays within budget.TotalBytes. READY models
-// left out are evicted — so a victim is always below every load it makes room for, and never
-// P0 or younger than minResidency. Wanted models left out are refused.
+// left out are evicted — so a victim is always below every load it makes room for.
+//
+// Admission pays for itself: walking the admitted P1/P2 loads in rank order, each takes free
+// memory first and then the evictions, lowest-ranked first; a load whose Worth does not exceed
+// the Worth of the victims of its own tier it takes is excluded (an Unworthy Refusal) and the
+// greedy is run again without it, so that its victims stay. Wanted models left out are refused;
+// a refusal names the busy models that hold memory.
 //
 // A kept READY model whose Digest differs from the catalog's (a new artifact) is reloaded:
 // Triton keeps the old copy serving while the new one loads, so the reload holds the model's
@@ -239,14 +303,16 @@ type contender struct {
 //
 // Actions are ordered unloads first (idle, then evictions lowest-ranked first), then reloads
 // (by name), then loads (highest-ranked first), so that when the start is within budget, the
-// accounted memory during and after every step is too (Action.PeakBytes, AccountedBytes). Ties break by name; the result is deterministic, and planning again on
-// Apply(obs, actions) at the same time and demand yields no actions.
+// accounted memory during and after every step is too (Action.PeakBytes, AccountedBytes). Ties
+// break by name; the result is deterministic, and planning again on Apply(obs, actions) at the
+// same time and demand yields no actions.
 func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Time) Result {
 	res := Result{StartBytes: Accounted(cat, budget, obs), BudgetBytes: budget.TotalBytes}
 	fixed := ReserveBytes(cat, budget) + max(obs.UnaccountedBytes, 0)
 	var idle []Action
 	var cs []contender
 	var staleFixed []contender // fixed READY models to reload
+	var busy []BusyModel
 
 	for name, st := range obs.Models {
 		if _, ok := cat.Model(name); !ok && st.State.HoldsMemory() {
@@ -264,9 +330,12 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		switch {
 		case st.State == StateReady:
 			bytes := residentBytes(cat, budget.Profile, m.Name, st)
-			young := !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency
+			young := !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < MinResidency(cat, *m)
 			stale := placeable && st.Digest != "" && st.Digest != m.Digest && !st.Quarantined && !now.Before(st.BackoffUntil)
-			if !placeable || m.Tier == TierP0 || young {
+			if st.Busy() {
+				busy = append(busy, BusyModel{Name: m.Name, Queued: max(st.Queued, 0), Executing: max(st.Executing, 0), Bytes: bytes})
+			}
+			if !placeable || m.Tier == TierP0 || young || st.Busy() {
 				fixed += bytes
 				if stale {
 					staleFixed = append(staleFixed, contender{model: m, resident: true, bytes: bytes, stale: true})
@@ -277,17 +346,17 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if st.LoadedSince.After(lastActive) {
 				lastActive = st.LoadedSince
 			}
-			if rate == 0 && now.Sub(lastActive) >= cat.IdleTimeout {
+			if timeout := IdleTimeout(cat, *m); budget.FreeIdle && rate == 0 && now.Sub(lastActive) >= timeout {
 				since := "never used"
 				if !lastActive.IsZero() {
 					since = "unused for " + now.Sub(lastActive).Round(time.Second).String()
 				}
 				idle = append(idle, Action{Kind: ActionUnload, Model: m.Name, Cause: CauseIdle, At: now,
-					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idleTimeout %s", m.Tier, m.Name, since, cat.IdleTimeout)})
+					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idle timeout %s (freeIdle)", m.Tier, m.Name, since, timeout)})
 				continue
 			}
 			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate),
-				stale: stale})
+				worth: Worth(*m, rate), stale: stale})
 		case st.State.HoldsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
@@ -295,7 +364,8 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate)})
+			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate),
+				worth: Worth(*m, rate)})
 		}
 	}
 	slices.SortFunc(cs, func(a, b contender) int {
@@ -303,12 +373,20 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			cmp.Compare(b.value, a.value), strings.Compare(a.model.Name, b.model.Name))
 	})
 
-	used := fixed
 	admitted := make([]bool, len(cs))
-	for i, c := range cs {
-		if used+c.bytes <= budget.TotalBytes {
-			admitted[i] = true
-			used += c.bytes
+	// Each round excludes at least one load, so there are at most len(cs)+1 rounds; in practice
+	// one or two.
+	for range len(cs) + 1 {
+		used := fixed
+		for i, c := range cs {
+			admitted[i] = false
+			if !c.excluded && used+c.bytes <= budget.TotalBytes {
+				admitted[i] = true
+				used += c.bytes
+			}
+		}
+		if !excludeUnworthy(cs, admitted, fixed, budget.TotalBytes) {
+			break
 		}
 	}
 
@@ -352,6 +430,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			PeakBytes: acct + swap, Digest: c.model.Digest,
 			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), FormatBytes(swap))})
 	}
+	slices.SortFunc(busy, func(a, b BusyModel) int { return strings.Compare(a.Name, b.Name) })
 	for i, c := range cs {
 		switch {
 		case c.resident:
@@ -363,12 +442,86 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			}
 			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: cause, At: now, AccountedBytes: acct,
 				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c, demand.rate(c.model.Name))})
+		case c.excluded:
+			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes, FixedBytes: fixed, KeptBytes: p.kept[i],
+				BudgetBytes: budget.TotalBytes, Unworthy: true, Worth: c.worth, VictimWorth: c.victimWorth, Victims: c.victims})
 		default:
 			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
-				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes})
+				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes, Busy: busy})
 		}
 	}
 	return res
+}
+
+// excludeUnworthy attributes the evictions of one greedy round to the loads that need their
+// memory and excludes every P1/P2 load that does not pay for itself: its Worth is not above the
+// Worth of the victims of its own tier whose memory it takes (a lower tier always yields, as
+// the operator ranked it). Loads take free memory first, then evictions lowest-ranked first;
+// evictions that only bring an over-budget start back within budget are nobody's. It reports
+// whether it excluded a load.
+func excludeUnworthy(cs []contender, admitted []bool, fixed, budget int64) bool {
+	free := budget - fixed
+	var victims []int // lowest-ranked first
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].resident {
+			free -= cs[i].bytes
+			if !admitted[i] {
+				victims = append(victims, i)
+			}
+		}
+	}
+	if len(victims) == 0 {
+		return false
+	}
+	// Evictions first cover an over-budget start; then each load takes what it needs.
+	var left int64 // bytes of victims[v-1] not yet taken
+	v := 0
+	take := func(need int64, each func(j int)) {
+		for need > 0 {
+			if left == 0 {
+				if v == len(victims) {
+					return
+				}
+				left = cs[victims[v]].bytes
+				if each != nil {
+					each(victims[v])
+				}
+				v++
+			}
+			n := min(need, left)
+			need -= n
+			left -= n
+		}
+	}
+	if free < 0 {
+		take(-free, nil)
+		free = 0
+	}
+	excluded := false
+	for i := range cs {
+		c := &cs[i]
+		if c.resident || !admitted[i] {
+			continue
+		}
+		need := c.bytes
+		if n := min(need, free); n > 0 {
+			free -= n
+			need -= n
+		}
+		var worth float64
+		var names []string
+		take(need, func(j int) {
+			if cs[j].model.Tier == c.model.Tier {
+				worth += cs[j].worth
+				names = append(names, cs[j].model.Name)
+			}
+		})
+		if c.model.Tier != TierP0 && len(names) > 0 && c.worth <= worth {
+			c.excluded, c.victims, c.victimWorth = true, names, worth
+			excluded = true
+		}
+	}
+	return excluded
 }
 
 // prefix holds, for each rank i, the bytes admitted above it, the bytes of loads admitted above

@@ -82,15 +82,69 @@ func TestDecide(t *testing.T) {
 			wantRefused: []string{"want: refused: needs 4.00GiB; fixed 9.00GiB + higher-ranked 0.0MiB leave 1.00GiB of 10.00GiB"},
 		},
 		{
-			name:   "idle P1/P2 unloaded after the idle timeout; P0 and busy models stay",
+			name:   "with freeIdle, idle P1/P2 unloaded after the idle timeout; P0 and busy models stay",
 			cat:    catalog(model("pin", plan.TierP0, 1, time.Second), model("idle", plan.TierP1, 1, time.Second), model("recent", plan.TierP2, 1, time.Second), model("busy", plan.TierP2, 1, time.Second)),
-			budget: budget10,
+			budget: plan.Budget{Profile: prof, TotalBytes: 10 * gi, FreeIdle: true},
 			obs: plan.Observed{Models: map[string]plan.ModelStatus{
 				"pin": ready(old, old), "idle": ready(old, t0.Add(-11*time.Minute)),
 				"recent": ready(old, t0.Add(-9*time.Minute)), "busy": ready(old, old)}},
 			demand: plan.Demand{"busy": 0.01},
 			want: []plan.Action{{Kind: plan.ActionUnload, Model: "idle", Cause: plan.CauseIdle, At: t0, AccountedBytes: 3 * gi, PeakBytes: 4 * gi,
-				Reason: "idle: P1 idle, unused for 11m0s ≥ idleTimeout 10m0s"}},
+				Reason: "idle: P1 idle, unused for 11m0s ≥ idle timeout 10m0s (freeIdle)"}},
+		},
+		{
+			name:   "without freeIdle an idle model keeps memory nobody else wants",
+			cat:    catalog(model("idle", plan.TierP1, 1, time.Second)),
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"idle": ready(old, old)}},
+		},
+		{
+			name:   "with freeIdle the idle timeout is at least the load time (anti-thrash)",
+			cat:    catalog(model("slow", plan.TierP1, 1, 20*time.Minute)),
+			budget: plan.Budget{Profile: prof, TotalBytes: 10 * gi, FreeIdle: true},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"slow": ready(old, t0.Add(-15*time.Minute))}},
+		},
+		{
+			name:   "a model with one executing and three queued requests is never a victim; the refusal names it",
+			cat:    catalog(model("busy", plan.TierP2, 6, 10*time.Second), model("want", plan.TierP1, 6, time.Minute)),
+			budget: budget10,
+			obs: plan.Observed{Models: map[string]plan.ModelStatus{"busy": {State: plan.StateReady, LoadedSince: old, LastUsed: old,
+				Queued: 3, Executing: 1}}},
+			demand: plan.Demand{"want": 5, "busy": 0},
+			wantRefused: []string{"want: refused: needs 6.00GiB; fixed 6.00GiB + higher-ranked 0.0MiB leave 4.00GiB of 10.00GiB; " +
+				"waiting for busy models, never evicted with work in flight: busy (3 queued, 1 executing, 6.00GiB)"},
+		},
+		{
+			name:   "the same model once idle is evicted for the waiting load",
+			cat:    catalog(model("busy", plan.TierP2, 6, 10*time.Second), model("want", plan.TierP1, 6, time.Minute)),
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"busy": ready(old, t0)}},
+			demand: plan.Demand{"want": 5},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "busy", Cause: plan.CauseEvict, At: t0, AccountedBytes: 0, PeakBytes: 6 * gi, Reason: "evict: P2 value 0 lowest; need 6.00GiB for want"},
+				{Kind: plan.ActionLoad, Model: "want", Cause: plan.CauseDemand, At: t0, AccountedBytes: 6 * gi, PeakBytes: 6 * gi, Digest: dgA, Reason: "load: P1 demand 5 req/s, value 50; needs 6.00GiB"},
+			},
+		},
+		{
+			name: "admission pays for itself: a denser load that evicts more worth than it brings waits",
+			// small (1 req/s × 10 s = worth 10 on 1 GiB) outranks big1 and big2 (0.4 req/s × 10 s =
+			// worth 4 each on 5 GiB); its 1 GiB comes from one eviction, big2, worth 4 < 10.
+			cat:    catalog(model("small", plan.TierP1, 1, 10*time.Second), model("big1", plan.TierP1, 5, 10*time.Second), model("big2", plan.TierP1, 5, 10*time.Second)),
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"big1": ready(old, t0), "big2": ready(old, t0)}},
+			demand: plan.Demand{"small": 1, "big1": 0.4, "big2": 0.4},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "big2", Cause: plan.CauseEvict, At: t0, AccountedBytes: 5 * gi, PeakBytes: 10 * gi, Reason: "evict: P1 value 0.8 lowest; need 1.00GiB for small"},
+				{Kind: plan.ActionLoad, Model: "small", Cause: plan.CauseDemand, At: t0, AccountedBytes: 6 * gi, PeakBytes: 6 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 10; needs 1.00GiB"},
+			},
+		},
+		{
+			name:        "a load worth less than its victim is refused, and says so",
+			cat:         catalog(model("tiny", plan.TierP1, 0.5, 10*time.Second), model("big", plan.TierP1, 9.75, 10*time.Second)),
+			budget:      budget10,
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"big": ready(old, t0)}},
+			demand:      plan.Demand{"tiny": 0.3, "big": 0.4},
+			wantRefused: []string{"tiny: refused: worth 3 does not exceed 4 of big, which it would evict"},
 		},
 		{
 			name:   "no entry for the profile: never loaded",
@@ -192,8 +246,11 @@ func TestPlanScenario(t *testing.T) {
 		{at: 4 * time.Minute, demand: plan.Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: nil},
 		// Later vision is evictable and below embed.
 		{at: 6 * time.Minute, demand: plan.Demand{"chat": 3, "embed": 5, "vision": 0.1}, want: []string{"Unload vision", "Load embed"}},
-		// Everything but the pinned model goes idle.
-		{at: 20 * time.Minute, demand: plan.Demand{}, want: []string{"Unload chat", "Unload embed"}},
+		// Everything but the pinned model goes idle: nobody else wants the memory, so it stays
+		// (Budget.FreeIdle is off).
+		{at: 20 * time.Minute, demand: plan.Demand{}, want: nil},
+		// New demand takes the memory of the idle models by value.
+		{at: 21 * time.Minute, demand: plan.Demand{"vision": 1}, want: []string{"Unload embed", "Load vision"}},
 	}
 	for _, s := range steps {
 		now := t0.Add(s.at)
@@ -218,8 +275,9 @@ func TestPlanScenario(t *testing.T) {
 }
 
 // checkPlan asserts the planner's invariants for a plan made from a start within budget: every
-// step within budget and accounted as stated, no P0 or young model unloaded, no model acted on
-// twice, and planning again after applying yields nothing.
+// step within budget and accounted as stated, no P0, young or busy model unloaded, no idle
+// unload without FreeIdle, no model acted on twice, and planning again after applying yields
+// nothing.
 func checkPlan(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, now time.Time, acts []plan.Action) {
 	t.Helper()
 	start := plan.Accounted(cat, b, obs)
@@ -239,8 +297,14 @@ func checkPlan(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed,
 			if m.Tier == plan.TierP0 {
 				t.Fatalf("step %d unloads P0 model %s", i, a.Model)
 			}
-			if !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < cat.MinResidency {
-				t.Fatalf("step %d unloads %s loaded %s ago < minResidency %s", i, a.Model, now.Sub(st.LoadedSince), cat.MinResidency)
+			if min := plan.MinResidency(cat, m); !st.LoadedSince.IsZero() && now.Sub(st.LoadedSince) < min {
+				t.Fatalf("step %d unloads %s loaded %s ago < its minimum residency %s", i, a.Model, now.Sub(st.LoadedSince), min)
+			}
+			if st.Busy() {
+				t.Fatalf("step %d unloads %s with work in flight (%d queued, %d executing)", i, a.Model, st.Queued, st.Executing)
+			}
+			if a.Cause == plan.CauseIdle && !b.FreeIdle {
+				t.Fatalf("step %d unloads %s for idleness without FreeIdle", i, a.Model)
 			}
 		}
 		before := plan.Accounted(cat, b, cur)
@@ -297,6 +361,9 @@ func randomCase(r *rand.Rand) (plan.Catalog, plan.Budget, plan.Observed, plan.De
 			st.Digest = []string{"", dgA, dgB}[r.IntN(3)] // the catalog has dgA: dgB is stale
 		}
 		st.Quarantined = r.IntN(10) == 0
+		if r.IntN(5) == 0 {
+			st.Queued, st.Executing = r.IntN(4), r.IntN(2)
+		}
 		if r.IntN(6) == 0 {
 			st.BackoffUntil = now.Add(time.Duration(r.IntN(120)-60) * time.Second)
 		}
@@ -318,7 +385,7 @@ func randomCase(r *rand.Rand) (plan.Catalog, plan.Budget, plan.Observed, plan.De
 		obs.UnaccountedBytes = int64(r.IntN(4)) * gi / 2
 	}
 	slices.SortFunc(cat.Models, func(a, b plan.Model) int { return strings.Compare(a.Name, b.Name) })
-	b := plan.Budget{Profile: prof, TotalBytes: int64(2+r.IntN(40)) * gi / 2}
+	b := plan.Budget{Profile: prof, TotalBytes: int64(2+r.IntN(40)) * gi / 2, FreeIdle: r.IntN(3) == 0}
 	return cat, b, obs, d, now
 }
 
