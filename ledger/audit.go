@@ -1,0 +1,432 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// HoursPerMonth converts an hourly price to a monthly one: 365 × 24 / 12.
+const HoursPerMonth = 730
+
+// NodeRelease is the audit's answer for one node.
+type NodeRelease struct {
+	Node    string `json:"node"`
+	Release bool   `json:"release"`
+	// Reason says why the node can go, or the check that keeps it.
+	Reason string `json:"reason"`
+	// SavingsPerMonth = pricePerHour × 730 for a released node, else 0 (USD).
+	SavingsPerMonth float64 `json:"savingsPerMonth"`
+}
+
+// AuditResult is the release audit of a spec.
+type AuditResult struct {
+	// Release has one row per node, in spec order.
+	Release []NodeRelease
+	// Released counts released nodes; SavingsPerMonth sums their savings.
+	Released        int
+	SavingsPerMonth float64
+	// Feasible is false when not even every node together can host every
+	// service with every check holding; then nothing is released.
+	Feasible bool
+	// Proposal is the spec after the release: kept nodes with their
+	// proposed layouts, every service with its replicas placed. Check
+	// passes on it whenever Feasible is true.
+	Proposal Spec
+	// Exact is true when the result comes from the exhaustive search.
+	Exact bool
+}
+
+// AuditOptions tune the heuristic audit.
+type AuditOptions struct {
+	// MaxRetries bounds the improvement pass: how many kept nodes are
+	// re-tried for release after the first packing (each retry packs the
+	// whole spec again). 0 re-tries every kept node.
+	MaxRetries int
+}
+
+// svcNeed is what the packing must give one service.
+type svcNeed struct {
+	idx   int
+	s     Service
+	whole *Product // non-nil for a whole-GPU service
+	m     int      // replicas that must survive any single loss
+	r     int      // replicas at least (P2)
+	size  int      // memory slices of the profile, for ordering
+}
+
+func needs(spec Spec) []svcNeed {
+	out := make([]svcNeed, len(spec.Services))
+	for i, s := range spec.Services {
+		n := svcNeed{idx: i, s: s, m: minReplicasAfterLoss(s)}
+		if p, ok := LookupProduct(s.Profile); ok {
+			n.whole, n.size = p, 100
+		} else {
+			for _, p := range Products {
+				if k := p.profileIndex(s.Profile); k >= 0 {
+					n.size = p.Profiles[k].MemorySlices*10 + p.Profiles[k].ComputeSlices
+					break
+				}
+			}
+		}
+		n.r = 1 // every service is hosted
+		if s.Tier == P2 && s.ReadyReplicas != nil && *s.ReadyReplicas > 0 {
+			n.r = *s.ReadyReplicas
+		}
+		out[i] = n
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].size != out[b].size {
+			return out[a].size > out[b].size
+		}
+		return out[a].s.Tier < out[b].s.Tier
+	})
+	return out
+}
+
+// packGPU is one GPU during packing.
+type packGPU struct {
+	node, gpu int
+	prod      *Product
+	tab       *layoutTable
+	layout    int16
+	whole     bool // taken by a whole-GPU service
+	used      int  // replicas on it
+}
+
+func (g *packGPU) canAdd(n *svcNeed) bool {
+	if g.whole || g.prod == nil {
+		return false
+	}
+	if n.whole != nil {
+		return g.used == 0 && g.prod == n.whole
+	}
+	k := g.prod.profileIndex(n.s.Profile)
+	return k >= 0 && g.tab.next[g.layout][k] >= 0
+}
+
+func (g *packGPU) add(n *svcNeed) {
+	g.used++
+	if n.whole != nil {
+		g.whole = true
+		return
+	}
+	g.layout = g.tab.next[g.layout][g.prod.profileIndex(n.s.Profile)]
+}
+
+type packResult struct {
+	ok     bool
+	reason string
+	gpus   []packGPU
+	// where[service] lists GPU indices (into gpus), one per replica.
+	where [][]int
+}
+
+// usedNodes returns the spec indices of nodes that host a replica.
+func (r *packResult) usedNodes() map[int]bool {
+	u := map[int]bool{}
+	for _, g := range r.gpus {
+		if g.used > 0 {
+			u[g.node] = true
+		}
+	}
+	return u
+}
+
+// pack places every service on the given nodes (spec indices, most
+// preferred first): largest profiles first; each replica goes to the
+// failure domain holding the fewest replicas of its service (the earliest
+// such domain in preference order, so that load gathers on preferred
+// nodes), onto a GPU that already hosts something where one can take it;
+// a service gets replicas until it has at least r and the loss of its
+// fullest failure domain leaves at least m. Failure domains contain their
+// nodes, so surviving any domain's loss implies surviving any node's.
+func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
+	res := packResult{where: make([][]int, len(spec.Services))}
+	domainOf := map[string]int{}
+	var domGPUs [][]int
+	for _, ni := range nodes {
+		n := spec.Nodes[ni]
+		d, ok := domainOf[n.Domain()]
+		if !ok {
+			d = len(domGPUs)
+			domainOf[n.Domain()] = d
+			domGPUs = append(domGPUs, nil)
+		}
+		for j, g := range n.GPUs {
+			p, _ := LookupProduct(g.Product)
+			pg := packGPU{node: ni, gpu: j, prod: p}
+			if p != nil {
+				pg.tab = tableFor(p)
+			}
+			domGPUs[d] = append(domGPUs[d], len(res.gpus))
+			res.gpus = append(res.gpus, pg)
+		}
+	}
+	D := len(domGPUs)
+	cnt := make([]int, D)
+	firstRoom := map[string]int{}
+	room := func(d int, n *svcNeed) int {
+		empty := -1
+		for _, gi := range domGPUs[d] {
+			g := &res.gpus[gi]
+			if !g.canAdd(n) {
+				continue
+			}
+			if g.used > 0 {
+				return gi
+			}
+			if empty < 0 {
+				empty = gi
+			}
+		}
+		return empty
+	}
+	for k := range ns {
+		n := &ns[k]
+		var touched []int
+		placed, maxc := 0, 0
+		ptr := firstRoom[n.s.Profile]
+		for placed < n.r || placed-maxc < n.m {
+			best, bestCnt, bestGPU := -1, int(^uint(0)>>1), -1
+			for d := ptr; d < D; d++ {
+				if cnt[d] >= bestCnt {
+					continue
+				}
+				gi := room(d, n)
+				if gi < 0 {
+					if d == ptr {
+						ptr++
+					}
+					continue
+				}
+				best, bestCnt, bestGPU = d, cnt[d], gi
+				if bestCnt == 0 {
+					break
+				}
+			}
+			if best < 0 {
+				mu := n.s.SafeRPSPerReplica
+				switch {
+				case n.s.Tier == P2:
+					res.reason = fmt.Sprintf("hosting: no free %s slice for %s (P2)", n.s.Profile, n.s.Name)
+				case float64(placed)*mu < n.s.PeakRPS:
+					res.reason = fmt.Sprintf("capacity: %s needs ⌈%g/%g⌉ = %d %s slices and more for N+1; only %d fit", n.s.Name, n.s.PeakRPS, mu, n.m, n.s.Profile, placed)
+				default:
+					res.reason = fmt.Sprintf("N+1: %s needs %d %s replicas left after losing any failure domain; the free %s slices span too few failure domains (%d replicas placed, %d in the fullest domain)", n.s.Name, n.m, n.s.Profile, n.s.Profile, placed, maxc)
+				}
+				for _, d := range touched {
+					cnt[d] = 0
+				}
+				return res
+			}
+			if cnt[best] == 0 {
+				touched = append(touched, best)
+			}
+			cnt[best]++
+			maxc = max(maxc, cnt[best])
+			res.gpus[bestGPU].add(n)
+			res.where[n.idx] = append(res.where[n.idx], bestGPU)
+			placed++
+		}
+		firstRoom[n.s.Profile] = ptr
+		for _, d := range touched {
+			cnt[d] = 0
+		}
+	}
+	res.ok = true
+	return res
+}
+
+// preferenceOrder ranks nodes for keeping: most compute slices first, then
+// cheapest, then spec order — so the packing fills big cheap nodes and
+// leaves the rest empty.
+func preferenceOrder(spec Spec) []int {
+	order := make([]int, len(spec.Nodes))
+	slices := make([]int, len(spec.Nodes))
+	for i, n := range spec.Nodes {
+		order[i] = i
+		for _, g := range n.GPUs {
+			if p, ok := LookupProduct(g.Product); ok {
+				slices[i] += p.ComputeSlices
+			}
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		na, nb := order[a], order[b]
+		if slices[na] != slices[nb] {
+			return slices[na] > slices[nb]
+		}
+		return spec.Nodes[na].PricePerHour < spec.Nodes[nb].PricePerHour
+	})
+	return order
+}
+
+// Audit finds a large set of nodes that can stop billing: the remaining
+// nodes, re-sliced into valid MIG layouts, host every service with
+// capacity, N+1 (per node and per failure domain), P0 spread and rolling
+// update headroom holding. It packs every service onto the nodes in
+// preference order (see pack), releases the nodes left empty, then tries
+// to release each kept node in turn, least preferred first, by packing
+// again without it. A heuristic: AuditExact solves small specs exactly.
+// The spec must pass Validate. Audit does no I/O.
+func Audit(spec Spec, opt AuditOptions) AuditResult {
+	ns := needs(spec)
+	order := preferenceOrder(spec)
+	best := pack(spec, ns, order)
+	keepReason := map[int]string{}
+	if !best.ok {
+		return finish(spec, best, nil, map[int]string{}, "kept: not even every node together hosts every service with every check holding: "+best.reason)
+	}
+	used := best.usedNodes()
+	kept := make([]int, 0, len(used))
+	for _, ni := range order {
+		if used[ni] {
+			kept = append(kept, ni)
+		}
+	}
+	tries := 0
+	for i := len(kept) - 1; i >= 0; i-- {
+		if opt.MaxRetries > 0 && tries >= opt.MaxRetries {
+			break
+		}
+		tries++
+		cand := kept[i]
+		trial := make([]int, 0, len(kept)-1)
+		for _, ni := range kept {
+			if ni != cand {
+				trial = append(trial, ni)
+			}
+		}
+		r := pack(spec, ns, trial)
+		if !r.ok {
+			keepReason[cand] = "kept: without it, " + r.reason
+			continue
+		}
+		best = r
+		u := r.usedNodes()
+		next := trial[:0]
+		for _, ni := range trial {
+			if u[ni] {
+				next = append(next, ni)
+			}
+		}
+		kept = next
+		if i > len(kept) {
+			i = len(kept)
+		}
+	}
+	return finish(spec, best, best.usedNodes(), keepReason, "")
+}
+
+// finish turns a packing into the audit's rows and proposal. used == nil
+// means the packing failed and every node is kept with failReason.
+func finish(spec Spec, best packResult, used map[int]bool, keepReason map[int]string, failReason string) AuditResult {
+	res := AuditResult{Feasible: used != nil}
+	for i, n := range spec.Nodes {
+		row := NodeRelease{Node: n.Name}
+		switch {
+		case used == nil:
+			row.Reason = failReason
+		case !used[i]:
+			row.Release = true
+			row.SavingsPerMonth = n.PricePerHour * HoursPerMonth
+			row.Reason = "released: the kept nodes host every service with every check holding"
+			res.Released++
+			res.SavingsPerMonth += row.SavingsPerMonth
+		case keepReason[i] != "":
+			row.Reason = keepReason[i]
+		default:
+			row.Reason = "kept: hosts " + joinNames(hostedOn(spec, best, i))
+		}
+		res.Release = append(res.Release, row)
+	}
+	if used == nil {
+		return res
+	}
+	res.Proposal = proposal(spec, best, used)
+	return res
+}
+
+func hostedOn(spec Spec, r packResult, node int) []string {
+	var names []string
+	for si, gs := range r.where {
+		for _, gi := range gs {
+			if r.gpus[gi].node == node {
+				names = append(names, spec.Services[si].Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// proposal builds the post-release spec from a packing: each kept GPU with
+// the layout the packing gave it (an unused GPU whole, MIG disabled), each
+// service with readyReplicas and placement set.
+func proposal(spec Spec, r packResult, used map[int]bool) Spec {
+	var out Spec
+	gpuAt := map[[2]int]*packGPU{}
+	for i := range r.gpus {
+		g := &r.gpus[i]
+		gpuAt[[2]int{g.node, g.gpu}] = g
+	}
+	for i, n := range spec.Nodes {
+		if !used[i] {
+			continue
+		}
+		nn := Node{Name: n.Name, FailureDomain: n.FailureDomain, PricePerHour: n.PricePerHour}
+		for j, g := range n.GPUs {
+			pg := gpuAt[[2]int{i, j}]
+			ng := GPU{Product: g.Product}
+			if pg != nil && pg.prod != nil && !pg.whole && pg.used > 0 {
+				ng.MIG = pg.prod.layoutNames(pg.tab.layouts[pg.layout])
+			}
+			nn.GPUs = append(nn.GPUs, ng)
+		}
+		out.Nodes = append(out.Nodes, nn)
+	}
+	for si, s := range spec.Services {
+		ns := s
+		ns.Placement = nil
+		for _, gi := range r.where[si] {
+			ns.Placement = append(ns.Placement, spec.Nodes[r.gpus[gi].node].Name)
+		}
+		k := len(ns.Placement)
+		ns.ReadyReplicas = &k
+		out.Services = append(out.Services, ns)
+	}
+	return out
+}
+
+// MigPartedConfig renders the proposal's layouts as a mig-parted
+// configuration file (NVIDIA's `version: v1` / `mig-configs:` format): one
+// config per kept node, named "ledger-<node>", with one device entry per
+// GPU. Select it on a node with the label nvidia.com/mig.config=ledger-<node>.
+func MigPartedConfig(p Spec) string {
+	var b strings.Builder
+	b.WriteString("version: v1\nmig-configs:\n")
+	for _, n := range p.Nodes {
+		fmt.Fprintf(&b, "  %q:\n", "ledger-"+n.Name)
+		for j, g := range n.GPUs {
+			fmt.Fprintf(&b, "    - devices: [%d]\n", j)
+			if len(g.MIG) == 0 {
+				b.WriteString("      mig-enabled: false\n")
+				continue
+			}
+			b.WriteString("      mig-enabled: true\n      mig-devices:\n")
+			c := map[string]int{}
+			var names []string
+			for _, m := range g.MIG {
+				if c[m] == 0 {
+					names = append(names, m)
+				}
+				c[m]++
+			}
+			for _, m := range names {
+				fmt.Fprintf(&b, "        %q: %d\n", m, c[m])
+			}
+		}
+	}
+	return b.String()
+}

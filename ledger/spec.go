@@ -1,0 +1,179 @@
+package ledger
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Tier is a service's priority class.
+type Tier string
+
+const (
+	// P0 services are pinned: capacity, N+1 and spread over at least two
+	// nodes must hold.
+	P0 Tier = "P0"
+	// P1 services are in demand: capacity and N+1 must hold.
+	P1 Tier = "P1"
+	// P2 services are async or best effort: hosted, never checked for capacity.
+	P2 Tier = "P2"
+)
+
+// Spec is the ledger's input: the GPU nodes and the services they host.
+// Its YAML form is documented in docs/ledger.md; ledger/specfile decodes it.
+type Spec struct {
+	Nodes    []Node    `yaml:"nodes" json:"nodes"`
+	Services []Service `yaml:"services" json:"services"`
+}
+
+// Node is one GPU node that bills while it exists.
+type Node struct {
+	// Name is the Kubernetes node name; unique in the spec.
+	Name string `yaml:"name" json:"name"`
+	// FailureDomain is the rack or zone the node fails with; empty means
+	// the node is its own failure domain.
+	FailureDomain string `yaml:"failureDomain,omitempty" json:"failureDomain,omitempty"`
+	// PricePerHour is what the node bills, USD per hour; 0 when unknown.
+	PricePerHour float64 `yaml:"pricePerHour,omitempty" json:"pricePerHour,omitempty"`
+	// GPUs are the node's GPUs in device-index order.
+	GPUs []GPU `yaml:"gpus" json:"gpus"`
+}
+
+// Domain is the node's failure domain: FailureDomain, or the node's name.
+func (n Node) Domain() string {
+	if n.FailureDomain != "" {
+		return n.FailureDomain
+	}
+	return n.Name
+}
+
+// GPU is one physical GPU and its MIG layout.
+type GPU struct {
+	// Product is the GPU product, a name or alias LookupProduct knows.
+	Product string `yaml:"product" json:"product"`
+	// MIG lists the GPU instances by profile name; empty is a whole GPU
+	// (MIG disabled).
+	MIG []string `yaml:"mig,omitempty" json:"mig,omitempty"`
+}
+
+// Service is one inference service the GPUs must host.
+type Service struct {
+	// Name is unique in the spec.
+	Name string `yaml:"name" json:"name"`
+	// Tier is P0, P1 or P2.
+	Tier Tier `yaml:"tier" json:"tier"`
+	// Profile is the MIG profile one replica needs, or a product name for a
+	// whole GPU.
+	Profile string `yaml:"profile" json:"profile"`
+	// PeakRPS is the demand the service must meet, requests per second.
+	// Required for P0 and P1.
+	PeakRPS float64 `yaml:"peakRPS,omitempty" json:"peakRPS,omitempty"`
+	// SafeRPSPerReplica is the measured throughput of one replica within
+	// its SLO on Profile, requests per second. Required for P0 and P1,
+	// directly or through Record.
+	SafeRPSPerReplica float64 `yaml:"safeRPSPerReplica,omitempty" json:"safeRPSPerReplica,omitempty"`
+	// Record is the path of an admission record (issue 13's capacity
+	// package) that supplies SafeRPSPerReplica; ledger/specfile reads it.
+	Record string `yaml:"record,omitempty" json:"record,omitempty"`
+	// ReadyReplicas is today's replica count; nil lets the ledger choose
+	// the fewest replicas that pass every check.
+	ReadyReplicas *int `yaml:"readyReplicas,omitempty" json:"readyReplicas,omitempty"`
+	// Placement is the node of each ready replica; empty lets the ledger
+	// place the replicas, spread across failure domains.
+	Placement []string `yaml:"placement,omitempty" json:"placement,omitempty"`
+	// Refused is set when the admission record's verdict did not allow the
+	// model on this profile; the service then fails its checks.
+	Refused bool `yaml:"-" json:"-"`
+}
+
+// MaxRPS bounds peakRPS and safeRPSPerReplica; larger values are typos.
+const MaxRPS = 1e9
+
+// MaxReplicas bounds readyReplicas.
+const MaxReplicas = 100000
+
+// FieldError is one invalid field of a spec. Path is the field's location,
+// e.g. "services[2].peakRPS"; ledger/specfile adds the YAML line.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// Validate returns every violation in the spec, each naming its field and
+// the accepted range; nil when the spec is usable.
+func (s Spec) Validate() []FieldError {
+	var errs []FieldError
+	add := func(path, format string, a ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(format, a...)})
+	}
+	nodes := map[string]bool{}
+	for i, n := range s.Nodes {
+		p := fmt.Sprintf("nodes[%d]", i)
+		switch {
+		case n.Name == "":
+			add(p+".name", "required")
+		case nodes[n.Name]:
+			add(p+".name", "duplicate node name %q", n.Name)
+		}
+		nodes[n.Name] = true
+		if bad(n.PricePerHour) || n.PricePerHour < 0 || n.PricePerHour > 1e6 {
+			add(p+".pricePerHour", "%v is outside [0, 1e6] USD per hour", n.PricePerHour)
+		}
+		if len(n.GPUs) == 0 || len(n.GPUs) > 64 {
+			add(p+".gpus", "a node has 1 to 64 GPUs, got %d", len(n.GPUs))
+		}
+		for j, g := range n.GPUs {
+			gp := fmt.Sprintf("%s.gpus[%d]", p, j)
+			if _, ok := LookupProduct(g.Product); !ok {
+				add(gp+".product", "unknown product %q; known: %s", g.Product, strings.Join(ProductNames(), ", "))
+			}
+			if len(g.MIG) > 7 {
+				add(gp+".mig", "a GPU has at most 7 MIG instances, got %d", len(g.MIG))
+			}
+		}
+	}
+	services := map[string]bool{}
+	for i, sv := range s.Services {
+		p := fmt.Sprintf("services[%d]", i)
+		switch {
+		case sv.Name == "":
+			add(p+".name", "required")
+		case services[sv.Name]:
+			add(p+".name", "duplicate service name %q", sv.Name)
+		}
+		services[sv.Name] = true
+		if sv.Tier != P0 && sv.Tier != P1 && sv.Tier != P2 {
+			add(p+".tier", "%q is not one of P0, P1, P2", sv.Tier)
+		}
+		if _, whole := LookupProduct(sv.Profile); !whole && !IsProfileName(sv.Profile) {
+			add(p+".profile", "%q is neither a MIG profile nor a product (%s)", sv.Profile, strings.Join(ProductNames(), ", "))
+		}
+		if bad(sv.PeakRPS) || sv.PeakRPS < 0 || sv.PeakRPS > MaxRPS {
+			add(p+".peakRPS", "%v is outside [0, %g]", sv.PeakRPS, MaxRPS)
+		}
+		if bad(sv.SafeRPSPerReplica) || sv.SafeRPSPerReplica < 0 || sv.SafeRPSPerReplica > MaxRPS {
+			add(p+".safeRPSPerReplica", "%v is outside [0, %g]", sv.SafeRPSPerReplica, MaxRPS)
+		}
+		if sv.Tier == P0 || sv.Tier == P1 {
+			if sv.SafeRPSPerReplica <= 0 && !sv.Refused {
+				add(p+".safeRPSPerReplica", "required for %s (> 0, or record: an admission record)", sv.Tier)
+			}
+		}
+		if sv.ReadyReplicas != nil && (*sv.ReadyReplicas < 0 || *sv.ReadyReplicas > MaxReplicas) {
+			add(p+".readyReplicas", "%d is outside [0, %d]", *sv.ReadyReplicas, MaxReplicas)
+		}
+		if len(sv.Placement) > 0 && sv.ReadyReplicas != nil && *sv.ReadyReplicas != len(sv.Placement) {
+			add(p+".placement", "names %d nodes but readyReplicas is %d; give one node per ready replica", len(sv.Placement), *sv.ReadyReplicas)
+		}
+		for j, n := range sv.Placement {
+			if !nodes[n] {
+				add(fmt.Sprintf("%s.placement[%d]", p, j), "node %q is not in nodes", n)
+			}
+		}
+	}
+	return errs
+}
+
+func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
