@@ -1,29 +1,42 @@
-// Package strictyaml decodes YAML files the way sigs.k8s.io/yaml.UnmarshalStrict does (through
-// the json tags; unknown and duplicate fields are errors), but reports a failure in the file's
-// own terms: each bad field by its YAML path and line, e.g.
+// Package strictyaml decodes the YAML files inferscale reads (the residency catalog, the fake
+// Triton's config, admission records) into Go values through their json tags, strictly, and
+// keeps every scalar as written:
+//
+//   - YAML 1.2 core schema (go.yaml.in/yaml/v3): only true/false are booleans, so a model named
+//     on, y, no or off stays that string — where sigs.k8s.io/yaml, which follows YAML 1.1
+//     through yaml.v2, turns it into "true" or "false";
+//   - a scalar decoded into a string field is its text as written ("1.10" stays "1.10", not
+//     "1.1"), whatever YAML would resolve it to; a boolean field takes only true or false;
+//   - unknown and duplicate fields are errors, and every failure is reported in the file's own
+//     terms, each bad field by its YAML path and line:
 //
 //	models[0].peakMemoryBytez: unknown field (line 7)
 //	models[2].loadTime: time: invalid duration "banana" (line 15)
 //
-// instead of sigs.k8s.io/yaml's `error unmarshaling JSON: while decoding JSON: json: unknown
-// field "peakMemoryBytez"`, which names neither the field's place nor the line.
-//
-// The decoding itself is sigs.k8s.io/yaml's; only when it fails is the document parsed again
-// into go.yaml.in/yaml/v3 nodes (which carry line numbers) and walked alongside the target
-// type, decoding each leaf on its own with sigs.k8s.io/yaml to find the ones that fail.
+// The document is parsed into yaml.v3 nodes, converted to JSON guided by the target type, and
+// decoded with encoding/json (so json.Unmarshaler types such as metav1.Duration and
+// resource.Quantity decode as they do in Kubernetes manifests). Aliases are followed up to
+// MaxNodes converted nodes (a few aliases can name exponentially many); merge keys (<<) are
+// applied, explicit keys winning.
 package strictyaml
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
 )
+
+// MaxNodes bounds the nodes one document converts to, aliases expanded: a document that
+// expands past it is refused rather than allowed to take memory without bound.
+const MaxNodes = 1 << 20
 
 // FieldError is one field that does not decode.
 type FieldError struct {
@@ -50,30 +63,36 @@ func (e *FieldError) Error() string {
 }
 
 // Unmarshal decodes data into out (a non-nil pointer) strictly: fields are matched through
-// their json tags as sigs.k8s.io/yaml.UnmarshalStrict matches them, and an unknown or
-// duplicate field is an error. On failure the error joins one *FieldError per bad field found;
-// a syntax error keeps go.yaml.in/yaml/v3's "yaml: line N: …" form.
+// their json tags (as encoding/json matches them), an unknown or duplicate field is an error,
+// and scalars keep their written text where a string is expected (see the package doc). On
+// failure the error joins one *FieldError per bad field; a syntax error keeps
+// go.yaml.in/yaml/v3's "yaml: line N: …" form. An empty document leaves out unchanged.
 func Unmarshal(data []byte, out any) error {
-	orig := yaml.UnmarshalStrict(data, out)
-	if orig == nil {
-		return nil
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("strictyaml: Unmarshal needs a non-nil pointer, got %T", out)
 	}
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil {
 		return err
 	}
-	t := reflect.TypeOf(out)
-	if len(root.Content) == 0 || t.Kind() != reflect.Pointer {
-		return errors.New(clean(orig))
+	if len(root.Content) == 0 {
+		return nil
 	}
-	var errs []error
-	walk(root.Content[0], t.Elem(), "", &errs)
-	if len(errs) == 0 {
-		// The walk decodes leaves one by one; a failure only the whole document shows (none
-		// known) is reported as sigs.k8s.io/yaml words it.
-		return errors.New(clean(orig))
+	c := converter{}
+	var buf bytes.Buffer
+	c.value(&buf, root.Content[0], rv.Type().Elem(), "")
+	if len(c.errs) > 0 {
+		return errors.Join(c.errs...)
 	}
-	return errors.Join(errs...)
+	dec := json.NewDecoder(&buf)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		// Every leaf decoded on its own; a failure only the whole document shows (none known)
+		// is reported as encoding/json words it.
+		return errors.New(clean(err))
+	}
+	return nil
 }
 
 var (
@@ -81,89 +100,288 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// walk checks node against type t at path, appending every field that does not decode.
-func walk(node *yamlv3.Node, t reflect.Type, path string, errs *[]error) {
-	// Aliases are not followed (a few aliases can name exponentially many nodes); an error
-	// only inside one leaves the walk empty-handed and Unmarshal reports the plain error.
-	if node.Kind == yamlv3.AliasNode || (node.Kind == yamlv3.ScalarNode && node.Tag == "!!null") {
+// converter writes a node tree as JSON for a target type, collecting every field error.
+type converter struct {
+	errs  []error
+	nodes int
+	stop  bool // MaxNodes reached: reported once, the rest skipped
+}
+
+func (c *converter) fail(path string, line int, msg string) {
+	c.errs = append(c.errs, &FieldError{Path: path, Line: line, Msg: msg})
+}
+
+// value writes node as JSON for type t at path.
+func (c *converter) value(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
+	if c.stop {
+		buf.WriteString("null")
+		return
+	}
+	if c.nodes++; c.nodes > MaxNodes {
+		c.stop = true
+		c.fail(path, node.Line, fmt.Sprintf("document expands to more than %d nodes (aliases?)", MaxNodes))
+		buf.WriteString("null")
+		return
+	}
+	for node.Kind == yamlv3.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
+	if node.Kind == yamlv3.DocumentNode && len(node.Content) == 1 {
+		node = node.Content[0]
+	}
+	if node.Kind == yamlv3.ScalarNode && node.Tag == "!!null" {
+		buf.WriteString("null")
 		return
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	pt := reflect.PointerTo(t)
-	if pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler) {
-		leaf(node, t, path, errs)
-		return
-	}
 	switch {
+	case pt.Implements(jsonUnmarshaler):
+		c.leaf(buf, node, t, path, c.anyJSON)
+	case pt.Implements(textUnmarshaler) || t.Kind() == reflect.String:
+		c.leaf(buf, node, t, path, c.text)
+	case t.Kind() == reflect.Bool, isNumber(t.Kind()):
+		c.leaf(buf, node, t, path, c.anyJSON)
 	case t.Kind() == reflect.Struct && node.Kind == yamlv3.MappingNode:
-		fields := jsonFields(t)
-		eachPair(node, path, errs, func(key, val *yamlv3.Node) {
-			f, ok := fields[key.Value]
-			if !ok {
-				for name, ft := range fields {
-					if strings.EqualFold(name, key.Value) { // encoding/json matches case-insensitively
-						f, ok = ft, true
-						break
-					}
-				}
-			}
-			if !ok {
-				*errs = append(*errs, &FieldError{Path: join(path, key.Value), Line: key.Line, Msg: "unknown field"})
-				return
-			}
-			walk(val, f, join(path, key.Value), errs)
-		})
+		c.object(buf, node, t, path)
+	case t.Kind() == reflect.Map && node.Kind == yamlv3.MappingNode:
+		c.mapping(buf, node, t, path)
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 && node.Kind == yamlv3.SequenceNode:
+		buf.WriteByte('[')
 		for i, el := range node.Content {
-			walk(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			c.value(buf, el, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
-	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && node.Kind == yamlv3.MappingNode:
-		eachPair(node, path, errs, func(key, val *yamlv3.Node) {
-			walk(val, t.Elem(), fmt.Sprintf("%s[%q]", path, key.Value), errs)
-		})
+		buf.WriteByte(']')
+	case t.Kind() == reflect.Interface:
+		c.anyJSON(buf, node, path)
 	default:
-		leaf(node, t, path, errs)
+		c.leaf(buf, node, t, path, c.anyJSON)
 	}
 }
 
-// eachPair calls f for every key and value of a mapping node, reporting repeated keys.
-func eachPair(node *yamlv3.Node, path string, errs *[]error, f func(key, val *yamlv3.Node)) {
+// leaf writes node with write and checks that it decodes into a fresh t on its own, reporting
+// the error worded for a YAML author.
+func (c *converter) leaf(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string, write func(*bytes.Buffer, *yamlv3.Node, string)) {
+	var b bytes.Buffer
+	write(&b, node, path)
+	buf.Write(b.Bytes())
+	err := json.Unmarshal(b.Bytes(), reflect.New(t).Interface())
+	if err == nil {
+		return
+	}
+	msg := clean(err)
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		switch node.Kind {
+		case yamlv3.MappingNode:
+			msg = "a mapping: want " + typeName(ute.Type)
+		case yamlv3.SequenceNode:
+			msg = "a list: want " + typeName(ute.Type)
+		default:
+			msg = fmt.Sprintf("%q: want %s", node.Value, typeName(ute.Type))
+		}
+	}
+	c.fail(path, node.Line, msg)
+}
+
+// text writes a scalar as the JSON string of its text as written; other nodes as anyJSON.
+func (c *converter) text(buf *bytes.Buffer, node *yamlv3.Node, path string) {
+	if node.Kind != yamlv3.ScalarNode {
+		c.anyJSON(buf, node, path)
+		return
+	}
+	writeString(buf, node.Value)
+}
+
+// anyJSON writes node by the YAML 1.2 core schema: !!int and !!float as numbers (.inf and .nan,
+// which JSON lacks, as strings, so that a numeric field reports them), !!bool as true/false,
+// everything else scalar as a string, mappings as objects keyed by the keys' text, sequences
+// as arrays.
+func (c *converter) anyJSON(buf *bytes.Buffer, node *yamlv3.Node, path string) {
+	for node.Kind == yamlv3.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
+	switch node.Kind {
+	case yamlv3.ScalarNode:
+		switch node.Tag {
+		case "!!null":
+			buf.WriteString("null")
+		case "!!bool":
+			var v bool
+			if node.Decode(&v) == nil {
+				buf.WriteString(strconv.FormatBool(v))
+				return
+			}
+			writeString(buf, node.Value)
+		case "!!int", "!!float":
+			buf.WriteString(number(node))
+		default:
+			writeString(buf, node.Value)
+		}
+	case yamlv3.MappingNode:
+		c.mapping(buf, node, reflect.TypeFor[map[string]any](), path)
+	case yamlv3.SequenceNode:
+		buf.WriteByte('[')
+		for i, el := range node.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			c.value(buf, el, reflect.TypeFor[any](), fmt.Sprintf("%s[%d]", path, i))
+		}
+		buf.WriteByte(']')
+	default:
+		buf.WriteString("null")
+	}
+}
+
+// number is a YAML 1.2 number as JSON: the text itself when it is a JSON number, else the
+// decoded value (0x1f, 0o17, +1, 1_000 as yaml.v3 reads them), else a string.
+func number(node *yamlv3.Node) string {
+	if json.Valid([]byte(node.Value)) && strings.Trim(node.Value, "+-0123456789.eE") == "" {
+		return node.Value
+	}
+	var i int64
+	if node.Decode(&i) == nil {
+		return strconv.FormatInt(i, 10)
+	}
+	var u uint64
+	if node.Decode(&u) == nil {
+		return strconv.FormatUint(u, 10)
+	}
+	var f float64
+	if node.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.Quote(node.Value)
+}
+
+func writeString(buf *bytes.Buffer, s string) {
+	b, _ := json.Marshal(s) // a string always marshals
+	buf.Write(b)
+}
+
+// pairs returns a mapping's key/value pairs with merge keys (<<) applied: the merged
+// mappings' pairs first, so that an explicit key overrides them (YAML's merge semantics).
+// A repeated explicit key is reported.
+func (c *converter) pairs(node *yamlv3.Node, path string) [][2]*yamlv3.Node {
+	var merged, explicit [][2]*yamlv3.Node
 	seen := map[string]int{}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		key, val := node.Content[i], node.Content[i+1]
+		if key.Tag == "!!merge" {
+			for val.Kind == yamlv3.AliasNode && val.Alias != nil {
+				val = val.Alias
+			}
+			sources := []*yamlv3.Node{val}
+			if val.Kind == yamlv3.SequenceNode {
+				sources = val.Content
+			}
+			for _, src := range sources {
+				for src.Kind == yamlv3.AliasNode && src.Alias != nil {
+					src = src.Alias
+				}
+				if src.Kind != yamlv3.MappingNode {
+					c.fail(path, key.Line, "merge key (<<) needs a mapping or a list of mappings")
+					continue
+				}
+				merged = append(merged, c.pairs(src, path)...)
+			}
+			continue
+		}
 		if first, dup := seen[key.Value]; dup {
-			*errs = append(*errs, &FieldError{Path: join(path, key.Value), Line: key.Line,
-				Msg: fmt.Sprintf("duplicate field (first at line %d)", first)})
+			c.fail(join(path, key.Value), key.Line, fmt.Sprintf("duplicate field (first at line %d)", first))
 			continue
 		}
 		seen[key.Value] = key.Line
-		f(key, val)
+		explicit = append(explicit, [2]*yamlv3.Node{key, val})
 	}
+	if len(merged) == 0 {
+		return explicit
+	}
+	var out [][2]*yamlv3.Node
+	taken := map[string]bool{}
+	for _, p := range explicit {
+		taken[p[0].Value] = true
+	}
+	for _, p := range merged {
+		if !taken[p[0].Value] {
+			taken[p[0].Value] = true
+			out = append(out, p)
+		}
+	}
+	return append(out, explicit...)
 }
 
-// leaf decodes node alone into a fresh t with sigs.k8s.io/yaml and reports its error.
-func leaf(node *yamlv3.Node, t reflect.Type, path string, errs *[]error) {
-	b, err := yamlv3.Marshal(node)
-	if err != nil {
-		return
-	}
-	if err := yaml.UnmarshalStrict(b, reflect.New(t).Interface()); err != nil {
-		msg := clean(err)
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			switch node.Kind {
-			case yamlv3.MappingNode:
-				msg = "a mapping: want " + typeName(ute.Type)
-			case yamlv3.SequenceNode:
-				msg = "a list: want " + typeName(ute.Type)
-			default:
-				msg = fmt.Sprintf("%q: want %s", node.Value, typeName(ute.Type))
+// object writes a mapping as the JSON object of struct t, each key matched to a json field
+// name (exactly, else case-insensitively as encoding/json does).
+func (c *converter) object(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
+	fields := jsonFields(t)
+	buf.WriteByte('{')
+	n := 0
+	for _, p := range c.pairs(node, path) {
+		key, val := p[0], p[1]
+		name := key.Value
+		ft, ok := fields[name]
+		if !ok {
+			for fn, typ := range fields {
+				if strings.EqualFold(fn, name) {
+					name, ft, ok = fn, typ, true
+					break
+				}
 			}
 		}
-		*errs = append(*errs, &FieldError{Path: path, Line: node.Line, Msg: msg})
+		if !ok {
+			c.fail(join(path, key.Value), key.Line, "unknown field")
+			continue
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		n++
+		writeString(buf, name)
+		buf.WriteByte(':')
+		c.value(buf, val, ft, join(path, key.Value))
 	}
+	buf.WriteByte('}')
+}
+
+// mapping writes a mapping as a JSON object for map type t, keys as written.
+func (c *converter) mapping(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
+	if t.Key().Kind() != reflect.String {
+		c.fail(path, node.Line, "a mapping: want "+typeName(t))
+		buf.WriteString("null")
+		return
+	}
+	buf.WriteByte('{')
+	for i, p := range c.pairs(node, path) {
+		key, val := p[0], p[1]
+		if key.Kind != yamlv3.ScalarNode {
+			c.fail(path, key.Line, "a key that is not a scalar: want a string")
+			continue
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeString(buf, key.Value)
+		buf.WriteByte(':')
+		c.value(buf, val, t.Elem(), fmt.Sprintf("%s[%q]", path, key.Value))
+	}
+	buf.WriteByte('}')
+}
+
+func isNumber(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
 }
 
 // typeName words a Go type for a YAML author.
@@ -224,11 +442,7 @@ func join(path, field string) string {
 	return path + "." + field
 }
 
-// clean drops sigs.k8s.io/yaml's JSON wording from an error message.
+// clean drops encoding/json's wording from an error message.
 func clean(err error) string {
-	s := err.Error()
-	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "error converting YAML to JSON: ", "json: "} {
-		s = strings.ReplaceAll(s, p, "")
-	}
-	return s
+	return strings.ReplaceAll(err.Error(), "json: ", "")
 }

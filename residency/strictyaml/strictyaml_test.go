@@ -2,6 +2,8 @@ package strictyaml
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,4 +101,102 @@ func TestUnmarshal(t *testing.T) {
 	if err == nil || err.Error() != "yaml: line 1: did not find expected node content" {
 		t.Errorf("syntax error = %v", err)
 	}
+}
+
+// TestScalarsAsWritten: YAML 1.1 booleans (on, y, no, off, yes) and numbers that yaml.v2 would
+// reformat stay the text the user wrote when the field is a string, as map keys too; a boolean
+// field takes only YAML 1.2's true/false. sigs.k8s.io/yaml turned name: on into "true".
+func TestScalarsAsWritten(t *testing.T) {
+	type entry struct {
+		Name    string            `json:"name"`
+		Version string            `json:"version,omitempty"`
+		Labels  map[string]string `json:"labels,omitempty"`
+		Hang    bool              `json:"hang,omitempty"`
+	}
+	var got []entry
+	err := Unmarshal([]byte(`
+- {name: on, version: 1.10, labels: {y: n, off: 0x1F}}
+- {name: y, hang: true}
+- {name: no}
+- {name: "off", version: 007}
+- {name: yes, labels: {true: false}}
+`), &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []entry{
+		{Name: "on", Version: "1.10", Labels: map[string]string{"y": "n", "off": "0x1F"}},
+		{Name: "y", Hang: true},
+		{Name: "no"},
+		{Name: "off", Version: "007"},
+		{Name: "yes", Labels: map[string]string{"true": "false"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+	var b struct {
+		Hang bool `json:"hang"`
+	}
+	err = Unmarshal([]byte("hang: yes\n"), &b)
+	if err == nil || err.Error() != `hang: "yes": want true or false (line 1)` {
+		t.Errorf("hang: yes = %v, want a FieldError asking for true or false", err)
+	}
+}
+
+func TestUnmarshalAliasesAndMerge(t *testing.T) {
+	var got struct {
+		Base   map[string]int `json:"base"`
+		Models []model        `json:"models"`
+	}
+	err := Unmarshal([]byte(`
+base: &b {count: 1}
+models:
+  - &m {name: a, count: 2}
+  - {<<: *m, name: b}
+  - *m
+`), &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Models) != 3 || got.Models[1].Name != "b" || got.Models[1].Count != 2 || got.Models[2].Name != "a" {
+		t.Errorf("models = %+v, want a, b (merged count 2), a", got.Models)
+	}
+	// A billion-laughs document is refused, not expanded.
+	var v any
+	lol := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := range 8 {
+		lol += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", 'b'+i, 'b'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i)
+	}
+	err = Unmarshal([]byte(lol), &v)
+	if err == nil || !strings.Contains(err.Error(), "document expands to more than") {
+		t.Errorf("billion laughs: err = %v", err)
+	}
+}
+
+// FuzzUnmarshal: any input decodes or fails with an error and never panics; a plain
+// (unquoted, one-line, one-word) name decoded into a string is text the input holds.
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range []string{
+		"models:\n  - name: on\n    peakMemoryBytes: {1g.10gb: 2Gi}\n",
+		"models: [{name: y}, {name: no}, {name: off}, {name: yes}]\n",
+		"models: [{name: 1.10, count: 0x1F}]\n",
+		"reserveBytes: 1e3\nmodels: []\n",
+		"models: [{<<: {name: a}, name: b}]\n",
+		"a: &a [x]\nb: [*a, *a]\n",
+		"models:\n  - name: a\n    name: b\n",
+		"{",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fl file
+		if err := Unmarshal([]byte(s), &fl); err != nil {
+			return
+		}
+		for _, m := range fl.Models {
+			if !strings.ContainsAny(m.Name, " \\\"'\n") && !strings.Contains(s, m.Name) {
+				t.Errorf("name %q is not in the input", m.Name)
+			}
+		}
+	})
 }

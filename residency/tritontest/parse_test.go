@@ -72,3 +72,26 @@ func TestParseConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestParseConfigNamesAsWritten: a model named on, y or no keeps its name (YAML 1.1 booleans
+// are strings in YAML 1.2; the old sigs.k8s.io/yaml decoding made each of them "true" or
+// "false"), in models and in startupModels alike.
+func TestParseConfigNamesAsWritten(t *testing.T) {
+	got, err := tritontest.ParseConfig([]byte("deviceMemoryBytes: 1000\nmodels: [{name: on, version: 1.10}, {name: y}, {name: no}]\nstartupModels: [on, no]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range got.Models {
+		names = append(names, m.Name)
+	}
+	if diff := cmp.Diff([]string{"on", "y", "no"}, names); diff != "" {
+		t.Errorf("model names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"on", "no"}, got.StartupModels); diff != "" {
+		t.Errorf("startupModels (-want +got):\n%s", diff)
+	}
+	if got.Models[0].Version != "1.10" {
+		t.Errorf("version = %q, want 1.10 as written", got.Models[0].Version)
+	}
+}
