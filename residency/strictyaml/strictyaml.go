@@ -5,13 +5,15 @@
 //   - YAML 1.2 core schema (go.yaml.in/yaml/v3): only true/false are booleans, so a model named
 //     on, y, no or off stays that string — where sigs.k8s.io/yaml, which follows YAML 1.1
 //     through yaml.v2, turns it into "true" or "false";
+//
 //   - a scalar decoded into a string field is its text as written ("1.10" stays "1.10", not
 //     "1.1"), whatever YAML would resolve it to; a boolean field takes only true or false;
+//
 //   - unknown and duplicate fields are errors, and every failure is reported in the file's own
 //     terms, each bad field by its YAML path and line:
 //
-//	models[0].peakMemoryBytez: unknown field (line 7)
-//	models[2].loadTime: time: invalid duration "banana" (line 15)
+//     models[0].peakMemoryBytez: unknown field (line 7)
+//     models[2].loadTime: time: invalid duration "banana" (line 15)
 //
 // The document is parsed into yaml.v3 nodes, converted to JSON guided by the target type, and
 // decoded with encoding/json (so json.Unmarshaler types such as metav1.Duration and
