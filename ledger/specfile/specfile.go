@@ -1,0 +1,211 @@
+// Package specfile reads the ledger's spec file (YAML, strict keys; the
+// schema is in docs/ledger.md) and the admission records it names, and
+// reports every invalid field with its YAML line.
+package specfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/inferscale/inferscale/ledger"
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxBytes bounds a spec or admission record file.
+const MaxBytes = 16 << 20
+
+// ErrInvalid wraps every error Parse and Load return for bad input, so a
+// caller can tell bad input (exit 2) from other failures.
+var ErrInvalid = errors.New("invalid spec")
+
+// FieldError is one invalid field: its path in the spec, its line in the
+// file (0 when unknown) and what is wrong.
+type FieldError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Load reads and validates the spec at path; admission records are read
+// relative to the spec's folder.
+func Load(path string) (ledger.Spec, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return ledger.Spec{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Parse(data, path)
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxBytes)
+	}
+	return data, nil
+}
+
+// Parse decodes and validates a spec; name is the file's path, used in
+// errors and to resolve admission record paths. Unknown keys, wrong types
+// and every Validate violation are errors naming the field and line
+// (joined; each unwraps to ErrInvalid).
+func Parse(data []byte, name string) (ledger.Spec, error) {
+	var spec ledger.Spec
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return spec, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+	}
+	if len(root.Content) == 0 {
+		return spec, &FieldError{File: name, Field: "spec", Msg: "empty file; want nodes: and services:"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+	}
+	var errs []error
+	dir := filepath.Dir(name)
+	for i := range spec.Services {
+		s := &spec.Services[i]
+		if s.Record == "" {
+			continue
+		}
+		field := fmt.Sprintf("services[%d].record", i)
+		fail := func(format string, a ...any) {
+			errs = append(errs, &FieldError{File: name, Line: lineOf(&root, field), Field: field, Msg: fmt.Sprintf(format, a...)})
+		}
+		if s.SafeRPSPerReplica != 0 {
+			fail("give safeRPSPerReplica or record, not both")
+			continue
+		}
+		path := s.Record
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		rec, err := ReadRecord(path)
+		if err != nil {
+			fail("%v", err)
+			continue
+		}
+		if rec.Profile != s.Profile {
+			fail("the record measured profile %q, the service asks for %q", rec.Profile, s.Profile)
+			continue
+		}
+		s.SafeRPSPerReplica = rec.SLOThroughputRPS
+		s.Refused = !rec.Allowed
+	}
+	for _, fe := range spec.Validate() {
+		errs = append(errs, &FieldError{File: name, Line: lineOf(&root, fe.Path), Field: fe.Path, Msg: fe.Msg})
+	}
+	return spec, errors.Join(errs...)
+}
+
+// Record is what the ledger reads of an admission record (issue 13's
+// capacity package writes them): the top-level keys sloThroughputRPS (the
+// highest rate one replica sustains within its SLO, requests per second),
+// profile (the MIG profile or product it was measured on) and
+// verdict.allowed. Other keys are ignored.
+type Record struct {
+	SLOThroughputRPS float64
+	Profile          string
+	Allowed          bool
+}
+
+// ReadRecord reads an admission record; missing keys and a throughput
+// outside (0, ledger.MaxRPS] are errors.
+func ReadRecord(path string) (Record, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return Record{}, err
+	}
+	var raw struct {
+		SLOThroughputRPS *float64 `yaml:"sloThroughputRPS"`
+		Profile          string   `yaml:"profile"`
+		Verdict          struct {
+			Allowed *bool `yaml:"allowed"`
+		} `yaml:"verdict"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return Record{}, fmt.Errorf("admission record %s: %w", path, err)
+	}
+	var missing []string
+	if raw.SLOThroughputRPS == nil {
+		missing = append(missing, "sloThroughputRPS")
+	}
+	if raw.Profile == "" {
+		missing = append(missing, "profile")
+	}
+	if raw.Verdict.Allowed == nil {
+		missing = append(missing, "verdict.allowed")
+	}
+	if len(missing) > 0 {
+		return Record{}, fmt.Errorf("admission record %s: missing %s", path, strings.Join(missing, ", "))
+	}
+	if v := *raw.SLOThroughputRPS; !(v > 0 && v <= ledger.MaxRPS) {
+		return Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
+	}
+	return Record{SLOThroughputRPS: *raw.SLOThroughputRPS, Profile: raw.Profile, Allowed: *raw.Verdict.Allowed}, nil
+}
+
+// lineOf finds the YAML line of a field path such as
+// "services[2].placement[0]": the deepest node on the path that exists.
+func lineOf(root *yaml.Node, path string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, part := range strings.Split(path, ".") {
+		name, idx := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
+			name = part[:i]
+			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+		}
+		next := (*yaml.Node)(nil)
+		if n.Kind == yaml.MappingNode {
+			for k := 0; k+1 < len(n.Content); k += 2 {
+				if n.Content[k].Value == name {
+					next = n.Content[k+1]
+					line = n.Content[k].Line
+					break
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return line
+			}
+			n = n.Content[idx]
+			line = n.Line
+		}
+	}
+	return line
+}
