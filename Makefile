@@ -6,6 +6,9 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # Integration tests need a real Prometheus server; under `make test` a missing binary is a failure, not a skip.
 export INFERSCALE_REQUIRE_PROMETHEUS ?= 1
 BIN := bin
+# make images: the tag is the chart's appVersion, so the chart's default install pulls these images.
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/inferscale/Chart.yaml)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 
 .DEFAULT_GOAL := help
 
@@ -32,6 +35,12 @@ bench: ## Run Go benchmarks and replay comparisons; figures go in BENCHMARKS.md.
 .PHONY: demo
 demo: ## Replay the embedded Azure LLM code trace and print the comparison table.
 	$(GO) run ./cmd/replay
+
+.PHONY: images
+images: ## OCI image archives (scaler residency tritonfake; amd64+arm64) in dist/images/, no daemon.
+	$(GO) run ./hack/images --out dist/images --tag "$(IMAGE_TAG)" --platforms "$(IMAGE_PLATFORMS)" \
+	  --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+	  --source-date-epoch "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
 
 .PHONY: e2e
 e2e: ## End-to-end suite on a real kube-apiserver, HPA, KEDA and Prometheus (builds binaries once, cached).

@@ -1,0 +1,85 @@
+// Command images builds the project's OCI image archives (dist/images/<name>.tar) without a
+// container daemon; `make images` runs it. See internal/imagebuild.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/inferscale/inferscale/internal/imagebuild"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("images", flag.ContinueOnError)
+	out := fs.String("out", "dist/images", "directory for <name>.tar")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated linux/<arch> list")
+	repo := fs.String("repository", "ghcr.io/inferscale", "registry path the image references name")
+	tag := fs.String("tag", "", "image tag (the chart's appVersion)")
+	source := fs.String("source", "https://github.com/inferscale/inferscale", "org.opencontainers.image.source")
+	revision := fs.String("revision", "", "VCS commit for org.opencontainers.image.revision")
+	epoch := fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix seconds for every timestamp (the commit time)")
+	caCerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the images; empty: none")
+	only := fs.String("only", "", "build only this image (scaler, residency, tritonfake)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	plats, err := imagebuild.ParsePlatforms(*platforms)
+	if err != nil {
+		return err
+	}
+	sec, err := strconv.ParseInt(*epoch, 10, 64)
+	if err != nil || sec <= 0 {
+		return fmt.Errorf("--source-date-epoch %q: want Unix seconds > 0 (make images passes the commit time)", *epoch)
+	}
+	c := imagebuild.Config{
+		Repository: *repo, Tag: *tag, Source: *source, Revision: *revision,
+		Created: time.Unix(sec, 0).UTC(), Files: map[string][]byte{},
+	}
+	for _, f := range []string{"LICENSE", "NOTICE"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("%s (run from the repository root): %w", f, err)
+		}
+		c.Files["/usr/share/doc/inferscale/"+f] = b
+	}
+	if *caCerts != "" {
+		if c.CACerts, err = os.ReadFile(*caCerts); err != nil {
+			return fmt.Errorf("--ca-certs: %w (apt-get install ca-certificates, or --ca-certs='')", err)
+		}
+	}
+	ims := imagebuild.Images
+	if *only != "" {
+		ims = nil
+		for _, im := range imagebuild.Images {
+			if im.Name == *only {
+				ims = append(ims, im)
+			}
+		}
+		if ims == nil {
+			return errors.New("--only: want scaler, residency or tritonfake")
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	abs, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	_, err = imagebuild.BuildAll(ctx, "go", ".", abs, ims, plats, c, log.Printf)
+	return err
+}
