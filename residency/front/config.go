@@ -1,0 +1,83 @@
+package front
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// ErrConfig is wrapped by Config.Validate's error.
+var ErrConfig = errors.New("invalid front config")
+
+// Config configures the front. The sidecar's flag of each field is named in its comment.
+type Config struct {
+	// Upstream is Triton's gRPC endpoint, host:port (the sidecar's --triton-address).
+	Upstream string
+	// HoldTimeout bounds how long a request for a model that is not READY is held
+	// (--hold-timeout); the client's own deadline bounds it too, whichever ends first. It should
+	// exceed the longest catalog load time plus one loop interval, or held requests for that
+	// model fail before the load ends. Range [1s, 30m].
+	HoldTimeout time.Duration
+	// MaxHeldRequests bounds the requests held per model (--hold-max-requests); one more fails
+	// UNAVAILABLE at once. Range [1, 100000].
+	MaxHeldRequests int
+	// MaxHeldBytes bounds the request bytes held per model (--hold-max-bytes); a request that
+	// would pass it fails UNAVAILABLE at once. Range [4 MiB, 16 GiB].
+	MaxHeldBytes int64
+	// RetryPushback is the delay sent in grpc-retry-pushback-ms with every UNAVAILABLE the front
+	// answers itself (--retry-pushback). Range [0, 10m].
+	RetryPushback time.Duration
+	// RecheckInterval is how often, while it holds requests for a model, the front asks Triton
+	// (ModelReady) whether the model is ready; Recheck asks at once. Range [10ms, 10s].
+	RecheckInterval time.Duration
+}
+
+// DefaultConfig returns the defaults: Triton at localhost:8001; hold up to 60 s, 1,000 requests
+// and 256 MiB per model; 1 s pushback; readiness re-checked every 100 ms.
+//
+// Why these values: 60 s covers six of the catalog's default 10 s load times plus loop intervals, and stays under the 5-minute request timeouts common in front of
+// inference services, so a held request resolves before a gateway gives up on it. 1,000 held
+// small requests cost under 16 MiB (BENCHMARKS.md); 256 MiB of held tensors is 64 messages
+// at gRPC's default 4 MiB maximum, a bound on the sidecar's memory per model. A 1 s pushback lets a client's retry reach another pod after a
+// load-balancer update without turning every refusal into an immediate retry (a retry storm).
+// 100 ms re-checks add at most 100 ms to a hold that lasts a load time (seconds), for one cheap
+// ModelReady per held model per check.
+func DefaultConfig() Config {
+	return Config{
+		Upstream:        "localhost:8001",
+		HoldTimeout:     60 * time.Second,
+		MaxHeldRequests: 1000,
+		MaxHeldBytes:    256 << 20,
+		RetryPushback:   time.Second,
+		RecheckInterval: 100 * time.Millisecond,
+	}
+}
+
+// Validate returns every violation (errors.Join), each naming the field and its accepted range,
+// wrapped in ErrConfig.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, _, err := net.SplitHostPort(c.Upstream); err != nil {
+		add("Upstream (--triton-address): %q: want host:port", c.Upstream)
+	}
+	inRange := func(name string, d, lo, hi time.Duration) {
+		if d < lo || d > hi {
+			add("%s: %s out of range [%s, %s]", name, d, lo, hi)
+		}
+	}
+	inRange("HoldTimeout (--hold-timeout)", c.HoldTimeout, time.Second, 30*time.Minute)
+	if c.MaxHeldRequests < 1 || c.MaxHeldRequests > 100000 {
+		add("MaxHeldRequests (--hold-max-requests): %d out of range [1, 100000]", c.MaxHeldRequests)
+	}
+	if c.MaxHeldBytes < 4<<20 || c.MaxHeldBytes > 16<<30 {
+		add("MaxHeldBytes (--hold-max-bytes): %d out of range [%d, %d]", c.MaxHeldBytes, 4<<20, int64(16<<30))
+	}
+	inRange("RetryPushback (--retry-pushback)", c.RetryPushback, 0, 10*time.Minute)
+	inRange("RecheckInterval", c.RecheckInterval, 10*time.Millisecond, 10*time.Second)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+// Package front is the residency sidecar's model-aware gRPC front for Triton's inference
+// service (KServe v2 gRPC, package inference.GRPCInferenceService): clients connect to it
+// instead of Triton, and it forwards their calls to Triton without decoding tensors.
+//
+// A ModelInfer or ModelStreamInfer for a catalog model that is not READY is held — bounded per
+// model in count and bytes, and in time by the smaller of the client's deadline and
+// Config.HoldTimeout — while the planner is told at once (Deps.OnHold); once Triton reports the
+// model ready the held requests go on in arrival order. A request that cannot be served within
+// that budget fails at once: NOT_FOUND for a model outside the catalog, UNAVAILABLE with gRPC's
+// retry pushback trailer (grpc-retry-pushback-ms, gRFC A6) for a quarantined model, one that
+// never fits the pod, a full hold queue or a draining pod. Every other RPC passes through
+// unchanged.
+//
+// Only field 1 (model_name) of a ModelInferRequest is read, with protowire, from the raw bytes;
+// messages travel as the reference-counted buffers gRPC received them in (a pass-through
+// CodecV2), so the front costs one extra loopback hop and no protobuf decode.
+//
+// HTTP/REST (KServe v2 over HTTP, Triton's port 8000) is not fronted: it is a different
+// protocol stack (JSON or binary-tensor bodies, model name in the URL path) and would need its
+// own reverse proxy; clients that need hold semantics use gRPC. See docs/residency.md.
+package front

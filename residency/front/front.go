@@ -1,0 +1,512 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/proto/inference"
+)
+
+// The methods the front looks into; every other method passes through.
+const (
+	methodInfer       = inference.GRPCInferenceService_ModelInfer_FullMethodName
+	methodStreamInfer = "/inference.GRPCInferenceService/ModelStreamInfer"
+)
+
+// PushbackKey is gRPC's retry pushback trailer (gRFC A6, "gRPC Retry Design": "the server may
+// explicitly pushback by setting metadata in its response … grpc-retry-pushback-ms"): a
+// non-negative integer of milliseconds the client waits before its next attempt. The front
+// sends it with every UNAVAILABLE it answers itself.
+const PushbackKey = "grpc-retry-pushback-ms"
+
+// Verdict is what the readiness source knows about a model when a request for it arrives.
+type Verdict int
+
+const (
+	// NotInCatalog: the pod does not serve the model; NOT_FOUND at once.
+	NotInCatalog Verdict = iota
+	// Ready: the model was last seen READY; the request is forwarded.
+	Ready
+	// NotReady: a catalog model that is not READY and that the planner may load; the request is
+	// held.
+	NotReady
+	// Quarantined: the model failed to load too often and will not be loaded; UNAVAILABLE at
+	// once.
+	Quarantined
+	// NeverFits: the model can never be loaded in this pod (no peak for its profile, or above
+	// the budget); UNAVAILABLE at once.
+	NeverFits
+)
+
+// String names the verdict as the metrics' reason label does.
+func (v Verdict) String() string {
+	switch v {
+	case NotInCatalog:
+		return "not_found"
+	case Ready:
+		return "ready"
+	case NotReady:
+		return "not_ready"
+	case Quarantined:
+		return "quarantined"
+	case NeverFits:
+		return "never_fits"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Readiness tells the front what it may do with a request for a model. The sidecar implements
+// it from the controller's latest observation and catalog. Verdict is called once per
+// inference request and once per re-check of a held model, and must not block.
+type Readiness interface {
+	Verdict(model string) Verdict
+}
+
+// Deps are the front's connections to the rest of the sidecar. Readiness is required.
+type Deps struct {
+	Readiness Readiness
+	// OnHold is called when a model's first request is held (its hold queue was empty), so the
+	// planner can act at once instead of at its next loop; it must not block. nil: none.
+	OnHold func(model string)
+	// Metrics; nil: collectors on a throwaway registry.
+	Metrics *Metrics
+	// Log; nil: slog.Default().
+	Log *slog.Logger
+	// DialOptions are added to the upstream connection's (keepalive, interceptors).
+	DialOptions []grpc.DialOption
+}
+
+// Front is the gRPC front; New creates it, Serve serves it, Drain and Close stop it.
+type Front struct {
+	cfg    Config
+	deps   Deps
+	m      *Metrics
+	conn   *grpc.ClientConn
+	client inference.GRPCInferenceServiceClient
+	srv    *grpc.Server
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // watchers
+
+	mu       sync.Mutex
+	draining bool
+	queues   map[string]*queue
+	active   int           // inference requests held or being forwarded
+	idle     chan struct{} // closed when active drops to 0
+}
+
+// queue is one model's held requests, in arrival order. One watcher goroutine serves a queue
+// from its first request until it is empty again.
+type queue struct {
+	held  []*waiter
+	bytes int64
+	kick  chan struct{} // Recheck: look now
+}
+
+// waiter is one held request. released and err are guarded by Front.mu; ready is closed, under
+// Front.mu, when the request leaves the queue (err nil: forward it).
+type waiter struct {
+	size     int64
+	since    time.Time
+	released bool
+	err      *refusal
+	ready    chan struct{}
+	sent     chan struct{} // closed by the handler once its request went upstream, or it gave up
+}
+
+// refusal is an answer the front gives itself.
+type refusal struct {
+	code   codes.Code
+	reason string // metrics label
+	msg    string
+}
+
+// New validates cfg and returns a front whose upstream connection to Triton is set up lazily
+// (grpc.NewClient), so New does not fail when Triton is not up yet.
+func New(cfg Config, deps Deps) (*Front, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if deps.Readiness == nil {
+		errs = append(errs, errors.New("deps.Readiness: nil; want a readiness source"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Metrics == nil {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		deps.Metrics = m
+	}
+	// Triton accepts messages up to 2 GiB − 1 (its MAX_GRPC_MESSAGE_SIZE is INT32_MAX); the
+	// front must pass anything Triton would take.
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDisableRetry(), // a forwarded frame is sent once; the client owns retries
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
+	}, deps.DialOptions...)
+	conn, err := grpc.NewClient(cfg.Upstream, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("front: upstream %q: %w", cfg.Upstream, err)
+	}
+	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
+		done: make(chan struct{}), queues: map[string]*queue{}}
+	f.srv = grpc.NewServer(
+		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.UnknownServiceHandler(f.handle),
+		grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))
+	return f, nil
+}
+
+// Serve serves the front on ln until Close; it returns nil once closed.
+func (f *Front) Serve(ln net.Listener) error {
+	if err := f.srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("front: serve: %w", err)
+	}
+	return nil
+}
+
+// Close stops at once: held requests fail UNAVAILABLE, open calls are cut, the listener and the
+// upstream connection close. Call Drain first for a graceful stop. Safe to call more than once.
+func (f *Front) Close() error {
+	var err error
+	f.closeOnce.Do(func() {
+		close(f.done)
+		f.srv.Stop()
+		f.wg.Wait()
+		err = f.conn.Close()
+	})
+	return err
+}
+
+// Drain makes the front refuse new inference requests with UNAVAILABLE (and a pushback, so the
+// client's next attempt goes to another pod) and waits until no request is held or being
+// forwarded. When ctx ends first, the requests still held fail UNAVAILABLE and Drain returns
+// ctx's error; forwarded ones go on until Close.
+func (f *Front) Drain(ctx context.Context) error {
+	f.mu.Lock()
+	f.draining = true
+	idle := f.idle
+	busy := f.active > 0
+	f.mu.Unlock()
+	if !busy {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		f.mu.Lock()
+		for name, q := range f.queues {
+			f.failHeldLocked(name, q, f.unavailable("draining", "pod is draining"))
+		}
+		f.mu.Unlock()
+		return fmt.Errorf("front: drain: %w", ctx.Err())
+	}
+}
+
+// Held returns the number of requests held now per model (models with none are left out): the
+// demand and queue the planner counts for models that are not READY.
+func (f *Front) Held() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.queues))
+	for name, q := range f.queues {
+		if len(q.held) > 0 {
+			out[name] = len(q.held)
+		}
+	}
+	return out
+}
+
+// Recheck makes every model with held requests check its readiness now instead of at its next
+// RecheckInterval (the sidecar calls it after each observation of Triton).
+func (f *Front) Recheck() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, q := range f.queues {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (f *Front) unavailable(reason, msg string) *refusal {
+	return &refusal{code: codes.Unavailable, reason: reason, msg: msg}
+}
+
+// answer returns r as the call's status, with the pushback trailer on UNAVAILABLE.
+func (f *Front) answer(ss grpc.ServerStream, r *refusal) error {
+	if r.code == codes.Unavailable {
+		ss.SetTrailer(metadata.Pairs(PushbackKey, strconv.FormatInt(f.cfg.RetryPushback.Milliseconds(), 10)))
+	}
+	return status.Error(r.code, r.msg)
+}
+
+// enter counts an inference request as active unless the front drains.
+func (f *Front) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.draining {
+		return false
+	}
+	if f.active == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.active++
+	return true
+}
+
+func (f *Front) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active--
+	if f.active == 0 {
+		close(f.idle)
+	}
+}
+
+// handle is the front's only handler (grpc.UnknownServiceHandler): every call arrives here.
+func (f *Front) handle(_ any, ss grpc.ServerStream) error {
+	method, ok := grpc.MethodFromServerStream(ss)
+	if !ok {
+		return status.Error(codes.Internal, "front: no method on the stream")
+	}
+	switch method {
+	case methodInfer, methodStreamInfer:
+		return f.infer(ss, method)
+	}
+	return f.pump(ss, method, sendFrame{})
+}
+
+// infer serves ModelInfer and ModelStreamInfer: read the first request, decide from its model
+// name, hold it if needed, forward it. Later messages of a stream follow it unchecked.
+func (f *Front) infer(ss grpc.ServerStream, method string) error {
+	var req frame
+	if err := ss.RecvMsg(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // a stream closed without a request
+		}
+		return err
+	}
+	defer req.free() // no-op once passed on
+	name, err := frameModel(&req)
+	if err != nil {
+		f.m.FastFailed.WithLabelValues("", "bad_request").Inc()
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	v := f.deps.Readiness.Verdict(name)
+	label := name
+	if v == NotInCatalog {
+		label = ""
+	}
+	if !f.enter() {
+		f.m.FastFailed.WithLabelValues(label, "draining").Inc()
+		return f.answer(ss, f.unavailable("draining", "pod is draining: retry on another replica"))
+	}
+	defer f.leave()
+	var r *refusal
+	switch v {
+	case NotInCatalog:
+		r = &refusal{code: codes.NotFound, reason: "not_found", msg: fmt.Sprintf("model %q is not in this pool's catalog", name)}
+	case Quarantined:
+		r = f.unavailable("quarantined", fmt.Sprintf("model %q is quarantined in this pod after repeated failed loads", name))
+	case NeverFits:
+		r = f.unavailable("never_fits", fmt.Sprintf("model %q can never be loaded in this pod (its memory does not fit the pod's GPU profile)", name))
+	case Ready, NotReady:
+	default:
+		r = &refusal{code: codes.Internal, reason: "bad_request", msg: fmt.Sprintf("front: readiness %v for model %q", v, name)}
+	}
+	if r != nil {
+		f.m.FastFailed.WithLabelValues(label, r.reason).Inc()
+		return f.answer(ss, r)
+	}
+	size := int64(req.data.Len())
+	hold := v == NotReady || f.hasQueue(name) // behind earlier held requests: keep arrival order
+	for held := false; ; {
+		var w *waiter
+		if hold {
+			var r *refusal
+			if w, r = f.hold(ss.Context(), name, size); r != nil {
+				return f.answer(ss, r)
+			}
+			if w == nil { // the client's deadline or cancellation
+				return status.FromContextError(ss.Context().Err()).Err()
+			}
+			held = true
+		}
+		f.m.Forwarded.WithLabelValues(name).Inc()
+		if method == methodStreamInfer {
+			return f.pump(ss, method, f.sendable(&req, w))
+		}
+		again, err := f.unary(ss, method, name, f.sendable(&req, w), !held)
+		if !again {
+			return err
+		}
+		hold = true // Triton does not have the model after all: hold it once
+	}
+}
+
+// sendable returns a frame that shares req's buffers (one more reference), so that req can be
+// sent again after a NOT_FOUND; w, when not nil, is told once the frame is on its way.
+func (f *Front) sendable(req *frame, w *waiter) sendFrame {
+	req.data.Ref()
+	return sendFrame{f: &frame{data: req.data}, w: w}
+}
+
+type sendFrame struct {
+	f *frame
+	w *waiter
+}
+
+// sent tells the waiter's watcher that the next held request may go.
+func (s sendFrame) sent() {
+	if s.w != nil {
+		close(s.w.sent)
+		s.w = nil
+	}
+}
+
+var unaryDesc = &grpc.StreamDesc{}
+
+// unary forwards one ModelInfer. again reports a NOT_FOUND from Triton for a model that
+// Triton's ModelReady says is not ready (the front's view was stale: the model was unloaded),
+// when mayHold: the caller holds the request instead of failing it.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, mayHold bool) (again bool, err error) {
+	ctx := ss.Context()
+	md, _ := metadata.FromIncomingContext(ctx)
+	cs, err := f.conn.NewStream(metadata.NewOutgoingContext(ctx, md), unaryDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		req.f.free()
+		req.sent()
+		return false, err
+	}
+	err = cs.SendMsg(req.f) // passes req.f's reference to gRPC
+	req.sent()
+	if err != nil && !errors.Is(err, io.EOF) { // io.EOF: the status comes from RecvMsg
+		return false, err
+	}
+	var resp frame
+	if err := cs.RecvMsg(&resp); err != nil {
+		if mayHold && status.Code(err) == codes.NotFound && !f.modelReady(ctx, name) {
+			return true, nil
+		}
+		if h, herr := cs.Header(); herr == nil && len(h) > 0 {
+			_ = ss.SetHeader(h)
+		}
+		ss.SetTrailer(cs.Trailer())
+		return false, err
+	}
+	if h, herr := cs.Header(); herr == nil {
+		_ = ss.SetHeader(h)
+	}
+	err = ss.SendMsg(&resp)
+	resp.free() // no-op when sent
+	ss.SetTrailer(cs.Trailer())
+	return false, err
+}
+
+// pump proxies one call in both directions, first (when set) being the client's first message,
+// already read. It returns Triton's status.
+func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error {
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	md, _ := metadata.FromIncomingContext(ctx)
+	desc := &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
+	cs, err := f.conn.NewStream(metadata.NewOutgoingContext(ctx, md), desc, method, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		if first.f != nil {
+			first.f.free()
+		}
+		first.sent()
+		return err
+	}
+	// The copy ends when the client half-closes, or when this handler returns (gRPC then ends
+	// the server stream, and its RecvMsg returns).
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		_ = f.clientToUpstream(ss, cs, first)
+	}()
+	headerSent := false
+	for {
+		var resp frame
+		if err := cs.RecvMsg(&resp); err != nil {
+			ss.SetTrailer(cs.Trailer())
+			if errors.Is(err, io.EOF) {
+				if !headerSent {
+					if h, herr := cs.Header(); herr == nil {
+						_ = ss.SetHeader(h)
+					}
+				}
+				return nil
+			}
+			return err
+		}
+		if !headerSent {
+			if h, herr := cs.Header(); herr == nil {
+				_ = ss.SendHeader(h)
+			}
+			headerSent = true
+		}
+		if err := ss.SendMsg(&resp); err != nil {
+			resp.free()
+			return err
+		}
+	}
+}
+
+// clientToUpstream copies the client's messages to Triton until the client half-closes.
+func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first sendFrame) error {
+	if first.f != nil {
+		err := cs.SendMsg(first.f)
+		first.sent()
+		if err != nil {
+			return err
+		}
+	}
+	for {
+		var m frame
+		if err := ss.RecvMsg(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return cs.CloseSend()
+			}
+			return err
+		}
+		if err := cs.SendMsg(&m); err != nil {
+			m.free()
+			return err
+		}
+	}
+}
+
+// modelReady asks Triton whether the model is ready now; an error reads as not ready.
+func (f *Front) modelReady(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, max(f.cfg.RecheckInterval, time.Second))
+	defer cancel()
+	r, err := f.client.ModelReady(ctx, &inference.ModelReadyRequest{Name: name})
+	return err == nil && r.GetReady()
+}

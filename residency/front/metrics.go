@@ -1,0 +1,51 @@
+package front
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the front's Prometheus collectors, registered on a caller's (private) registry.
+// Names are prefixed inferscale_front_. The model label is the catalog model's name; requests
+// for names outside the catalog are counted under model="" so that clients cannot create
+// series.
+type Metrics struct {
+	// HeldRequests is inferscale_front_held_requests{model}: requests held now. The scaler's
+	// Triton preset adds it to the queue signal.
+	HeldRequests *prometheus.GaugeVec
+	// HoldSeconds is inferscale_front_hold_seconds{model}: time each held request spent held,
+	// whatever its outcome.
+	HoldSeconds *prometheus.HistogramVec
+	// Forwarded is inferscale_front_forwarded_total{model}: inference requests sent to Triton.
+	Forwarded *prometheus.CounterVec
+	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
+	// front answered itself without holding them; reason is one of not_found, quarantined,
+	// never_fits, queue_full, draining, bad_request.
+	FastFailed *prometheus.CounterVec
+	// HoldFailed is inferscale_front_hold_failed_total{model,reason}: held requests that ended
+	// without being forwarded; reason is one of hold_timeout, cancelled (the client's deadline
+	// or cancellation), quarantined, never_fits, not_found, shutdown.
+	HoldFailed *prometheus.CounterVec
+}
+
+// NewMetrics builds the collectors and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	const ns, sub = "inferscale", "front"
+	m := &Metrics{
+		HeldRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "held_requests",
+			Help: "Inference requests held now, waiting for their model to be READY."}, []string{"model"}),
+		// 50 ms to about 7 minutes: a hold lasts a model load, seconds to minutes.
+		HoldSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "hold_seconds",
+			Help:    "Time a held request spent held, whatever its outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
+		Forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
+			Help: "Inference requests forwarded to Triton."}, []string{"model"}),
+		FastFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fast_failed_total",
+			Help: "Inference requests answered at once without holding them, by reason."}, []string{"model", "reason"}),
+		HoldFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hold_failed_total",
+			Help: "Held inference requests that ended without being forwarded, by reason."}, []string{"model", "reason"}),
+	}
+	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.FastFailed, m.HoldFailed} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
