@@ -150,7 +150,7 @@ func infer(ctx context.Context, c inference.GRPCInferenceServiceClient, model, i
 		trailer = new(metadata.MD)
 	}
 	return c.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: model, Id: id,
-		Inputs: []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
+		Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
 		RawInputContents: [][]byte{make([]byte, 16)}}, grpc.Trailer(trailer))
 }
 
