@@ -86,7 +86,11 @@ func AuditExact(spec Spec) (AuditResult, error) {
 		}
 		if bestSol != nil {
 			r := e.packFrom(bestSol)
-			res := finish(spec, r, r.usedNodes(), map[int]string{}, "")
+			keep := map[int]string{}
+			for ni := range r.usedNodes() {
+				keep[ni] = fmt.Sprintf("kept: no set of %d nodes hosts every service with every check holding (exact search)", k-1)
+			}
+			res := finish(spec, r, r.usedNodes(), keep, "")
 			res.Exact = true
 			return res, nil
 		}

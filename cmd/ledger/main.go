@@ -1,0 +1,221 @@
+// Command ledger proves, from measured capacity, which GPU nodes can stop
+// billing: it prints the capacity ledger (MIG layout validity, capacity,
+// N+1 per failure domain, P0 spread, rolling-update headroom, and in live
+// mode one owner per loop) and the release audit. See docs/ledger.md.
+//
+//	ledger --spec=FILE [--format=markdown|json] [--audit=auto|heuristic|exact]
+//	ledger --spec=FILE --live [--kubeconfig=PATH] [--failure-domain-label=LABEL]
+//
+// Exit status: 0 every check passes, 1 a check fails, 2 bad input.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/ledger/kube"
+	"github.com/inferscale/inferscale/ledger/specfile"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Exit codes.
+const (
+	exitPass = 0
+	exitFail = 1
+	exitBad  = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Config is the command line, validated.
+type Config struct {
+	Spec               string
+	Format             string
+	Audit              string
+	MaxRetries         int
+	MigConfigOut       string
+	Live               bool
+	Kubeconfig         string
+	NodeSelector       string
+	FailureDomainLabel string
+	Timeout            time.Duration
+}
+
+// Validate returns every bad flag, each naming the flag and its range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Spec == "" && !c.Live {
+		errs = append(errs, errors.New("--spec: required (or --live with a spec of services)"))
+	}
+	if c.Format != "markdown" && c.Format != "json" {
+		errs = append(errs, fmt.Errorf("--format %q: want markdown or json", c.Format))
+	}
+	if c.Audit != "auto" && c.Audit != "heuristic" && c.Audit != "exact" {
+		errs = append(errs, fmt.Errorf("--audit %q: want auto, heuristic or exact", c.Audit))
+	}
+	if c.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("--max-retries %d: want ≥ 0 (0 = every kept node)", c.MaxRetries))
+	}
+	if c.Timeout <= 0 || c.Timeout > time.Hour {
+		errs = append(errs, fmt.Errorf("--timeout %v: want (0, 1h]", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var c Config
+	fs := flag.NewFlagSet("ledger", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Spec, "spec", "", "spec file (YAML; docs/ledger.md)")
+	fs.StringVar(&c.Format, "format", "markdown", "output: markdown or json")
+	fs.StringVar(&c.Audit, "audit", "auto", "release audit: auto (exact when the spec is small enough, else heuristic), heuristic or exact")
+	fs.IntVar(&c.MaxRetries, "max-retries", 0, "heuristic audit: kept nodes re-tried for release after the first packing (0 = all)")
+	fs.StringVar(&c.MigConfigOut, "mig-config-out", "", "write the proposed layouts as a mig-parted config to this file")
+	fs.BoolVar(&c.Live, "live", false, "read GPU nodes from the cluster (their GFD/MIG manager labels) instead of the spec's nodes, and check autoscaler ownership")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for --live (default: in-cluster, then $KUBECONFIG)")
+	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
+	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster")
+	if err := fs.Parse(args); err != nil {
+		return exitBad
+	}
+	if err := c.Validate(); err != nil {
+		fmt.Fprintln(stderr, "ledger:", err)
+		return exitBad
+	}
+	rep, err := build(c)
+	if err != nil {
+		fmt.Fprintln(stderr, "ledger:", err)
+		return exitBad
+	}
+	if c.MigConfigOut != "" && rep.Audit.Feasible {
+		if err := os.WriteFile(c.MigConfigOut, []byte(ledger.MigPartedConfig(rep.Audit.Proposal)), 0o644); err != nil {
+			fmt.Fprintln(stderr, "ledger:", err)
+			return exitBad
+		}
+	}
+	write := ledger.WriteMarkdown
+	if c.Format == "json" {
+		write = ledger.WriteJSON
+	}
+	if err := write(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "ledger:", err)
+		return exitBad
+	}
+	if !rep.OK() {
+		return exitFail
+	}
+	return exitPass
+}
+
+// build reads the inputs and computes the report.
+func build(c Config) (ledger.Report, error) {
+	var spec ledger.Spec
+	if c.Spec != "" {
+		var err error
+		// Live mode replaces the spec's nodes and placements, so errors
+		// about them do not count there.
+		if spec, err = specfile.Load(c.Spec); err != nil && (!c.Live || !onlyNodeErrors(err)) {
+			return ledger.Report{}, err
+		}
+	}
+	var rep ledger.Report
+	if c.Live {
+		nodes, owners, err := readLive(c)
+		if err != nil {
+			return rep, err
+		}
+		spec.Nodes = nodes
+		for i := range spec.Services {
+			spec.Services[i].Placement = nil // replicas are placed by the ledger against the live inventory
+		}
+		if errs := spec.Validate(); errs != nil {
+			return rep, fmt.Errorf("%w: %v", specfile.ErrInvalid, errors.Join(fieldErrors(errs)...))
+		}
+		rep.Live, rep.Owners = true, ledger.OwnerConflicts(owners)
+	}
+	rep.Check = ledger.Check(spec)
+	switch c.Audit {
+	case "heuristic":
+		rep.Audit = ledger.Audit(spec, ledger.AuditOptions{MaxRetries: c.MaxRetries})
+	case "exact":
+		a, err := ledger.AuditExact(spec)
+		if err != nil {
+			return rep, err
+		}
+		rep.Audit = a
+	default:
+		a, err := ledger.AuditExact(spec)
+		if errors.Is(err, ledger.ErrTooLarge) {
+			a = ledger.Audit(spec, ledger.AuditOptions{MaxRetries: c.MaxRetries})
+		}
+		rep.Audit = a
+	}
+	return rep, nil
+}
+
+func fieldErrors(fe []ledger.FieldError) []error {
+	out := make([]error, len(fe))
+	for i, e := range fe {
+		out[i] = e
+	}
+	return out
+}
+
+// onlyNodeErrors is true when every joined error is about nodes[…] or a
+// service's placement.
+func onlyNodeErrors(err error) bool {
+	var multi interface{ Unwrap() []error }
+	errs := []error{err}
+	if errors.As(err, &multi) {
+		errs = multi.Unwrap()
+	}
+	for _, e := range errs {
+		var fe *specfile.FieldError
+		if !errors.As(e, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") {
+			return false
+		}
+	}
+	return true
+}
+
+func readLive(c Config) ([]ledger.Node, []ledger.Autoscaler, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.Kubeconfig != "" {
+		rules.ExplicitPath = c.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	nodes, err := kube.ReadNodes(ctx, kc, kube.NodeOptions{Selector: c.NodeSelector, FailureDomainLabel: c.FailureDomainLabel})
+	if err != nil {
+		return nil, nil, err
+	}
+	owners, err := kube.Autoscalers(ctx, kc, dc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nodes, owners, nil
+}
