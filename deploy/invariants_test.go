@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/scaler"
 )
 
@@ -565,21 +566,21 @@ func TestTritonExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tiers := map[residency.Tier][]string{}
+	tiers := map[plan.Tier][]string{}
 	var total int64
 	for _, m := range cat.Models {
 		tiers[m.Tier] = append(tiers[m.Tier], m.Name)
 		p, _ := m.Peak("1g.10gb")
 		total += p
 	}
-	if diff := cmp.Diff([]string{"text-embedding-bge-small"}, tiers[residency.TierP0]); diff != "" {
+	if diff := cmp.Diff([]string{"text-embedding-bge-small"}, tiers[plan.TierP0]); diff != "" {
 		t.Errorf("P0 models (-want +got):\n%s", diff)
 	}
-	if len(tiers[residency.TierP2]) < 5 {
-		t.Errorf("P2 tail %v: want at least 5 models", tiers[residency.TierP2])
+	if len(tiers[plan.TierP2]) < 5 {
+		t.Errorf("P2 tail %v: want at least 5 models", tiers[plan.TierP2])
 	}
 	// The tail must not fit all at once, or residency has nothing to decide.
-	budget, _ := residency.ProfileBytes("1g.10gb")
+	budget, _ := plan.ProfileBytes("1g.10gb")
 	if total <= budget-cat.ReserveBytes {
 		t.Errorf("all models (%d bytes) fit in the 1g.10gb budget %d: the example shows no eviction", total, budget-cat.ReserveBytes)
 	}

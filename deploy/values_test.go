@@ -18,6 +18,7 @@ import (
 
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/scaler"
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // minimalPool is the smallest Triton pool the chart accepts: it takes every scaling and
@@ -37,7 +38,7 @@ func minimalPool() map[string]any {
 }
 
 // TestChartDefaultsEqualGoDefaults: the chart's defaults, as the processes will see them,
-// equal scaler.DefaultConfig(), scaler.DefaultPolicy() and residency.DefaultConfig(). Each side
+// equal scaler.DefaultConfig(), decision.DefaultPolicy() and residency.DefaultConfig(). Each side
 // is read by the real code: rendered flags through the commands' own flag declarations, rendered
 // trigger metadata through scaler.ParseMetadata.
 func TestChartDefaultsEqualGoDefaults(t *testing.T) {
@@ -69,11 +70,11 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := scaler.DefaultPolicy()
+		want := decision.DefaultPolicy()
 		// What the minimal pool itself sets.
 		want.QueueQuery, want.ReplicaThroughput, want.PrometheusAddress = "sum(q)", 1, chartProm
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("policy from the chart's scaling defaults differs from scaler.DefaultPolicy() (-want +got):\n%s", diff)
+			t.Errorf("policy from the chart's scaling defaults differs from decision.DefaultPolicy() (-want +got):\n%s", diff)
 		}
 	})
 

@@ -1,15 +1,22 @@
-// Package prom reads the scaler's signals from Prometheus.
+// Package prom is what inferscale's two running parts, the scaler (package scaler) and the
+// residency sidecar (package residency), both need from Prometheus.
 //
-// It has three parts:
+// It owns:
 //
-//   - [Confine] rewrites a user-supplied PromQL query so that every selector is pinned to one
-//     namespace, using Prometheus's own parser, so a ScaledObject can never read another
-//     namespace's series.
-//   - Presets ([Preset]) hold the standard queries for Triton and vLLM pools and for NVIDIA
-//     DCGM engine activity. Preset queries are grouped `by (namespace, model)` and evaluated
-//     once for every ScaledObject that uses them; the poller splits the result per key.
-//   - A [Poller] evaluates each distinct query once per refresh with client_golang's API
-//     client and keeps the results in a snapshot. [Poller.Result] only reads the snapshot; it
-//     never waits on Prometheus. The poller does not judge values (NaN, negative, stale): the
-//     pure decision in package scaler does.
+//   - the Prometheus base-URL rule ([ValidAddress]) and the API client setup (client_golang's
+//     api client, one per address, inside the [Poller]);
+//   - PromQL confinement: [Confine] rewrites a user-supplied PromQL query so that every
+//     selector is pinned to one namespace, using Prometheus's own parser, so a ScaledObject or
+//     a sidecar can never read another namespace's series;
+//   - grouped queries: presets ([Preset], [PresetQuery]) hold the standard queries for Triton
+//     and vLLM pools and for NVIDIA DCGM engine activity, grouped `by (namespace, model)`;
+//     [GroupByModel] turns a per-model template into one query grouped by the model label;
+//     either is evaluated once for every subscriber and split per key;
+//   - the background [Poller], which evaluates each distinct query once per refresh and keeps
+//     the results in a snapshot. [Poller.Result] only reads the snapshot; it never waits on
+//     Prometheus. The poller does not judge values (NaN, negative, stale): its callers do.
+//
+// It must not import package scaler, scaler/…, residency or residency/…: it is shared by both
+// and owned by neither, so a change to one running part cannot break the other through it.
+// It imports client_golang, prometheus/common and the PromQL parser only.
 package prom

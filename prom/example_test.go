@@ -3,7 +3,7 @@ package prom_test
 import (
 	"fmt"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
 )
 
 func ExampleConfine() {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // TestResidencyDefaultsMatchController: replay copies the controller's loop interval and demand
@@ -15,8 +16,8 @@ func TestResidencyDefaultsMatchController(t *testing.T) {
 		t.Errorf("DefaultResidencyConfig loop %v, demand window %v; residency.DefaultConfig has %v, %v",
 			got.LoopInterval, got.DemandWindow, rc.LoopInterval, rc.DemandWindow)
 	}
-	if got.IdleTimeout != residency.DefaultIdleTimeout || got.MinResidency != residency.DefaultMinResidency {
+	if got.IdleTimeout != plan.DefaultIdleTimeout || got.MinResidency != plan.DefaultMinResidency {
 		t.Errorf("DefaultResidencyConfig idle %v, min residency %v; catalog defaults are %v, %v",
-			got.IdleTimeout, got.MinResidency, residency.DefaultIdleTimeout, residency.DefaultMinResidency)
+			got.IdleTimeout, got.MinResidency, plan.DefaultIdleTimeout, plan.DefaultMinResidency)
 	}
 }

@@ -13,7 +13,7 @@
 //     traces with billions of requests);
 //   - autoscaling policies driven through Kubernetes' own control semantics
 //     (HPA AverageValue rounding, tolerance and behaviour; KEDA activation and
-//     cooldown): inferscale's scaler.Recommend, an HPA on GPU utilisation,
+//     cooldown): inferscale's decision.Recommend, an HPA on GPU utilisation,
 //     KEDA's Prometheus scaler on queue depth, Knative's stable/panic
 //     autoscaler, static peak provisioning, and a clairvoyant policy;
 //   - a residency replay that drives plan.Plan (package residency/plan)

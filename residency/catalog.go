@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
 )
 
@@ -36,21 +37,21 @@ type modelFile struct {
 }
 
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
-func LoadCatalog(path string) (Catalog, error) {
+func LoadCatalog(path string) (plan.Catalog, error) {
 	c, _, err := ReadCatalog(path)
 	return c, err
 }
 
 // ReadCatalog is LoadCatalog that also returns the bytes it parsed, the baseline to hand to
 // WatchCatalog so that a change made after this read is not mistaken for the loaded catalog.
-func ReadCatalog(path string) (Catalog, []byte, error) {
+func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Catalog{}, nil, fmt.Errorf("%w: read %s: %w", ErrCatalog, path, err)
+		return plan.Catalog{}, nil, fmt.Errorf("%w: read %s: %w", plan.ErrCatalog, path, err)
 	}
 	c, err := ParseCatalog(data)
 	if err != nil {
-		return Catalog{}, nil, fmt.Errorf("%s: %w", path, err)
+		return plan.Catalog{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, data, nil
 }
@@ -60,10 +61,10 @@ func ReadCatalog(path string) (Catalog, []byte, error) {
 // defaults (idleTimeout 10m, minResidency 2m, loadTime 10s, reserve and swap overhead 0) and
 // validates the result. Every violation is reported, each naming its field path
 // (models[3].tier) and the accepted range; the error wraps ErrCatalog.
-func ParseCatalog(data []byte) (Catalog, error) {
+func ParseCatalog(data []byte) (plan.Catalog, error) {
 	var f catalogFile
 	if err := strictyaml.Unmarshal(data, &f); err != nil {
-		return Catalog{}, fmt.Errorf("%w: %w", ErrCatalog, err)
+		return plan.Catalog{}, fmt.Errorf("%w: %w", plan.ErrCatalog, err)
 	}
 	var errs []error
 	// bytesOf converts a quantity to bytes; a fraction is reported here and replaced by def so
@@ -73,8 +74,8 @@ func ParseCatalog(data []byte) (Catalog, error) {
 			return def
 		}
 		v := q.Value()
-		if v >= -MaxMemoryBytes && v <= MaxMemoryBytes && q.MilliValue() != v*1000 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a whole number of bytes in [0, %d]", field, q.String(), MaxMemoryBytes))
+		if v >= -plan.MaxMemoryBytes && v <= plan.MaxMemoryBytes && q.MilliValue() != v*1000 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a whole number of bytes in [0, %d]", field, q.String(), plan.MaxMemoryBytes))
 			return def
 		}
 		return v
@@ -85,19 +86,19 @@ func ParseCatalog(data []byte) (Catalog, error) {
 		}
 		return d.Duration
 	}
-	c := Catalog{
+	c := plan.Catalog{
 		ReserveBytes: bytesOf("reserveBytes", f.ReserveBytes, 0),
-		IdleTimeout:  durOf(f.IdleTimeout, DefaultIdleTimeout),
-		MinResidency: durOf(f.MinResidency, DefaultMinResidency),
-		Models:       make([]Model, 0, len(f.Models)),
+		IdleTimeout:  durOf(f.IdleTimeout, plan.DefaultIdleTimeout),
+		MinResidency: durOf(f.MinResidency, plan.DefaultMinResidency),
+		Models:       make([]plan.Model, 0, len(f.Models)),
 	}
 	for i, mf := range f.Models {
-		m := Model{
+		m := plan.Model{
 			Name:              mf.Name,
 			Digest:            mf.Digest,
-			Tier:              Tier(mf.Tier),
+			Tier:              plan.Tier(mf.Tier),
 			SwapOverheadBytes: bytesOf(fmt.Sprintf("models[%d].swapOverheadBytes", i), mf.SwapOverheadBytes, 0),
-			LoadTime:          durOf(mf.LoadTime, DefaultLoadTime),
+			LoadTime:          durOf(mf.LoadTime, plan.DefaultLoadTime),
 			PeakMemoryBytes:   make(map[string]int64, len(mf.PeakMemoryBytes)),
 		}
 		for _, p := range slices.Sorted(maps.Keys(mf.PeakMemoryBytes)) {
@@ -110,9 +111,9 @@ func ParseCatalog(data []byte) (Catalog, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return Catalog{}, fmt.Errorf("%w: %w", ErrCatalog, errors.Join(errs...))
+		return plan.Catalog{}, fmt.Errorf("%w: %w", plan.ErrCatalog, errors.Join(errs...))
 	}
-	slices.SortFunc(c.Models, func(a, b Model) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.Models, func(a, b plan.Model) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 func TestParseCatalog(t *testing.T) {
@@ -34,13 +36,13 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Catalog{
+	want := plan.Catalog{
 		ReserveBytes: 512 << 20,
 		IdleTimeout:  15 * time.Minute,
 		MinResidency: 90 * time.Second,
-		Models: []Model{
-			{Name: "alpha", Digest: dgA, Tier: TierP0, PeakMemoryBytes: map[string]int64{"1g.10gb": 2 << 30, "2g.20gb": 5 << 29}, SwapOverheadBytes: 1 << 30, LoadTime: 30 * time.Second},
-			{Name: "zeta", Digest: dgB, Tier: TierP2, PeakMemoryBytes: map[string]int64{"1g.10gb": 3 << 30}, LoadTime: DefaultLoadTime},
+		Models: []plan.Model{
+			{Name: "alpha", Digest: dgA, Tier: plan.TierP0, PeakMemoryBytes: map[string]int64{"1g.10gb": 2 << 30, "2g.20gb": 5 << 29}, SwapOverheadBytes: 1 << 30, LoadTime: 30 * time.Second},
+			{Name: "zeta", Digest: dgB, Tier: plan.TierP2, PeakMemoryBytes: map[string]int64{"1g.10gb": 3 << 30}, LoadTime: plan.DefaultLoadTime},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -50,7 +52,7 @@ models:
 		t.Errorf("Unplaceable (-want +got):\n%s", diff)
 	}
 	m, ok := got.Model("zeta")
-	if !ok || m.Tier != TierP2 {
+	if !ok || m.Tier != plan.TierP2 {
 		t.Errorf("Model(zeta) = %+v, %v", m, ok)
 	}
 	if _, ok := got.Model("nope"); ok {
@@ -63,8 +65,8 @@ func TestParseCatalogDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Catalog{IdleTimeout: DefaultIdleTimeout, MinResidency: DefaultMinResidency, Models: []Model{
-		{Name: "m", Digest: dgA, Tier: TierP1, PeakMemoryBytes: map[string]int64{"1g.5gb": 1}, LoadTime: DefaultLoadTime},
+	want := plan.Catalog{IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, Models: []plan.Model{
+		{Name: "m", Digest: dgA, Tier: plan.TierP1, PeakMemoryBytes: map[string]int64{"1g.5gb": 1}, LoadTime: plan.DefaultLoadTime},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -113,7 +115,7 @@ func TestParseCatalogErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseCatalog([]byte(tt.give))
-			if !errors.Is(err, ErrCatalog) {
+			if !errors.Is(err, plan.ErrCatalog) {
 				t.Fatalf("err = %v, want ErrCatalog", err)
 			}
 			for _, w := range tt.want {
@@ -140,7 +142,7 @@ func TestLoadCatalog(t *testing.T) {
 	if _, err := LoadCatalog(path); err == nil || err.Error() != path+": invalid catalog: models[0].peakMemoryBytez: unknown field (line 3)" {
 		t.Errorf("misspelled field: err = %v, want the file, the field path and the line", err)
 	}
-	if _, err := LoadCatalog(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, ErrCatalog) || !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadCatalog(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, plan.ErrCatalog) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want ErrCatalog and ErrNotExist", err)
 	}
 }
@@ -158,7 +160,7 @@ func FuzzParseCatalog(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseCatalog(data)
 		if err != nil {
-			if !errors.Is(err, ErrCatalog) {
+			if !errors.Is(err, plan.ErrCatalog) {
 				t.Fatalf("error does not wrap ErrCatalog: %v", err)
 			}
 			return

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -118,16 +119,16 @@ func (c Config) Validate() error {
 	if c.CatalogPath == "" {
 		add("CatalogPath (--catalog): empty; want the catalog YAML's path")
 	}
-	if c.BudgetBytes < 0 || c.BudgetBytes > MaxMemoryBytes {
-		add("BudgetBytes (--budget-bytes): %d out of range [0, %d] (0: from NVML or --mig-profile)", c.BudgetBytes, MaxMemoryBytes)
+	if c.BudgetBytes < 0 || c.BudgetBytes > plan.MaxMemoryBytes {
+		add("BudgetBytes (--budget-bytes): %d out of range [0, %d] (0: from NVML or --mig-profile)", c.BudgetBytes, plan.MaxMemoryBytes)
 	}
 	if c.MIGProfile != "" && !plan.ValidProfile(c.MIGProfile) {
-		add("MIGProfile (--mig-profile): %q is not a profile name (lower case, e.g. 1g.10gb; table: %v)", c.MIGProfile, Profiles())
+		add("MIGProfile (--mig-profile): %q is not a profile name (lower case, e.g. 1g.10gb; table: %v)", c.MIGProfile, plan.Profiles())
 	}
-	if c.ReserveBytes < -1 || c.ReserveBytes > MaxMemoryBytes {
-		add("ReserveBytes (--reserve-bytes): %d out of range [-1, %d] (-1: the catalog's reserveBytes)", c.ReserveBytes, MaxMemoryBytes)
+	if c.ReserveBytes < -1 || c.ReserveBytes > plan.MaxMemoryBytes {
+		add("ReserveBytes (--reserve-bytes): %d out of range [-1, %d] (-1: the catalog's reserveBytes)", c.ReserveBytes, plan.MaxMemoryBytes)
 	}
-	if c.PrometheusAddress != "" && !httpURL(c.PrometheusAddress) {
+	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
 		add("PrometheusAddress (--prometheus-address): %q: want an http(s) URL or empty", c.PrometheusAddress)
 	}
 	if c.PrometheusAddress != "" && c.Namespace == "" {
@@ -135,6 +136,10 @@ func (c Config) Validate() error {
 	}
 	if c.DemandQuery != "" && !strings.Contains(c.DemandQuery, ModelPlaceholder) {
 		add("DemandQuery (--demand-query): %q: want a PromQL template containing %s, or empty", c.DemandQuery, ModelPlaceholder)
+	} else if c.DemandQuery != "" {
+		if _, _, err := prom.GroupByModel(c.DemandQuery, ModelPlaceholder); err != nil {
+			add("DemandQuery (--demand-query): %v", err)
+		}
 	}
 	switch c.NVML {
 	case "auto", "on", "off":

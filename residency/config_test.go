@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -90,9 +92,9 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestBudgetValidate(t *testing.T) {
-	err := Budget{Profile: "", TotalBytes: 0, ReserveBytes: 5}.Validate()
+	err := plan.Budget{Profile: "", TotalBytes: 0, ReserveBytes: 5}.Validate()
 	for _, w := range []string{`profile: "" is not a profile name`, "totalBytes: 0 out of range [1,", "reserveBytes: 5 out of range [0, totalBytes 0)"} {
-		if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), w) {
+		if !errors.Is(err, plan.ErrBudget) || !strings.Contains(err.Error(), w) {
 			t.Errorf("Budget.Validate() = %v; want ErrBudget naming %q", err, w)
 		}
 	}

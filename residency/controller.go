@@ -68,7 +68,7 @@ type Status struct {
 	// peak for the pod's profile, or peak + reserve above the budget (Catalog.Unfit).
 	Unplaceable []string
 	// Result is the last plan.
-	Result Result
+	Result plan.Result
 }
 
 // Controller keeps Triton's loaded models within the budget: every loop it observes Triton,
@@ -77,14 +77,14 @@ type Status struct {
 // shows the model UNAVAILABLE and the device shows its memory back.
 type Controller struct {
 	cfg    Config
-	budget Budget
+	budget plan.Budget
 	deps   Deps
 	m      *Metrics
 
 	draining atomic.Bool
 
 	mu           sync.Mutex
-	cat          Catalog // replaced by SetCatalog; read through catalog()
+	cat          plan.Catalog // replaced by SetCatalog; read through catalog()
 	loadedDigest map[string]string
 	firstReady   map[string]time.Time
 	samples      map[string][]countSample
@@ -103,7 +103,7 @@ type Controller struct {
 }
 
 // NewController validates its inputs and returns a controller; Run starts it.
-func NewController(cfg Config, cat Catalog, budget Budget, deps Deps) (*Controller, error) {
+func NewController(cfg Config, cat plan.Catalog, budget plan.Budget, deps Deps) (*Controller, error) {
 	var errs []error
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -146,7 +146,7 @@ func NewController(cfg Config, cat Catalog, budget Budget, deps Deps) (*Controll
 }
 
 // catalog returns the current catalog.
-func (c *Controller) catalog() Catalog {
+func (c *Controller) catalog() plan.Catalog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cat
@@ -156,7 +156,7 @@ func (c *Controller) catalog() Catalog {
 // digest changed starts afresh (failures, backoff and quarantine forgotten) and, where loaded,
 // is reloaded by the plan. An invalid catalog, or one with a P0 model that can never fit the
 // budget (ErrNeverFits), is rejected and the current one kept.
-func (c *Controller) SetCatalog(cat Catalog) error {
+func (c *Controller) SetCatalog(cat plan.Catalog) error {
 	if err := cat.Validate(); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (c *Controller) SetCatalog(cat Catalog) error {
 	return nil
 }
 
-func (c *Controller) setCatalogLocked(cat Catalog) {
+func (c *Controller) setCatalogLocked(cat plan.Catalog) {
 	c.cat = cat
 	unfit := cat.Unfit(c.budget)
 	c.status.Unplaceable = nil
@@ -269,14 +269,14 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		return false, err
 	}
 	c.flagOverPeak(cat, o.obs)
-	res := Decide(cat, c.budget, o.obs, o.demand, now)
+	res := plan.Decide(cat, c.budget, o.obs, o.demand, now)
 	c.record(cat, now, o, res)
 	if c.draining.Load() {
 		return false, nil
 	}
-	var unloads, loads []Action
+	var unloads, loads []plan.Action
 	for _, a := range res.Actions {
-		if a.Kind == ActionUnload {
+		if a.Kind == plan.ActionUnload {
 			unloads = append(unloads, a)
 		} else {
 			loads = append(loads, a)
@@ -303,17 +303,17 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 }
 
 // record publishes the observation and plan in metrics and the status.
-func (c *Controller) record(cat Catalog, now time.Time, o observation, res Result) {
+func (c *Controller) record(cat plan.Catalog, now time.Time, o observation, res plan.Result) {
 	resident := 0
 	var p0NotReady []string
 	for _, m := range cat.Models {
 		st := o.obs.Models[m.Name]
-		if m.Tier == TierP0 && st.State != StateReady {
+		if m.Tier == plan.TierP0 && st.State != plan.StateReady {
 			p0NotReady = append(p0NotReady, m.Name)
 		}
 	}
 	for _, st := range o.obs.Models {
-		if st.State == StateReady {
+		if st.State == plan.StateReady {
 			resident++
 		}
 	}
@@ -346,7 +346,7 @@ func (c *Controller) record(cat Catalog, now time.Time, o observation, res Resul
 }
 
 // flagOverPeak reports READY models measured above their admitted peak, once per model.
-func (c *Controller) flagOverPeak(cat Catalog, obs Observed) {
+func (c *Controller) flagOverPeak(cat plan.Catalog, obs plan.Observed) {
 	names := make([]string, 0, len(obs.Models))
 	for name := range obs.Models {
 		names = append(names, name)
@@ -358,7 +358,7 @@ func (c *Controller) flagOverPeak(cat Catalog, obs Observed) {
 		st := obs.Models[name]
 		m, ok := cat.Model(name)
 		peak, hasPeak := m.Peak(c.budget.Profile)
-		if !ok || !hasPeak || st.State != StateReady || st.MeasuredBytes <= peak || st.MeasuredBytes <= c.overPeak[name] {
+		if !ok || !hasPeak || st.State != plan.StateReady || st.MeasuredBytes <= peak || st.MeasuredBytes <= c.overPeak[name] {
 			continue
 		}
 		c.overPeak[name] = st.MeasuredBytes
@@ -370,7 +370,7 @@ func (c *Controller) flagOverPeak(cat Catalog, obs Observed) {
 	}
 }
 
-func (c *Controller) unload(ctx context.Context, a Action) {
+func (c *Controller) unload(ctx context.Context, a plan.Action) {
 	start := c.deps.Clock.Now()
 	if err := c.deps.Triton.Unload(ctx, a.Model, triton.UnloadOptions{}); err != nil {
 		c.deps.Log.Warn("unload failed", "model", a.Model, "reason", a.Reason, "err", err)
@@ -388,7 +388,7 @@ func (c *Controller) unload(ctx context.Context, a Action) {
 	c.event(false, "Unload", a.Model+": "+a.Reason)
 }
 
-func (c *Controller) load(ctx context.Context, a Action) {
+func (c *Controller) load(ctx context.Context, a plan.Action) {
 	start := c.deps.Clock.Now()
 	c.deps.Log.Info("load", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes)
 	err := c.deps.Triton.Load(ctx, a.Model, triton.LoadOptions{})

@@ -66,12 +66,12 @@ type harness struct {
 
 // newHarness starts a fake Triton with fake, and a controller over it with the device probe
 // reading the fake's device memory (as NVML would).
-func newHarness(t *testing.T, fake tritontest.Config, cat Catalog, budget Budget) *harness {
+func newHarness(t *testing.T, fake tritontest.Config, cat plan.Catalog, budget plan.Budget) *harness {
 	t.Helper()
 	return newHarnessCfg(t, DefaultConfig(), fake, cat, budget)
 }
 
-func newHarnessCfg(t *testing.T, cfg Config, fake tritontest.Config, cat Catalog, budget Budget) *harness {
+func newHarnessCfg(t *testing.T, cfg Config, fake tritontest.Config, cat plan.Catalog, budget plan.Budget) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: tritontest.NewFakeClock(t0), demand: &staticDemand{rates: map[string]float64{}}}
 	fake.Clock = h.clock
@@ -134,9 +134,9 @@ func fakeModel(name string, gib float64) tritontest.Model {
 }
 
 func TestControllerLoadsP0ThenReady(t *testing.T) {
-	cat := catalog(model("pin", TierP0, 2, time.Second), model("chat", TierP1, 3, time.Second))
+	cat := catalog(model("pin", plan.TierP0, 2, time.Second), model("chat", plan.TierP1, 3, time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("chat", 3)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("chat", 3)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	if ok, why := h.ctl.Ready(); ok {
 		t.Fatalf("ready before any observation (%s)", why)
 	}
@@ -166,10 +166,10 @@ func TestControllerLoadsP0ThenReady(t *testing.T) {
 }
 
 func TestControllerMissingP0KeepsNotReady(t *testing.T) {
-	unplaceable := Model{Name: "elsewhere", Digest: dgA, Tier: TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"7g.80gb": gi}}
-	cat := catalog(model("pin", TierP0, 2, time.Second), unplaceable)
+	unplaceable := plan.Model{Name: "elsewhere", Digest: dgA, Tier: plan.TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"7g.80gb": gi}}
+	cat := catalog(model("pin", plan.TierP0, 2, time.Second), unplaceable)
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("elsewhere", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("elsewhere", 1)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	h.step()
 	h.step()
 	ok, why := h.ctl.Ready()
@@ -188,11 +188,11 @@ func TestControllerMissingP0KeepsNotReady(t *testing.T) {
 }
 
 func TestControllerTritonRestartMidLoad(t *testing.T) {
-	cat := catalog(model("pin", TierP0, 2, 30*time.Second))
+	cat := catalog(model("pin", plan.TierP0, 2, 30*time.Second))
 	slow := fakeModel("pin", 2)
 	slow.LoadTime = 30 * time.Second
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{slow}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{slow}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -234,11 +234,11 @@ func TestControllerTritonRestartMidLoad(t *testing.T) {
 }
 
 func TestControllerFailedLoadsBackOffThenQuarantine(t *testing.T) {
-	cat := catalog(model("bad", TierP0, 2, time.Second))
+	cat := catalog(model("bad", plan.TierP0, 2, time.Second))
 	broken := fakeModel("bad", 2)
 	broken.Fault.FailLoad = "Internal: CUDA error: an illegal memory access"
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{broken}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{broken}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	failures := func() float64 { return testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")) }
 	// Default backoff: 10s, doubling; quarantine after 3 failures.
 	steps := []struct {
@@ -282,11 +282,11 @@ func TestControllerDoesNotLoadIntoLeakedMemory(t *testing.T) {
 	}
 	for _, p := range probes {
 		t.Run(p.name, func(t *testing.T) {
-			cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
+			cat := catalog(model("old", plan.TierP1, 4, time.Second), model("big", plan.TierP1, 8, time.Second))
 			leaky := fakeModel("old", 4)
 			leaky.Fault.UnloadLeakBytes = 4 * gi
 			h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-				Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+				Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 			h.ctl.deps.DeviceUsedBytes = p.probe(h)
 			h.step()                          // sees old READY since t0
 			h.clock.Advance(11 * time.Minute) // idle past the 10m timeout
@@ -328,11 +328,11 @@ func TestTritonMemoryProbeWithoutMetric(t *testing.T) {
 }
 
 func TestControllerReloadNeedsOldPlusNew(t *testing.T) {
-	cat := catalog(model("a", TierP0, 4, time.Minute), model("b", TierP1, 3, time.Second))
+	cat := catalog(model("a", plan.TierP0, 4, time.Minute), model("b", plan.TierP1, 3, time.Second))
 	a := fakeModel("a", 4)
 	a.LoadTime = time.Minute
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{a, fakeModel("b", 3)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{a, fakeModel("b", 3)}, StartupModels: []string{"a"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Someone reloads a (a new version in the repository): old and new copy both hold 4 GiB.
@@ -364,9 +364,9 @@ func TestControllerReloadNeedsOldPlusNew(t *testing.T) {
 
 func TestControllerNoThrashWithinMinResidency(t *testing.T) {
 	// Two 6 GiB models on a 10 GiB slice: only one fits. Demand alternates every 30s.
-	cat := catalog(model("a", TierP1, 6, 10*time.Second), model("b", TierP1, 6, 10*time.Second))
+	cat := catalog(model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 6, 10*time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	h.step()
 	for i := range 4 { // 2 minutes = minResidency
 		h.clock.Advance(30 * time.Second)
@@ -400,9 +400,9 @@ func TestControllerNoThrashWithinMinResidency(t *testing.T) {
 }
 
 func TestControllerFlagsOverPeak(t *testing.T) {
-	cat := catalog(model("fat", TierP0, 2, time.Second), model("p1", TierP1, 6, time.Second))
+	cat := catalog(model("fat", plan.TierP0, 2, time.Second), model("p1", plan.TierP1, 6, time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("fat", 3), fakeModel("p1", 6)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("fat", 3), fakeModel("p1", 6)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	h.step() // loads fat, which really takes 3 GiB
 	h.step() // observes memory_usage 3 GiB > 2 GiB peak
 	if got := testutil.ToFloat64(h.m.OverPeak.WithLabelValues("fat")); got != float64(gi) {
@@ -418,11 +418,11 @@ func TestControllerFlagsOverPeak(t *testing.T) {
 func TestControllerWaitsForUnloadToFinish(t *testing.T) {
 	// a holds 6 GiB and has a request executing for a minute; b (6 GiB) is wanted and worth
 	// more. Triton's unload returns at once but a holds its memory until the request ends.
-	cat := catalog(model("a", TierP2, 6, time.Second), model("b", TierP1, 6, time.Minute))
+	cat := catalog(model("a", plan.TierP2, 6, time.Second), model("b", plan.TierP1, 6, time.Minute))
 	a := fakeModel("a", 6)
 	a.ServiceTime = time.Minute
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{a, fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{a, fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h.step()
@@ -457,9 +457,9 @@ func TestControllerWaitsForUnloadToFinish(t *testing.T) {
 }
 
 func TestControllerRun(t *testing.T) {
-	cat := catalog(model("pin", TierP0, 2, time.Second))
+	cat := catalog(model("pin", plan.TierP0, 2, time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	runCtx, stop := context.WithCancel(ctx)
@@ -487,7 +487,7 @@ func TestControllerRun(t *testing.T) {
 }
 
 func TestControllerBoundsConcurrentLoads(t *testing.T) {
-	cat := catalog(model("a", TierP0, 1, 10*time.Second), model("b", TierP0, 1, 10*time.Second), model("c", TierP0, 1, 10*time.Second))
+	cat := catalog(model("a", plan.TierP0, 1, 10*time.Second), model("b", plan.TierP0, 1, 10*time.Second), model("c", plan.TierP0, 1, 10*time.Second))
 	var ms []tritontest.Model
 	for _, n := range []string{"a", "b", "c"} {
 		m := fakeModel(n, 1)
@@ -497,7 +497,7 @@ func TestControllerBoundsConcurrentLoads(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxConcurrentLoads = 2
 	h := newHarnessCfg(t, cfg, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi, Models: ms},
-		cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	loading := func() (n int) {
@@ -537,15 +537,15 @@ func TestControllerBoundsConcurrentLoads(t *testing.T) {
 }
 
 func TestControllerReloadsChangedDigest(t *testing.T) {
-	withDigest := func(d string) Catalog {
-		m := model("a", TierP0, 4, 10*time.Second)
+	withDigest := func(d string) plan.Catalog {
+		m := model("a", plan.TierP0, 4, 10*time.Second)
 		m.Digest, m.SwapOverheadBytes = d, 4*gi // Triton's reload holds old + new copy
 		return catalog(m)
 	}
 	a := fakeModel("a", 4)
 	a.LoadTime = 10 * time.Second
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{a}}, withDigest(dgA), Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{a}}, withDigest(dgA), plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stepWithLoad := func() {
@@ -584,7 +584,7 @@ func TestControllerReloadsChangedDigest(t *testing.T) {
 	if h.step() {
 		t.Fatal("acted again after the reload")
 	}
-	if err := h.ctl.SetCatalog(Catalog{}); err == nil {
+	if err := h.ctl.SetCatalog(plan.Catalog{}); err == nil {
 		t.Error("an invalid catalog was accepted")
 	}
 }
@@ -607,7 +607,7 @@ func TestWatchCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	watchCtx, stop := context.WithCancel(ctx)
@@ -667,7 +667,7 @@ func TestWatchCatalogChangedBeforeWatch(t *testing.T) {
 	}
 	write(entry(dgB)) // the update lands before the watcher starts
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 1)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	watchCtx, stop := context.WithCancel(ctx)
@@ -695,9 +695,9 @@ func TestWatchCatalogChangedBeforeWatch(t *testing.T) {
 func TestControllerLoadsWithoutDeviceReading(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close() // connection refused from now on
-	cat := catalog(model("pin", TierP0, 2, time.Second))
+	cat := catalog(model("pin", plan.TierP0, 2, time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("pin", 2)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	var logs bytes.Buffer
 	h.ctl.deps.Log = NewLogger(&logs, slog.LevelInfo)
 	h.ctl.deps.DeviceUsedBytes = TritonMemoryProbe(gone.URL+"/metrics", nil)
@@ -736,11 +736,11 @@ func TestControllerLoadsWithoutDeviceReading(t *testing.T) {
 // TestControllerKeepsLeakWhileDeviceUnreadable: memory a reading showed leaked stays accounted
 // while the device cannot be read, so nothing is loaded into it.
 func TestControllerKeepsLeakWhileDeviceUnreadable(t *testing.T) {
-	cat := catalog(model("old", TierP1, 4, time.Second), model("big", TierP1, 8, time.Second))
+	cat := catalog(model("old", plan.TierP1, 4, time.Second), model("big", plan.TierP1, 8, time.Second))
 	leaky := fakeModel("old", 4)
 	leaky.Fault.UnloadLeakBytes = 4 * gi
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	h.step()
 	h.clock.Advance(11 * time.Minute)
 	if !h.step() || h.state("old") != triton.StateUnavailable {
@@ -765,17 +765,17 @@ func TestControllerKeepsLeakWhileDeviceUnreadable(t *testing.T) {
 // is a configuration error at start and on a catalog update (the current catalog is kept);
 // models of any tier that can never fit count as unplaceable.
 func TestControllerPinnedModelThatCanNeverFit(t *testing.T) {
-	budget := Budget{Profile: prof, TotalBytes: 9856 << 20}
+	budget := plan.Budget{Profile: prof, TotalBytes: 9856 << 20}
 	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
 		Models: []tritontest.Model{fakeModel("pin", 2), fakeModel("huge", 20)}}
-	bad := catalog(model("pin", TierP0, 2, time.Second), model("huge", TierP0, 20, time.Second))
+	bad := catalog(model("pin", plan.TierP0, 2, time.Second), model("huge", plan.TierP0, 20, time.Second))
 	_, err := NewController(DefaultConfig(), bad, budget, Deps{Triton: &triton.Client{}})
-	if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(),
+	if !errors.Is(err, plan.ErrNeverFits) || !strings.Contains(err.Error(),
 		`model "huge" (P0): peak 20.00GiB + reserve 0.0MiB = 20.00GiB exceeds the budget 9.62GiB of profile 1g.10gb`) {
 		t.Fatalf("NewController = %v, want ErrNeverFits naming huge, its peak and the budget", err)
 	}
 
-	good := catalog(model("pin", TierP0, 2, time.Second), model("huge", TierP2, 20, time.Second))
+	good := catalog(model("pin", plan.TierP0, 2, time.Second), model("huge", plan.TierP2, 20, time.Second))
 	h := newHarness(t, fake, good, budget)
 	if got := testutil.ToFloat64(h.m.UnplaceableModels); got != 1 {
 		t.Errorf("unplaceable_models = %v, want 1 (huge, P2, above the budget)", got)
@@ -783,10 +783,10 @@ func TestControllerPinnedModelThatCanNeverFit(t *testing.T) {
 	if diff := h.ctl.Status().Unplaceable; len(diff) != 1 || diff[0] != "huge" {
 		t.Errorf("Status.Unplaceable = %v, want [huge]", diff)
 	}
-	if err := h.ctl.SetCatalog(bad); !errors.Is(err, ErrNeverFits) {
+	if err := h.ctl.SetCatalog(bad); !errors.Is(err, plan.ErrNeverFits) {
 		t.Fatalf("SetCatalog = %v, want ErrNeverFits", err)
 	}
-	if m, _ := h.ctl.catalog().Model("huge"); m.Tier != TierP2 {
+	if m, _ := h.ctl.catalog().Model("huge"); m.Tier != plan.TierP2 {
 		t.Errorf("catalog after a rejected update has huge as %s, want the kept P2", m.Tier)
 	}
 	h.step()

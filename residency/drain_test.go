@@ -19,17 +19,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
 // newDrainHarness is a harness whose controller has drain settings and an HTTP server.
 func newDrainHarness(t *testing.T, serviceTime time.Duration) (*harness, *Drainer, *httptest.Server) {
 	t.Helper()
-	cat := catalog(model("m", TierP0, 1, time.Second))
+	cat := catalog(model("m", plan.TierP0, 1, time.Second))
 	fm := fakeModel("m", 1)
 	fm.ServiceTime = serviceTime
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fm}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fm}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	cfg := DefaultConfig()
 	cfg.TritonMetricsURL = h.srv.MetricsURL()
 	cfg.PropagationDelay = 5 * time.Second
@@ -193,9 +194,9 @@ func TestDrainDeadline(t *testing.T) {
 }
 
 func TestHTTPEndpoints(t *testing.T) {
-	cat := catalog(model("m", TierP0, 1, time.Second))
+	cat := catalog(model("m", plan.TierP0, 1, time.Second))
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{fakeModel("m", 1)}}, cat, Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{fakeModel("m", 1)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {

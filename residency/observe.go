@@ -7,17 +7,18 @@ import (
 	"slices"
 	"time"
 
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
 // stateRank orders the states of a model's versions: the one that holds the most wins.
-func stateRank(s State) int {
+func stateRank(s plan.State) int {
 	switch s {
-	case StateReady:
+	case plan.StateReady:
 		return 3
-	case StateLoading:
+	case plan.StateLoading:
 		return 2
-	case StateUnloading:
+	case plan.StateUnloading:
 		return 1
 	}
 	return 0
@@ -31,8 +32,8 @@ type countSample struct {
 
 // observation is one loop's reading of Triton and the device.
 type observation struct {
-	obs    Observed
-	demand Demand
+	obs    plan.Observed
+	demand plan.Demand
 	// usedBytes is the device's memory in use (NVML), or -1 without a probe.
 	usedBytes int64
 	// statsBytes is the sum of the models' memory_usage in Triton's statistics.
@@ -42,7 +43,7 @@ type observation struct {
 // observe re-reads Triton's index and statistics, the device and the demand source; nothing
 // about Triton's state is carried over from earlier loops except the time each model was first
 // seen READY and the statistics samples for demand. c.mu must not be held.
-func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (observation, error) {
+func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Time) (observation, error) {
 	idx, err := c.deps.Triton.Index(ctx, false)
 	if err != nil {
 		return observation{}, fmt.Errorf("read repository index: %w", err)
@@ -51,15 +52,15 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 	if err != nil {
 		return observation{}, fmt.Errorf("read model statistics: %w", err)
 	}
-	o := observation{obs: Observed{Models: make(map[string]ModelStatus, len(idx))}, demand: Demand{}, usedBytes: -1}
+	o := observation{obs: plan.Observed{Models: make(map[string]plan.ModelStatus, len(idx))}, demand: plan.Demand{}, usedBytes: -1}
 	for _, e := range idx {
-		s := State(e.State)
+		s := plan.State(e.State)
 		if e.State == triton.StateUnknown {
-			s = StateUnavailable
+			s = plan.StateUnavailable
 		}
 		cur, seen := o.obs.Models[e.Name]
 		if !seen || stateRank(s) > stateRank(cur.State) {
-			o.obs.Models[e.Name] = ModelStatus{State: s, Reason: e.Reason}
+			o.obs.Models[e.Name] = plan.ModelStatus{State: s, Reason: e.Reason}
 		}
 	}
 	type agg struct {
@@ -82,7 +83,7 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 	var notLoaded []string
 	c.mu.Lock()
 	for name, st := range o.obs.Models {
-		if st.State == StateReady {
+		if st.State == plan.StateReady {
 			if _, ok := c.firstReady[name]; !ok {
 				c.firstReady[name] = now
 			}
@@ -90,7 +91,7 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 		} else {
 			delete(c.firstReady, name)
 		}
-		if st.State == StateReady {
+		if st.State == plan.StateReady {
 			st.Digest = c.loadedDigest[name]
 		} else {
 			delete(c.loadedDigest, name)
@@ -116,7 +117,7 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 	for _, m := range cat.Models {
 		st, ok := o.obs.Models[m.Name]
 		if !ok {
-			st.State = StateUnavailable
+			st.State = plan.StateUnavailable
 		}
 		if !st.State.HoldsMemory() {
 			notLoaded = append(notLoaded, m.Name)
@@ -183,8 +184,8 @@ func (c *Controller) observe(ctx context.Context, cat Catalog, now time.Time) (o
 		o.usedBytes = used
 		// Memory the device shows in use beyond the reserve and what the models account for:
 		// an unload that has not returned its memory yet, a leak, another process.
-		modelBytes := Accounted(cat, c.budget, o.obs) - ReserveBytes(cat, c.budget)
-		o.obs.UnaccountedBytes = max(0, used-ReserveBytes(cat, c.budget)-modelBytes)
+		modelBytes := plan.Accounted(cat, c.budget, o.obs) - plan.ReserveBytes(cat, c.budget)
+		o.obs.UnaccountedBytes = max(0, used-plan.ReserveBytes(cat, c.budget)-modelBytes)
 		c.mu.Lock()
 		c.unaccounted = o.obs.UnaccountedBytes
 		c.mu.Unlock()

@@ -1,17 +1,20 @@
 // Package scaler is inferscale's KEDA external scaler.
 //
-// It turns the metadata of a ScaledObject trigger into a validated Policy
-// (ParseMetadata), computes a replica count from queue depth, request rate,
-// GPU engine activity and a warm pool with the pure function Recommend
-// (which lives, with Policy and its types, in the dependency-free package
-// scaler/decision and is re-exported here), and
-// serves KEDA's externalscaler gRPC protocol (Server) from a snapshot that is
-// refreshed in the background, so no RPC ever waits on Prometheus.
+// It owns the scaler's running part: parsing the metadata of a ScaledObject trigger into a
+// validated [decision.Policy] ([ParseMetadata]), serving KEDA's externalscaler gRPC protocol
+// ([Server]) from a snapshot that is refreshed in the background, so no RPC ever waits on
+// Prometheus, the scaler's metrics, and [Run], which cmd/scaler calls.
 //
-// The signals themselves come from package scaler/prom (Prometheus queries,
-// confinement to a namespace, presets and the background poller) and the
-// bounds and ready replicas of a scale target from package scaler/kube; this
-// package sees them only through the Signals and Targets interfaces.
+// The replica count itself is the pure function decision.Recommend of package scaler/decision
+// (with Policy, Observation, State and the signal names); this package calls it and names its
+// types there, never under second names. The signals come from package prom (Prometheus
+// queries, confinement to a namespace, presets and the background poller), and the bounds and
+// ready replicas of a scale target from package scaler/kube; this package sees them only
+// through the [Signals] and [Targets] interfaces.
+//
+// It must not import package residency or any residency/… package: the scaler and the
+// residency sidecar are separate running parts, and what both need from Prometheus lives in
+// package prom.
 //
 // The formulas are those of DESIGN.md, "The scaler":
 //

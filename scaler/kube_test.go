@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
 )
 
 // TestRestartSeedsFromSpecReplicas: a scaler (re)started while the HPA holds the Deployment

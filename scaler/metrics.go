@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // decisionCollector exports every trigger's last decision at scrape time
@@ -77,7 +79,7 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.s.Triggers()
 	perObject := c.perObject && (c.maxTriggers == 0 || n <= c.maxTriggers)
 	var active, degraded, noData int
-	c.s.eachTrigger(func(tr *trigger, rec Recommendation) {
+	c.s.eachTrigger(func(tr *trigger, rec decision.Recommendation) {
 		switch {
 		case rec.Err != nil: // IsActive answers Unavailable
 			noData++
@@ -100,7 +102,7 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectTrigger sends one trigger's series.
-func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trigger, rec Recommendation) {
+func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trigger, rec decision.Recommendation) {
 	l := []string{tr.namespace, tr.name, tr.metric}
 	g := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(l[:3:3], extra...)...)
@@ -112,9 +114,9 @@ func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trig
 	if rec.Ready >= 0 {
 		g(c.ready, float64(rec.Ready))
 	}
-	for _, s := range AllSignals() {
+	for _, s := range decision.AllSignals() {
 		st := rec.Status[s]
-		if st == "" || st == StatusUnconfigured {
+		if st == "" || st == decision.StatusUnconfigured {
 			continue
 		}
 		g(c.signalStatus, 1, s.String(), string(st))

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
 )
 
 // TestObjectMetricsBound: per-ScaledObject series appear while the registered triggers are at

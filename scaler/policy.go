@@ -11,7 +11,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // ErrInvalidMetadata is wrapped by every error ParseMetadata returns; the
@@ -95,8 +96,8 @@ func rangeError(key, accepted, got string) error {
 // accepted range. Keys it does not know are errors, except those KEDA itself
 // forwards (scalerAddress, enableTLS, unsafeSsl, …); `<key>FromEnv` is read
 // as `<key>`.
-func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
-	p := DefaultPolicy()
+func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, error) {
+	p := decision.DefaultPolicy()
 	p.PrometheusAddress = defaults.PrometheusAddress
 	var errs []error
 
@@ -179,7 +180,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
 	engineOK := true
 	if s, ok := get(KeyEngine); ok {
 		switch s {
-		case EngineCustom, EngineTriton, EngineVLLM:
+		case decision.EngineCustom, decision.EngineTriton, decision.EngineVLLM:
 			p.Engine = s
 		default:
 			errs = append(errs, rangeError(KeyEngine, "one of triton, vllm, custom", s))
@@ -231,12 +232,12 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
 	if s, ok := get(KeyZeroWhenAbsent); ok && s != "" {
 		for _, name := range strings.Split(s, ",") {
 			name = strings.TrimSpace(name)
-			i := slices.IndexFunc(AllSignals(), func(s Signal) bool { return s.String() == name })
+			i := slices.IndexFunc(decision.AllSignals(), func(s decision.Signal) bool { return s.String() == name })
 			if i < 0 {
 				errs = append(errs, rangeError(KeyZeroWhenAbsent, "a comma list of queue, rate, activity, ready", s))
 				break
 			}
-			p.ZeroWhenAbsent = p.ZeroWhenAbsent.With(AllSignals()[i])
+			p.ZeroWhenAbsent = p.ZeroWhenAbsent.With(decision.AllSignals()[i])
 		}
 	}
 	float(KeyScaleDownMaxFraction, &p.ScaleDownMaxFraction, "a number in (0, 1]", unit)
@@ -251,10 +252,10 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
 	} else if !prom.ValidAddress(p.PrometheusAddress) {
 		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host", p.PrometheusAddress))
 	}
-	if engineOK && !p.Configured(SignalQueue) && !p.Configured(SignalRate) && !p.Configured(SignalActivity) {
-		errs = append(errs, fmt.Errorf("%w: %s, %s or %s is required with %s %q (or use engine triton or vllm)", ErrInvalidMetadata, KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyEngine, EngineCustom))
+	if engineOK && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) && !p.Configured(decision.SignalActivity) {
+		errs = append(errs, fmt.Errorf("%w: %s, %s or %s is required with %s %q (or use engine triton or vllm)", ErrInvalidMetadata, KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyEngine, decision.EngineCustom))
 	}
-	if (p.Configured(SignalQueue) || p.Configured(SignalRate)) && p.ReplicaThroughput == 0 {
+	if (p.Configured(decision.SignalQueue) || p.Configured(decision.SignalRate)) && p.ReplicaThroughput == 0 {
 		if _, given := vals[KeyReplicaThroughput]; !given {
 			errs = append(errs, fmt.Errorf("%w: %s is required with a queue or rate signal (a number > 0, requests per second one replica sustains)", ErrInvalidMetadata, KeyReplicaThroughput))
 		}
@@ -263,7 +264,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (Policy, error) {
 		errs = append(errs, fmt.Errorf("%w: %s (%d) must be ≤ %s (%d)", ErrInvalidMetadata, KeyMinReplicas, p.MinReplicas, KeyMaxReplicas, p.MaxReplicas))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Policy{}, err
+		return decision.Policy{}, err
 	}
 	return p, nil
 }

@@ -14,16 +14,16 @@ import (
 var testDefaults = Defaults{PrometheusAddress: "http://prometheus:9090"}
 
 func TestParseMetadataValid(t *testing.T) {
-	tritonPolicy := DefaultPolicy()
-	tritonPolicy.Engine = EngineTriton
+	tritonPolicy := decision.DefaultPolicy()
+	tritonPolicy.Engine = decision.EngineTriton
 	tritonPolicy.Model = "resnet50"
 	tritonPolicy.PrometheusAddress = "http://prometheus:9090"
 	tritonPolicy.ReplicaThroughput = 40
 	tritonPolicy.WarmReplicas = 1
 	tritonPolicy.ScaleDownWindow = 10 * time.Minute
-	tritonPolicy.ZeroWhenAbsent = decision.SignalSet(0).With(SignalQueue).With(SignalRate)
+	tritonPolicy.ZeroWhenAbsent = decision.SignalSet(0).With(decision.SignalQueue).With(decision.SignalRate)
 
-	custom := DefaultPolicy()
+	custom := decision.DefaultPolicy()
 	custom.PrometheusAddress = "https://thanos.example:10902"
 	custom.QueueQuery = `sum(gateway_queue_depth{pool="chat"})`
 	custom.ReplicaThroughput = 2.5
@@ -39,7 +39,7 @@ func TestParseMetadataValid(t *testing.T) {
 	tests := []struct {
 		name string
 		give map[string]string
-		want Policy
+		want decision.Policy
 	}{
 		{
 			name: "triton preset with KEDA's own keys",

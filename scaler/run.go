@@ -24,7 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
 )
 
 // NewLogger returns the structured logger cfg asks for, writing to w.

@@ -19,7 +19,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // SignalHandle reads one subscribed signal's latest snapshot. Result must
@@ -44,7 +45,7 @@ type FirstEvaluator interface {
 // load test gives every call.
 const DefaultFirstEvaluationWait = 300 * time.Millisecond
 
-// Signals is the server's view of the background poller (scaler/prom):
+// Signals is the server's view of the background poller (package prom):
 // Subscribe registers a signal once per trigger; its errors (bad PromQL,
 // bad address) are the user's and wrap prom.ErrBadRequest.
 type Signals interface {
@@ -121,15 +122,15 @@ type Server struct {
 // decision state.
 type trigger struct {
 	namespace, name, metric string
-	policy                  Policy
-	handles                 [NumSignals]SignalHandle
+	policy                  decision.Policy
+	handles                 [decision.NumSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
 	streams                 atomic.Int32 // open StreamIsActive calls: never forgotten while > 0
 	waited                  atomic.Bool  // an RPC waited for the first evaluation (FirstEvaluationWait)
 
 	mu      sync.Mutex
-	state   State
-	rec     Recommendation
+	state   decision.State
+	rec     decision.Recommendation
 	have    bool          // rec holds an evaluation
 	changed chan struct{} // made by a waiting StreamIsActive; closed and cleared when rec.Active changes
 }
@@ -176,10 +177,10 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 }
 
 // kinds maps Signal to the poller's Kind.
-var kinds = [NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
+var kinds = [decision.NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
 
 // metadataKeyOf names the metadata key of a signal's query for errors.
-var metadataKeyOf = [NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
+var metadataKeyOf = [decision.NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
 
 // ensure returns the trigger for ref, registering it (parse, subscribe,
 // first evaluation) the first time. Errors are gRPC statuses.
@@ -207,7 +208,7 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
 	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p}
-	for _, sig := range AllSignals() {
+	for _, sig := range decision.AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
 		if !p.Configured(sig) {
@@ -257,14 +258,14 @@ func (t *trigger) close() {
 }
 
 // observe reads the trigger's snapshot and Kubernetes view into an Observation.
-func (s *Server) observe(tr *trigger) Observation {
-	var o Observation
+func (s *Server) observe(tr *trigger) decision.Observation {
+	var o decision.Observation
 	for sig, h := range tr.handles {
 		if h == nil {
 			continue
 		}
 		r := h.Result()
-		o.Samples[sig] = Sample{Value: r.Value, Empty: r.Empty, Err: r.Err, EvaluatedAt: r.EvaluatedAt}
+		o.Samples[sig] = decision.Sample{Value: r.Value, Empty: r.Empty, Err: r.Err, EvaluatedAt: r.EvaluatedAt}
 	}
 	if s.targets != nil {
 		if t, ok := s.targets.Lookup(tr.namespace, tr.name); ok {
@@ -281,7 +282,7 @@ func (s *Server) observe(tr *trigger) Observation {
 // whose tick time was taken before an RPC re-evaluated a trigger without
 // data at its own, later time) stores nothing and returns the stored answer,
 // so the history never holds points out of time order.
-func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
+func (s *Server) evaluate(tr *trigger, now time.Time) decision.Recommendation {
 	obs := s.observe(tr)
 	tr.mu.Lock()
 	prev := tr.rec
@@ -292,7 +293,7 @@ func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
 			"metric", tr.metric, "at", now, "stored", prev.At)
 		return prev
 	}
-	rec, st := Recommend(tr.policy, obs, tr.state, now)
+	rec, st := decision.Recommend(tr.policy, obs, tr.state, now)
 	tr.state, tr.rec, tr.have = st, rec, true
 	tr.rec.Reason = "" // logged below; not kept per trigger (10,000 ScaledObjects)
 	if (!hadPrev || prev.Active != rec.Active) && tr.changed != nil {
@@ -316,7 +317,7 @@ func (s *Server) evaluate(tr *trigger, now time.Time) Recommendation {
 }
 
 // snapshot returns the trigger's last answer.
-func (tr *trigger) snapshot() (Recommendation, bool) {
+func (tr *trigger) snapshot() (decision.Recommendation, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.rec, tr.have
@@ -330,7 +331,7 @@ func (tr *trigger) snapshot() (Recommendation, bool) {
 // wait a whole refresh, and IsActive and GetMetrics of a new trigger answer
 // alike (both from the same first evaluation). Once it has answered, only
 // the background refresh moves its state.
-func (s *Server) answer(ctx context.Context, tr *trigger) (Recommendation, error) {
+func (s *Server) answer(ctx context.Context, tr *trigger) (decision.Recommendation, error) {
 	tr.mu.Lock()
 	rec, ok, answered := tr.rec, tr.have, tr.state.HasLast
 	tr.mu.Unlock()
@@ -531,7 +532,7 @@ func (s *Server) Triggers() int {
 }
 
 // eachTrigger calls f for every trigger's last answer (for metrics).
-func (s *Server) eachTrigger(f func(tr *trigger, rec Recommendation)) {
+func (s *Server) eachTrigger(f func(tr *trigger, rec decision.Recommendation)) {
 	s.mu.RLock()
 	all := make([]*trigger, 0, len(s.triggers))
 	for _, tr := range s.triggers {

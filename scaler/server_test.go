@@ -22,8 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
-	"github.com/inferscale/inferscale/scaler/prom"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferscale/inferscale/scaler/prom"
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
 )
 
 // TestPollerSignalsShareHandles: equal requests get one handle, different ones their own, and
@@ -20,7 +21,7 @@ func TestPollerSignalsShareHandles(t *testing.T) {
 	}
 	ps := PollerSignals(p).(*pollerSignals)
 	req := func(ns, model string) prom.Request {
-		return prom.Request{Namespace: ns, Kind: prom.KindQueue, Engine: EngineTriton, Model: model}
+		return prom.Request{Namespace: ns, Kind: prom.KindQueue, Engine: decision.EngineTriton, Model: model}
 	}
 	a1, err := ps.Subscribe(req("a", "m1"))
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/kube"
-	"github.com/inferscale/inferscale/scaler/prom"
 )
 
 // fakeCluster starts scaler/kube's informers, confined to watchNamespace, on client-go's

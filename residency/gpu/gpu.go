@@ -1,9 +1,3 @@
-// Package gpu reads the memory budget of the pod's GPU or MIG slice through NVML (go-nvml).
-//
-// The device is resolved from NVIDIA_VISIBLE_DEVICES as the NVIDIA container toolkit sets it:
-// a MIG device UUID (MIG-…), a GPU UUID (GPU-…), a GPU index (0), a MIG index pair (0:1), or
-// "all" when the container sees exactly one device. Tests drive it with go-nvml's own mock
-// servers (pkg/nvml/mock/dgxa100, dgxh100, …); production passes nvml.New().
 package gpu
 
 import (
@@ -14,7 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // ErrNoDevice is wrapped when NVIDIA_VISIBLE_DEVICES names no usable device.
@@ -120,13 +114,13 @@ func (d *Device) UsedBytes() (int64, error) {
 
 // Budget returns the residency budget of the device: its total memory less reserveBytes, for
 // profile (the device's own MIG profile when profile is "").
-func (d *Device) Budget(profile string, reserveBytes int64) (residency.Budget, error) {
+func (d *Device) Budget(profile string, reserveBytes int64) (plan.Budget, error) {
 	if profile == "" {
 		profile = d.Profile
 	}
-	b := residency.Budget{Profile: profile, TotalBytes: d.TotalBytes, ReserveBytes: reserveBytes}
+	b := plan.Budget{Profile: profile, TotalBytes: d.TotalBytes, ReserveBytes: reserveBytes}
 	if err := b.Validate(); err != nil {
-		return residency.Budget{}, fmt.Errorf("device %s (%s): %w", d.UUID, d.Name, err)
+		return plan.Budget{}, fmt.Errorf("device %s (%s): %w", d.UUID, d.Name, err)
 	}
 	return b, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // migDevice carves a MIG device out of a go-nvml mock GPU: it creates a GPU instance of
@@ -72,7 +72,7 @@ func TestOpenWholeGPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(residency.Budget{Profile: "h100-80gb", TotalBytes: tt.wantTotal, ReserveBytes: 1 << 30}, b); diff != "" {
+			if diff := cmp.Diff(plan.Budget{Profile: "h100-80gb", TotalBytes: tt.wantTotal, ReserveBytes: 1 << 30}, b); diff != "" {
 				t.Errorf("Budget (-want +got):\n%s", diff)
 			}
 		})
@@ -105,7 +105,7 @@ func TestOpenMIG(t *testing.T) {
 			}
 			// 4864 MiB: the A100-40GB 1g.5gb instance profile's MemorySizeMB in go-nvml's mock,
 			// and the figure in residency's profile table.
-			want, _ := residency.ProfileBytes("1g.5gb")
+			want, _ := plan.ProfileBytes("1g.5gb")
 			if !d.MIG || d.Profile != "1g.5gb" || d.TotalBytes != 4864<<20 || d.TotalBytes != want {
 				t.Errorf("Open = %+v; want MIG 1g.5gb with %d bytes", d, want)
 			}
@@ -113,7 +113,7 @@ func TestOpenMIG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(residency.Budget{Profile: "1g.5gb", TotalBytes: 4864 << 20, ReserveBytes: 256 << 20}, b); diff != "" {
+			if diff := cmp.Diff(plan.Budget{Profile: "1g.5gb", TotalBytes: 4864 << 20, ReserveBytes: 256 << 20}, b); diff != "" {
 				t.Errorf("Budget (-want +got):\n%s", diff)
 			}
 			used, err := d.UsedBytes()
@@ -160,7 +160,7 @@ func TestBudgetWholeGPUNeedsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Budget("", 0); !errors.Is(err, residency.ErrBudget) {
+	if _, err := d.Budget("", 0); !errors.Is(err, plan.ErrBudget) {
 		t.Errorf("Budget without a profile on a whole GPU: err = %v, want ErrBudget", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,7 +68,7 @@ func TestRunFailsFast(t *testing.T) {
 	}
 	c := base
 	c.CatalogPath = "missing.yaml"
-	if err := Run(context.Background(), c, discard); !errors.Is(err, residency.ErrCatalog) {
+	if err := Run(context.Background(), c, discard); !errors.Is(err, plan.ErrCatalog) {
 		t.Errorf("err = %v, want ErrCatalog", err)
 	}
 }

@@ -1,6 +1,3 @@
-// Package sidecar wires the residency controller into a process: catalog, budget (NVML through
-// residency/gpu, or flags), Triton client, Prometheus demand, Kubernetes events, HTTP endpoints,
-// and the drain on SIGTERM. cmd/residency parses flags into a residency.Config and calls Run.
 package sidecar
 
 import (
@@ -19,10 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/residency/gpu"
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
-	"github.com/inferscale/inferscale/scaler/prom"
 )
 
 // ErrNoBudget is returned when no budget source applies.
@@ -34,11 +32,11 @@ var ErrUnknownProfile = errors.New("unknown --mig-profile")
 // CheckProfile returns an error wrapping ErrUnknownProfile when profile (--mig-profile) is set
 // but is neither in the profile table (residency.Profiles) nor named by any catalog model's
 // peakMemoryBytes: a typo that would leave the pod managing nothing. The error lists both.
-func CheckProfile(profile string, cat residency.Catalog) error {
+func CheckProfile(profile string, cat plan.Catalog) error {
 	if profile == "" {
 		return nil
 	}
-	if _, ok := residency.ProfileBytes(profile); ok {
+	if _, ok := plan.ProfileBytes(profile); ok {
 		return nil
 	}
 	inCat := cat.Profiles()
@@ -46,7 +44,7 @@ func CheckProfile(profile string, cat residency.Catalog) error {
 		return nil
 	}
 	return fmt.Errorf("%w: --mig-profile %q is neither in the profile table %v nor named by any catalog model (catalog profiles: %v)",
-		ErrUnknownProfile, profile, residency.Profiles(), inCat)
+		ErrUnknownProfile, profile, plan.Profiles(), inCat)
 }
 
 // Device is the budget's device reading: UsedBytes is nil without NVML; Close releases NVML.
@@ -63,7 +61,7 @@ type Device struct {
 // opens, still supplies the device's used memory); else NVML's reading of the device; else the
 // profile table entry for --mig-profile. The profile is --mig-profile, or the MIG device's own.
 // The reserve is cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
-func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log *slog.Logger) (residency.Budget, Device, error) {
+func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log *slog.Logger) (plan.Budget, Device, error) {
 	reserve := max(cfg.ReserveBytes, 0)
 	dev := Device{Close: func() {}}
 	var nvmlDev *gpu.Device
@@ -74,37 +72,37 @@ func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log
 			nvmlDev, dev.Close = d, closeFn
 			dev.UsedBytes = d.UsedBytes
 		case cfg.NVML == "on":
-			return residency.Budget{}, dev, fmt.Errorf("--nvml=on: %w", err)
+			return plan.Budget{}, dev, fmt.Errorf("--nvml=on: %w", err)
 		default:
 			log.Info("NVML not used", "reason", err)
 		}
 	}
-	var b residency.Budget
+	var b plan.Budget
 	switch {
 	case cfg.BudgetBytes > 0:
-		b = residency.Budget{Profile: cfg.MIGProfile, TotalBytes: cfg.BudgetBytes, ReserveBytes: reserve}
+		b = plan.Budget{Profile: cfg.MIGProfile, TotalBytes: cfg.BudgetBytes, ReserveBytes: reserve}
 		dev.Source = "--budget-bytes"
 	case nvmlDev != nil:
 		nb, err := nvmlDev.Budget(cfg.MIGProfile, reserve)
 		if err != nil {
 			dev.Close()
-			return residency.Budget{}, Device{}, fmt.Errorf("%w: %w (set --mig-profile on a whole GPU)", ErrNoBudget, err)
+			return plan.Budget{}, Device{}, fmt.Errorf("%w: %w (set --mig-profile on a whole GPU)", ErrNoBudget, err)
 		}
 		b = nb
 		dev.Source = fmt.Sprintf("nvml %s (%s)", nvmlDev.UUID, nvmlDev.Name)
 	case cfg.MIGProfile != "":
-		total, ok := residency.ProfileBytes(cfg.MIGProfile)
+		total, ok := plan.ProfileBytes(cfg.MIGProfile)
 		if !ok {
-			return residency.Budget{}, dev, fmt.Errorf("%w: --mig-profile %q is not in the profile table %v; set --budget-bytes", ErrNoBudget, cfg.MIGProfile, residency.Profiles())
+			return plan.Budget{}, dev, fmt.Errorf("%w: --mig-profile %q is not in the profile table %v; set --budget-bytes", ErrNoBudget, cfg.MIGProfile, plan.Profiles())
 		}
-		b = residency.Budget{Profile: cfg.MIGProfile, TotalBytes: total, ReserveBytes: reserve}
+		b = plan.Budget{Profile: cfg.MIGProfile, TotalBytes: total, ReserveBytes: reserve}
 		dev.Source = "profile table"
 	default:
-		return residency.Budget{}, dev, fmt.Errorf("%w: no GPU through NVML; set --budget-bytes with --mig-profile, or --mig-profile alone (table: %v)", ErrNoBudget, residency.Profiles())
+		return plan.Budget{}, dev, fmt.Errorf("%w: no GPU through NVML; set --budget-bytes with --mig-profile, or --mig-profile alone (table: %v)", ErrNoBudget, plan.Profiles())
 	}
 	if err := b.Validate(); err != nil {
 		dev.Close()
-		return residency.Budget{}, Device{}, fmt.Errorf("%w: %w", ErrNoBudget, err)
+		return plan.Budget{}, Device{}, fmt.Errorf("%w: %w", ErrNoBudget, err)
 	}
 	return b, dev, nil
 }
@@ -147,7 +145,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		return fmt.Errorf("%s: %w", cfg.CatalogPath, err)
 	}
 	log.Info("budget", "profile", budget.Profile, "total_bytes", budget.TotalBytes,
-		"reserve_bytes", residency.ReserveBytes(cat, budget), "source", dev.Source, "models", len(cat.Models))
+		"reserve_bytes", plan.ReserveBytes(cat, budget), "source", dev.Source, "models", len(cat.Models))
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

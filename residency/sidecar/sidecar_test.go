@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -25,25 +26,25 @@ func TestResolveBudget(t *testing.T) {
 		cfg        residency.Config
 		lib        nvml.Interface
 		visible    string
-		want       residency.Budget
+		want       plan.Budget
 		wantSource string
 		wantUsed   bool
 	}{
 		{name: "flag wins; NVML still reads used memory", lib: dgxh100.New(), visible: "0",
 			cfg:  cfg(func(c *residency.Config) { c.BudgetBytes = 5 << 30; c.MIGProfile = "1g.10gb" }),
-			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 5 << 30}, wantSource: "--budget-bytes", wantUsed: true},
+			want: plan.Budget{Profile: "1g.10gb", TotalBytes: 5 << 30}, wantSource: "--budget-bytes", wantUsed: true},
 		{name: "NVML whole GPU with a profile name", lib: dgxh100.New(), visible: "3",
 			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "h100-80gb"; c.ReserveBytes = 1 << 30 }),
-			want: residency.Budget{Profile: "h100-80gb", TotalBytes: 81920 << 20, ReserveBytes: 1 << 30}, wantUsed: true},
+			want: plan.Budget{Profile: "h100-80gb", TotalBytes: 81920 << 20, ReserveBytes: 1 << 30}, wantUsed: true},
 		{name: "no GPU: profile table", lib: nil,
 			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "3g.40gb" }),
-			want: residency.Budget{Profile: "3g.40gb", TotalBytes: 40192 << 20}, wantSource: "profile table"},
+			want: plan.Budget{Profile: "3g.40gb", TotalBytes: 40192 << 20}, wantSource: "profile table"},
 		{name: "nvml off ignores the GPU", lib: dgxh100.New(), visible: "0",
 			cfg:  cfg(func(c *residency.Config) { c.NVML = "off"; c.MIGProfile = "1g.10gb" }),
-			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
+			want: plan.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
 		{name: "auto: a bad NVIDIA_VISIBLE_DEVICES falls back to the table", lib: dgxh100.New(), visible: "none",
 			cfg:  cfg(func(c *residency.Config) { c.MIGProfile = "1g.10gb" }),
-			want: residency.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
+			want: plan.Budget{Profile: "1g.10gb", TotalBytes: 9856 << 20}, wantSource: "profile table"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,11 +92,11 @@ func TestCheckProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	custom := cat
-	custom.Models = append([]residency.Model{{Name: "z", PeakMemoryBytes: map[string]int64{"1g.12gb": 1 << 30}}}, cat.Models...)
+	custom.Models = append([]plan.Model{{Name: "z", PeakMemoryBytes: map[string]int64{"1g.12gb": 1 << 30}}}, cat.Models...)
 	tests := []struct {
 		name    string
 		profile string
-		cat     residency.Catalog
+		cat     plan.Catalog
 		wantErr string // "" means nil
 	}{
 		{name: "unset", profile: "", cat: cat},
