@@ -43,6 +43,11 @@ type Observation struct {
 	// BoundsKnown; otherwise the policy's minReplicas/maxReplicas apply.
 	MinReplicas, MaxReplicas int32
 	BoundsKnown              bool
+	// ColdStart is H as measured from the scale target's recent pod starts
+	// (creation to Ready) when ColdStartKnown; the policy's coldStart
+	// overrides it.
+	ColdStart      time.Duration
+	ColdStartKnown bool
 }
 
 // Point is a run of consecutive evaluations in the sliding history with the
@@ -79,6 +84,9 @@ type State struct {
 	// History holds recent evaluations, oldest first, pruned to the longest
 	// of the up-window, the down-window and the step-down period.
 	History []Point
+	// Rates holds the fresh rate samples of the last forecastWindow(H),
+	// oldest first, at most maxRatePoints, for the λ_H forecast.
+	Rates []RatePoint
 	// Good holds the last valid value per signal.
 	Good [NumSignals]LastGood
 	// Measured is true per signal once it produced a valid sample of its
@@ -103,19 +111,23 @@ type Term string
 
 // Demand terms and shaping limits.
 const (
-	TermNone       Term = "none"     // no demand term (ErrNoData)
-	TermRate       Term = "rate"     // N_rate = ⌈λ/(μρ)⌉
-	TermDrain      Term = "drain"    // N_drain = ⌈(λ+Q/D)/(μρ)⌉
-	TermActivity   Term = "activity" // N_act = ⌈R·A/A_target⌉
-	TermWarm       Term = "warm"     // demand 0, the warm pool is the whole answer
-	TermMin        Term = "min"      // clamped up to the lower bound
-	TermMax        Term = "max"      // clamped down to the upper bound
-	TermBurst      Term = "burst"    // N_raw ≥ burstFactor·R: up-window skipped
+	TermNone       Term = "none"            // no demand term (ErrNoData)
+	TermSLO        Term = "slo"             // N_slo at the offered load λ_H·S
+	TermSLORunning Term = "slo-running"     // N_slo at the offered load of the running requests
+	TermDrain      Term = "drain"           // N_drain = ⌈(max(λS, running) + Q·S/D)/(kρ)⌉
+	TermCap        Term = "utilization-cap" // N_cap = ⌈a/(kρ)⌉, targetUtilization set
+	TermOccupancy  Term = "occupancy"       // no service time: ⌈(running + Q)/k⌉
+	TermActivity   Term = "activity"        // N_act = ⌈R·A/A_target⌉, activity the only signal
+	TermWarm       Term = "warm"            // demand 0, the warm pool is the whole answer
+	TermMin        Term = "min"             // clamped up to the lower bound
+	TermMax        Term = "max"             // clamped down to the upper bound
+	TermBurst      Term = "burst"           // N_raw ≥ burstFactor·R: up-window skipped
 	TermUpWindow   Term = "up-window"
 	TermDownWindow Term = "down-window"
 	TermStepDown   Term = "step-down"
-	TermSeed       Term = "seed"           // restart: held at the seed replica count
-	TermDegraded   Term = "degraded-floor" // degraded: held at the last good result
+	TermSeed       Term = "seed"             // restart: held at the seed replica count
+	TermDegraded   Term = "degraded-floor"   // degraded: held at the last good result
+	TermSaturated  Term = "saturation-guard" // engine saturated: no scale-down
 )
 
 // SignalStatus says how a signal entered a decision.
@@ -144,14 +156,36 @@ type Recommendation struct {
 	Replicas int32
 	// Raw is N_raw = clamp(N_demand + warm, min, max) before windows.
 	Raw int32
-	// Term is the demand term that won (rate, drain, activity, warm).
+	// Term is the demand term that won (slo, slo-running, drain,
+	// utilization-cap, occupancy, activity, warm).
 	Term Term
 	// Limit is what shaped Replicas away from Raw ("" when Replicas == Raw
 	// straight from the formula).
 	Limit Term
-	// NRate, NDrain, NAct, Warm and Demand are the formula's terms; -1 when
-	// not computed (signal missing).
-	NRate, NDrain, NAct, Warm, Demand int32
+	// NRate (N_slo), NDrain, NCap, NOcc, NAct, Warm and Demand are the
+	// formula's terms; -1 when not computed (signal missing). N_slo above
+	// the upper bound reads bound + 1.
+	NRate, NDrain, NCap, NOcc, NAct, Warm, Demand int32
+	// LambdaH is λ_H, the forecast arrival rate (req/s); -1 without a rate.
+	LambdaH float64
+	// Load is a, the offered load N_slo was sized for (Erlangs); -1 when
+	// not computed.
+	Load float64
+	// ServiceTime is S as used (seconds; 0 unknown) and ServiceSource
+	// where it came from: "measured", "replicaThroughput" or "".
+	ServiceTime   float64
+	ServiceSource string
+	// Dispersion is I as used (1 when not measured).
+	Dispersion float64
+	// Horizon is H as used and HorizonSource where it came from:
+	// "coldStart", "measured" or "default".
+	Horizon       time.Duration
+	HorizonSource string
+	// PWait is the predicted P(wait > T) at Replicas; -1 when not computed.
+	PWait float64
+	// Saturated is true when the engine's activity is at its ceiling: the
+	// pool does not scale down.
+	Saturated bool
 	// Values are the values used per signal (last good value when held).
 	Values [NumSignals]float64
 	// Status per signal.
@@ -173,29 +207,55 @@ type Recommendation struct {
 // ceilEps is ⌈x⌉ tolerant of floating error: divisions such as 7/(1·0.7)
 // give 10.000000000000002, which must count as 10 replicas, not 11. A value
 // within one part in 10⁹ above an integer rounds down to that integer.
+// +Inf (and NaN, which the decision never produces) give +Inf: a term
+// saturates, it never turns into a small number.
 func ceilEps(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return math.Inf(1)
+	}
 	return math.Ceil(x - 1e-9*math.Max(1, math.Abs(x)))
 }
 
-// clampReplicas converts a non-negative float replica count to int32 within [lo, hi].
+// mulSat is x·y for non-negative factors with 0·Inf = 0: a zero factor
+// (no load, no warm fraction) stays zero, anything else saturates at +Inf.
+func mulSat(x, y float64) float64 {
+	if x == 0 || y == 0 {
+		return 0
+	}
+	return x * y
+}
+
+// clampReplicas converts a non-negative float replica count to int32
+// within [lo, hi]. NaN counts as +Inf (hi): an undefined number never
+// scales a pool down.
 func clampReplicas(x float64, lo, hi int32) int32 {
 	switch {
-	case math.IsNaN(x) || x < float64(lo):
-		return lo
-	case x > float64(hi):
+	case math.IsNaN(x) || x > float64(hi):
 		return hi
+	case x < float64(lo):
+		return lo
 	}
 	return int32(x)
 }
 
 // Recommend is the scaler's decision, a pure function of its arguments (see
-// DESIGN.md "The decision" and "Missing and bad data"):
+// DESIGN.md "The decision" and "Missing and bad data", and the package
+// documentation for the formulas and their sources):
 //
-//	N_rate   = ⌈λ / (μρ)⌉,  N_drain = ⌈(λ + Q/D) / (μρ)⌉   (λ = 0 when rate is missing)
-//	N_act    = ⌈R · A / A_target⌉, A = min(1, activity / activityCeiling)   (R > 0, A valid; 0 when R = 0)
-//	N_demand = max(N_rate, N_drain, N_act) over the terms that could be computed
+//	λ_H      = forecastRate(rate history, H)                  (λ missing: no rate load)
+//	S        = measured service time, else k/μ (replicaThroughput), else unknown
+//	a        = max(λ_H·S, running)                            offered load, Erlangs
+//	N_slo    = least N with P(W > T) ≤ 1 − q for N·k servers  (queue.go)
+//	N_drain  = ⌈(max(λ·S, running) + Q·S/D) / (k·ρ)⌉           (ρ = targetUtilization, 1 unset)
+//	N_cap    = ⌈a / (k·ρ)⌉                                    (targetUtilization set)
+//	N_occ    = ⌈(running + Q) / k⌉                            (S unknown)
+//	N_act    = ⌈R · A / A_target⌉                             (activity the only signal)
+//	N_demand = max of the terms that could be computed
 //	warm     = max(warmReplicas, ⌈warmFraction · N_demand⌉)
 //	N_raw    = clamp(N_demand + warm, min, max)
+//
+// Every term saturates at +Inf and NaN never reaches a clamp, so a huge
+// signal answers the upper bound.
 //
 // Shaping, with cur the previous answer (or the seed): a burst (N_raw ≥
 // burstFactor · R and N_raw > cur) answers N_raw; otherwise, as the HPA's
@@ -203,15 +263,17 @@ func clampReplicas(x float64, lo, hi int32) int32 {
 // (and the seed) over the down-window; up > cur scales up to up, down < cur
 // scales down to down, otherwise cur stays. A step down is bounded: within
 // any scaleDownPeriod the answer falls by at most max(1,
-// ⌊scaleDownMaxFraction · highest answer in that period⌋). A degraded
-// decision does not go below the last non-degraded answer.
+// ⌊scaleDownMaxFraction · highest answer in that period⌋). While the
+// engine's activity is at its ceiling the answer does not fall below cur
+// (the saturation guard). A degraded decision does not go below the last
+// non-degraded answer.
 //
 // Active is true when warmReplicas > 0, when a usable signal is above its
 // activation threshold, during the first down-window after the first sight
 // unless the seed is known to be 0, and when degraded after an active answer.
 func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommendation, State) {
 	st := prev
-	st.History = make([]Point, 0, len(prev.History)+1) // rebuilt below; prev's slice is never written
+	st.History = make([]Point, 0, len(prev.History)+1) // rebuilt below; prev's slices are never written
 	if st.FirstSeen.IsZero() {
 		st.FirstSeen = now
 	}
@@ -225,7 +287,8 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if hi < lo {
 		hi = lo
 	}
-	rec := Recommendation{At: now, NRate: -1, NDrain: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1, Term: TermNone}
+	rec := Recommendation{At: now, NRate: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1,
+		Term: TermNone, LambdaH: -1, Load: -1, PWait: -1, Dispersion: 1}
 
 	// Ready replicas: Kubernetes first, then readyQuery.
 	rKnown, r := obs.ReadyKnown, obs.ReadyReplicas
@@ -240,8 +303,10 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		rec.Ready = r
 	}
 	noneReady := rKnown && r == 0
-	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
-		rec.Status[s], rec.Values[s] = evalSignal(p, s, obs.Samples[s], &st, noneReady, now)
+	for _, s := range AllSignals() {
+		if s != SignalReady {
+			rec.Status[s], rec.Values[s] = evalSignal(p, s, obs.Samples[s], &st, noneReady, now)
+		}
 	}
 
 	// Seed: the first replica count known within the first down-window.
@@ -262,11 +327,41 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		inGuard = now.Sub(st.SeedAt) < p.ScaleDownWindow
 	}
 
+	// Inputs of the queueing terms.
+	usable := func(s Signal) (float64, bool) { return rec.Values[s], rec.Status[s].Usable() }
+	lambda, lambdaOK := usable(SignalRate)
+	queue, queueOK := usable(SignalQueue)
+	running, runningOK := usable(SignalRunning)
+	k := float64(max(p.ReplicaConcurrency, 1))
+	if v, ok := usable(SignalServiceTime); ok && v > 0 {
+		rec.ServiceTime, rec.ServiceSource = v, "measured"
+	} else if p.ReplicaThroughput > 0 {
+		rec.ServiceTime, rec.ServiceSource = k/p.ReplicaThroughput, "replicaThroughput"
+	}
+	if v, ok := usable(SignalDispersion); ok {
+		rec.Dispersion = v
+	}
+	rec.Horizon, rec.HorizonSource = DefaultColdStart, "default"
+	switch {
+	case p.ColdStart > 0:
+		rec.Horizon, rec.HorizonSource = p.ColdStart, "coldStart"
+	case obs.ColdStartKnown && obs.ColdStart > 0:
+		rec.Horizon, rec.HorizonSource = obs.ColdStart, "measured"
+	}
+	st.Rates = appendRate(prev.Rates, rec.Status[SignalRate], obs.Samples[SignalRate], now, rec.Horizon)
+	slo := sloOf(p)
+
 	// Degradation: a signal that was valid once is out. The ready query
-	// counts only while it is the source of R.
+	// counts only while it is the source of R; service time and dispersion
+	// only while there is load to size (and, for service time, no
+	// replicaThroughput to fall back on).
+	loaded := (lambdaOK && lambda > 0) || (queueOK && queue > 0) || (runningOK && running > 0)
 	var outs, nevers []string
 	for _, s := range AllSignals() {
-		if s == SignalReady && obs.ReadyKnown {
+		switch {
+		case s == SignalReady && obs.ReadyKnown,
+			s == SignalServiceTime && (!loaded || rec.ServiceSource != ""),
+			s == SignalDispersion && !loaded:
 			continue
 		}
 		switch rec.Status[s] {
@@ -279,47 +374,86 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	rec.Degraded = len(outs) > 0
 
 	// Demand terms.
-	mr := p.ReplicaThroughput * p.TargetUtilization
-	lambda, lambdaOK := rec.Values[SignalRate], rec.Status[SignalRate].Usable()
-	queue, queueOK := rec.Values[SignalQueue], rec.Status[SignalQueue].Usable()
 	demand, haveDemand := 0.0, false
-	take := func(n float64, t Term) {
+	take := func(n float64, t Term) int32 {
 		if !haveDemand || n > demand {
 			demand, rec.Term = n, t
 		}
 		haveDemand = true
+		return clampReplicas(n, 0, math.MaxInt32)
 	}
-	if mr > 0 && lambdaOK {
-		n := ceilEps(lambda / mr)
-		rec.NRate = clampReplicas(n, 0, math.MaxInt32)
-		take(n, TermRate)
+	sv := rec.ServiceTime
+	var model queueModel
+	rho := p.TargetUtilization
+	capOn := rho > 0 && rho <= 1
+	if !capOn {
+		rho = 1
 	}
-	if mr > 0 && queueOK {
-		l := 0.0
-		if lambdaOK {
-			l = lambda
+	aRate, aRun := -1.0, -1.0
+	if lambdaOK {
+		rec.LambdaH = forecastRate(st.Rates, now, lambda, rec.Horizon, slo.z)
+		if rec.Status[SignalRate] != StatusFresh || len(st.Rates) == 0 {
+			rec.LambdaH = forecastRate(nil, now, lambda, rec.Horizon, slo.z) // held: no new point to extrapolate from
 		}
-		n := ceilEps((l + queue/p.DrainSeconds) / mr)
-		rec.NDrain = clampReplicas(n, 0, math.MaxInt32)
-		take(n, TermDrain)
+		if sv > 0 {
+			aRate = mulSat(rec.LambdaH, sv)
+		}
 	}
-	if rKnown && rec.Status[SignalActivity].Usable() {
+	if runningOK {
+		aRun = running
+	}
+	if sv > 0 && (aRate >= 0 || aRun >= 0) {
+		rec.Load = math.Max(aRate, aRun)
+		beta := (rec.Dispersion + 1) / 2 // Allen–Cunneen (ca² + cs²)/2 with ca² = I, cs² = 1
+		model = queueModel{a: rec.Load, theta: slo.t / (sv * beta), k: int64(k)}
+		if math.IsNaN(model.theta) {
+			model.theta = 0
+		}
+		n, _ := model.leastReplicas(slo.logEps, int64(hi))
+		t := TermSLO
+		if aRun > aRate {
+			t = TermSLORunning
+		}
+		rec.NRate = take(n, t)
+		if capOn {
+			rec.NCap = take(ceilEps(rec.Load/(k*rho)), TermCap)
+		}
+	}
+	if sv > 0 && queueOK {
+		base := math.Max(0, running)
+		if lambdaOK {
+			base = math.Max(base, mulSat(lambda, sv))
+		}
+		rec.NDrain = take(ceilEps((base+mulSat(queue, sv)/p.DrainSeconds)/(k*rho)), TermDrain)
+	}
+	if sv == 0 && (queueOK || runningOK) {
+		occ := 0.0
+		if queueOK {
+			occ = queue
+		}
+		if runningOK {
+			occ += running
+		}
+		rec.NOcc = take(ceilEps(occ/k), TermOccupancy)
+	}
+	activity, activityOK := usable(SignalActivity)
+	rec.Saturated = rKnown && r > 0 && activityOK && activity >= p.ActivityCeiling
+	if !haveDemand && rKnown && activityOK {
 		n := 0.0
 		if r > 0 {
-			a := math.Min(1, rec.Values[SignalActivity]/p.ActivityCeiling)
+			a := math.Min(1, activity/p.ActivityCeiling)
 			n = ceilEps(float64(r) * a / p.ActivityTarget)
 		}
-		rec.NAct = clampReplicas(n, 0, math.MaxInt32)
-		take(n, TermActivity)
+		rec.NAct = take(n, TermActivity)
 	}
 
 	// Activation.
-	thresholds := [NumSignals]float64{p.ActivationQueue, p.ActivationRate, p.ActivationActivity, 0}
+	thresholds := [NumSignals]float64{SignalQueue: p.ActivationQueue, SignalRate: p.ActivationRate, SignalActivity: p.ActivationActivity}
 	var activeWhy []string
 	if p.WarmReplicas > 0 {
 		activeWhy = append(activeWhy, fmt.Sprintf("warm pool %d", p.WarmReplicas))
 	}
-	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity} {
+	for _, s := range []Signal{SignalQueue, SignalRate, SignalActivity, SignalRunning} {
 		if rec.Status[s].Usable() && rec.Values[s] > thresholds[s] {
 			activeWhy = append(activeWhy, fmt.Sprintf("%s %g > %g", s, rec.Values[s], thresholds[s]))
 		}
@@ -357,7 +491,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 
 	rec.Demand = clampReplicas(demand, 0, math.MaxInt32)
-	warm := math.Max(float64(p.WarmReplicas), ceilEps(p.WarmFraction*demand))
+	warm := math.Max(float64(p.WarmReplicas), ceilEps(mulSat(p.WarmFraction, demand)))
 	rec.Warm = clampReplicas(warm, 0, math.MaxInt32)
 	if demand == 0 && warm > 0 {
 		rec.Term = TermWarm
@@ -437,12 +571,18 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 			desired, limit = floor, TermStepDown
 		}
 	}
+	if rec.Saturated && desired < cur {
+		desired, limit = cur, TermSaturated
+	}
 	if rec.Degraded && desired < prev.LastGoodResult {
 		desired, limit = prev.LastGoodResult, TermDegraded
 	}
 	desired = min(max(desired, lo), hi)
 	rec.Replicas = desired
 	rec.Limit = limit
+	if rec.Load >= 0 {
+		rec.PWait = model.tail(int64(desired))
+	}
 	if !rec.Degraded {
 		st.LastGoodResult = desired
 	}
@@ -451,9 +591,53 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	} else {
 		st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: raw, Result: desired})
 	}
-	rec.Reason = reason(p, rec, lo, hi, activeWhy, outs, nevers)
+	rec.Reason = reason(p, rec, slo, lo, hi, activeWhy, outs, nevers)
 	st.LastReplicas, st.LastActive, st.HasLast = rec.Replicas, rec.Active, true
 	return rec, st
+}
+
+// sloParams are the SLO's numbers as the queueing terms use them.
+type sloParams struct {
+	t      float64 // T, seconds
+	q      float64 // quantile
+	logEps float64 // ln(1 − q)
+	z      float64 // Φ⁻¹(q), the forecast's prediction-bound multiplier
+}
+
+// sloOf returns the policy's SLO; values outside the metadata ranges (a
+// Policy not built by ParseMetadata) fall back to the defaults, T = 2 s and
+// q = 0.99, so that the core never divides by zero or takes ln 0.
+func sloOf(p Policy) sloParams {
+	t, q := p.SLOWaitSeconds, p.SLOQuantile
+	if !(t > 0) || math.IsInf(t, 0) {
+		t = 2
+	}
+	if !(q >= 0.5 && q <= 0.9999) {
+		q = 0.99
+	}
+	return sloParams{t: t, q: q, logEps: math.Log(1 - q), z: normalQuantile(q)}
+}
+
+// appendRate returns the rate history with a fresh sample added (one not
+// older than the newest point), pruned to forecastWindow(h) before now and
+// to maxRatePoints. The prev slice is never written.
+func appendRate(prev []RatePoint, status SignalStatus, smp Sample, now time.Time, h time.Duration) []RatePoint {
+	cut := now.Add(-forecastWindow(h)).UnixNano()
+	i := 0
+	for i < len(prev) && prev[i].AtUnixNano <= cut {
+		i++
+	}
+	add := status == StatusFresh && !smp.Empty && (len(prev) == 0 || smp.EvaluatedAt.UnixNano() > prev[len(prev)-1].AtUnixNano)
+	keep := prev[i:]
+	if add && len(keep) >= maxRatePoints {
+		keep = keep[len(keep)-maxRatePoints+1:]
+	}
+	out := make([]RatePoint, len(keep), len(keep)+1)
+	copy(out, keep)
+	if add && smp.EvaluatedAt.UnixNano() > cut {
+		out = append(out, RatePoint{AtUnixNano: smp.EvaluatedAt.UnixNano(), Rate: smp.Value})
+	}
+	return out
 }
 
 // evalSignal classifies one signal's sample and updates its last good value
@@ -513,17 +697,33 @@ func signalSummary(rec Recommendation) string {
 	return strings.Join(parts, ", ")
 }
 
-func reason(p Policy, rec Recommendation, lo, hi int32, activeWhy, outs, nevers []string) string {
+func reason(p Policy, rec Recommendation, slo sloParams, lo, hi int32, activeWhy, outs, nevers []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "replicas %d", rec.Replicas)
 	if rec.Limit != "" {
 		fmt.Fprintf(&b, " (%s)", rec.Limit)
 	}
 	fmt.Fprintf(&b, "; raw %d = clamp(demand %d [%s] + warm %d, %d, %d)", rec.Raw, rec.Demand, rec.Term, rec.Warm, lo, hi)
-	fmt.Fprintf(&b, "; terms rate=%d drain=%d activity=%d", rec.NRate, rec.NDrain, rec.NAct)
+	if rec.PWait >= 0 {
+		fmt.Fprintf(&b, "; predicted P(wait > %gs) = %.3g at %d replicas (target ≤ %.3g)", slo.t, rec.PWait, rec.Replicas, 1-slo.q)
+	}
+	fmt.Fprintf(&b, "; terms slo=%d drain=%d cap=%d occupancy=%d activity=%d", rec.NRate, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct)
+	if rec.Load >= 0 {
+		fmt.Fprintf(&b, "; load %.4g Erlangs", rec.Load)
+	}
+	if rec.LambdaH >= 0 {
+		fmt.Fprintf(&b, ", λ_H=%.4g/s over H=%s (%s)", rec.LambdaH, rec.Horizon, rec.HorizonSource)
+	}
+	if rec.ServiceSource != "" {
+		fmt.Fprintf(&b, ", S=%.4gs (%s)", rec.ServiceTime, rec.ServiceSource)
+	}
+	fmt.Fprintf(&b, ", k=%d, I=%.3g", max(p.ReplicaConcurrency, 1), rec.Dispersion)
 	fmt.Fprintf(&b, "; %s", signalSummary(rec))
 	if rec.Ready >= 0 {
 		fmt.Fprintf(&b, ", R=%d", rec.Ready)
+	}
+	if rec.Saturated {
+		b.WriteString("; engine saturated (activity at ceiling): no scale-down")
 	}
 	if rec.Degraded {
 		fmt.Fprintf(&b, "; degraded: %s out past staleAfter %s", strings.Join(outs, ","), p.StaleAfter)

@@ -33,8 +33,8 @@ func obsQueue(q float64, at time.Time) Observation {
 
 func TestRecommendFormulas(t *testing.T) {
 	type want struct {
-		Replicas, Raw, NRate, NDrain, NAct, Warm int32
-		Term, Limit                              Term
+		Replicas, Raw, NRate, NDrain, NCap, NOcc, NAct, Warm int32
+		Term, Limit                                          Term
 	}
 	base := DefaultPolicy()
 	base.PrometheusAddress = "http://p:9090"
@@ -44,60 +44,112 @@ func TestRecommendFormulas(t *testing.T) {
 		f(&o)
 		return o
 	}
+	// Expected N_slo and P(wait > T) were computed independently with
+	// 50-digit arithmetic from the Erlang C sum formula
+	// C = (aᶜ/c!·c/(c−a)) / (Σ_{n<c} aⁿ/n! + aᶜ/c!·c/(c−a)).
 	tests := []struct {
-		name string
-		p    Policy
-		obs  Observation
-		want want
+		name  string
+		p     Policy
+		obs   Observation
+		want  want
+		pwait float64 // predicted P(wait > T) at Replicas; -1 not computed
 	}{
 		{
-			name: "N_rate exact multiple: 7/(1·0.7) is 10, not 11",
-			p:    with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.7 }),
-			obs:  obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
-			want: want{Replicas: 10, Raw: 10, NRate: 10, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate},
+			name:  "N_slo, M/M/c: a = 7 Erlangs (λ 7/s, S = 1/μ = 1 s), T 2 s: 9 servers (P 0.00705; 8 give 0.0860)",
+			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput = "r", 1 }),
+			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
+			want:  want{Replicas: 9, Raw: 9, NRate: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			pwait: 0.0070505519678429,
 		},
 		{
-			name: "N_drain = ⌈(12 + 90/30)/(5·0.8)⌉ = ⌈3.75⌉",
+			name: "pooled slots: λ 30/s, S 0.5 s measured, k 4: 5 replicas = 20 servers (16 give 0.0134)",
+			p:    with(func(p *Policy) { p.RateQuery, p.ServiceTimeQuery, p.ReplicaConcurrency = "r", "s", 4 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalServiceTime] = val(30, t0), val(0.5, t0)
+			}),
+			want:  want{Replicas: 5, Raw: 5, NRate: 5, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			pwait: 3.3066961301999e-10,
+		},
+		{
+			name: "bursty arrivals, I = 3 (β = 2): a = 7 needs 11 servers, not 9",
+			p:    with(func(p *Policy) { p.RateQuery, p.DispersionQuery, p.ReplicaThroughput = "r", "i", 1 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalDispersion] = val(7, t0), val(3, t0)
+			}),
+			want:  want{Replicas: 11, Raw: 11, NRate: 11, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			pwait: 0.0022181749211608,
+		},
+		{
+			name: "running requests are offered load: 10 running at λ 2/s, S 1 s: 12 servers, term slo-running",
+			p:    with(func(p *Policy) { p.RateQuery, p.RunningQuery, p.ReplicaThroughput = "r", "run", 1 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalRunning] = val(2, t0), val(10, t0)
+			}),
+			want:  want{Replicas: 12, Raw: 12, NRate: 12, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLORunning},
+			pwait: 0.0082308324370966,
+		},
+		{
+			name: "N_drain = ⌈(12·0.2 + 90·0.2/30)/1⌉ = 3 beside N_slo(a = 2.4, S = 0.2) = 3; then warm",
 			p: with(func(p *Policy) {
-				p.RateQuery, p.QueueQuery, p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = "r", "q", 5, 0.8, 30
+				p.RateQuery, p.QueueQuery, p.ReplicaThroughput, p.DrainSeconds, p.WarmReplicas = "r", "q", 5, 30, 1
 			}),
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalQueue] = val(12, t0), val(90, t0)
 			}),
-			want: want{Replicas: 4, Raw: 4, NRate: 3, NDrain: 4, NAct: -1, Warm: 0, Term: TermDrain},
+			want:  want{Replicas: 4, Raw: 4, NRate: 3, NDrain: 3, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermSLO},
+			pwait: -2, // checked by the ordering only: 4 servers beat 3's 0.0016
 		},
 		{
-			name: "N_act on a 3g slice: ⌈4 · (0.30/0.33) / 0.7⌉ = ⌈5.19⌉",
+			name: "N_drain wins with a backlog: ⌈(7·1 + 90·1/10)/1⌉ = 16",
+			p:    with(func(p *Policy) { p.RateQuery, p.QueueQuery, p.ReplicaThroughput, p.DrainSeconds = "r", "q", 1, 10 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalQueue] = val(7, t0), val(90, t0)
+			}),
+			want:  want{Replicas: 16, Raw: 16, NRate: 9, NDrain: 16, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermDrain},
+			pwait: -2,
+		},
+		{
+			name:  "targetUtilization caps the offered load: ⌈7/(1·0.5)⌉ = 14 over N_slo 9",
+			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.5 }),
+			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
+			want:  want{Replicas: 14, Raw: 14, NRate: 9, NDrain: -1, NCap: 14, NOcc: -1, NAct: -1, Warm: 0, Term: TermCap},
+			pwait: -2,
+		},
+		{
+			name: "no service time at all: occupancy ⌈(5 running + 3 waiting)/2⌉ = 4",
+			p:    with(func(p *Policy) { p.QueueQuery, p.RunningQuery, p.ReplicaConcurrency = "q", "run", 2 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalQueue], o.Samples[SignalRunning] = val(3, t0), val(5, t0)
+			}),
+			want:  want{Replicas: 4, Raw: 4, NRate: -1, NDrain: -1, NCap: -1, NOcc: 4, NAct: -1, Warm: 0, Term: TermOccupancy},
+			pwait: -1,
+		},
+		{
+			name: "activity as the only signal sizes: ⌈4 · (0.30/0.33) / 0.7⌉ = ⌈5.19⌉",
 			p:    with(func(p *Policy) { p.ActivityQuery, p.ActivityCeiling = "a", 0.33 }),
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalActivity] = val(0.30, t0)
 				o.ReadyReplicas, o.ReadyKnown = 4, true
 			}),
-			want: want{Replicas: 6, Raw: 6, NRate: -1, NDrain: -1, NAct: 6, Warm: 0, Term: TermActivity},
+			want:  want{Replicas: 6, Raw: 6, NRate: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: 6, Warm: 0, Term: TermActivity},
+			pwait: -1,
 		},
 		{
-			name: "activity above the ceiling counts as 1: ⌈7 · 1 / 0.7⌉ = 10",
-			p:    with(func(p *Policy) { p.ActivityQuery, p.ActivityCeiling = "a", 0.33 }),
+			name: "activity beside a load term does not size: N_slo 9 wins, N_act not computed",
+			p:    with(func(p *Policy) { p.RateQuery, p.ActivityQuery, p.ReplicaThroughput = "r", "a", 1 }),
 			obs: obs(func(o *Observation) {
-				o.Samples[SignalActivity] = val(0.5, t0)
-				o.ReadyReplicas, o.ReadyKnown = 7, true
+				o.Samples[SignalRate], o.Samples[SignalActivity] = val(7, t0), val(0.9, t0)
+				o.ReadyReplicas, o.ReadyKnown = 30, true
 			}),
-			want: want{Replicas: 10, Raw: 10, NRate: -1, NDrain: -1, NAct: 10, Warm: 0, Term: TermActivity},
+			want:  want{Replicas: 30, Raw: 9, NRate: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermSeed},
+			pwait: -2,
 		},
 		{
-			name: "warm = max(1, ⌈0.5 · 4⌉) on top of demand 4",
-			p: with(func(p *Policy) {
-				p.QueueQuery, p.ReplicaThroughput, p.TargetUtilization, p.DrainSeconds = "q", 1, 1, 10
-				p.WarmReplicas, p.WarmFraction = 1, 0.5
-			}),
-			obs:  obs(func(o *Observation) { o.Samples[SignalQueue] = val(35, t0) }),
-			want: want{Replicas: 6, Raw: 6, NRate: -1, NDrain: 4, NAct: -1, Warm: 2, Term: TermDrain},
-		},
-		{
-			name: "clamped to max",
-			p:    with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.MaxReplicas = "r", 1, 12 }),
-			obs:  obs(func(o *Observation) { o.Samples[SignalRate] = val(1e6, t0) }),
-			want: want{Replicas: 12, Raw: 12, NRate: 1250000, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate, Limit: TermMax},
+			name:  "clamped to max: N_slo reads max + 1",
+			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.MaxReplicas = "r", 1, 12 }),
+			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(1e6, t0) }),
+			want:  want{Replicas: 12, Raw: 12, NRate: 13, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMax},
+			pwait: 1,
 		},
 		{
 			name: "bounds from Kubernetes override metadata",
@@ -106,7 +158,8 @@ func TestRecommendFormulas(t *testing.T) {
 				o.Samples[SignalRate] = val(0, t0)
 				o.MinReplicas, o.MaxReplicas, o.BoundsKnown = 3, 9, true
 			}),
-			want: want{Replicas: 3, Raw: 3, NRate: 0, NDrain: -1, NAct: -1, Warm: 0, Term: TermRate, Limit: TermMin},
+			want:  want{Replicas: 3, Raw: 3, NRate: 0, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMin},
+			pwait: 0,
 		},
 		{
 			name: "triton preset at zero replicas: empty per-pod series read as zero, warm pool answers",
@@ -119,7 +172,8 @@ func TestRecommendFormulas(t *testing.T) {
 				}
 				o.ReadyKnown = true
 			}),
-			want: want{Replicas: 1, Raw: 1, NRate: 0, NDrain: 0, NAct: 0, Warm: 1, Term: TermWarm},
+			want:  want{Replicas: 1, Raw: 1, NRate: 0, NDrain: 0, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermWarm},
+			pwait: 0,
 		},
 	}
 	for _, tt := range tests {
@@ -128,9 +182,12 @@ func TestRecommendFormulas(t *testing.T) {
 			if rec.Err != nil {
 				t.Fatalf("Recommend: %v", rec.Err)
 			}
-			got := want{rec.Replicas, rec.Raw, rec.NRate, rec.NDrain, rec.NAct, rec.Warm, rec.Term, rec.Limit}
+			got := want{rec.Replicas, rec.Raw, rec.NRate, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct, rec.Warm, rec.Term, rec.Limit}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("recommendation (-want +got):\n%s\nreason: %s", diff, rec.Reason)
+			}
+			if tt.pwait != -2 && math.Abs(rec.PWait-tt.pwait) > 1e-9*math.Max(1e-3, tt.pwait) {
+				t.Errorf("PWait = %.15g, want %.15g (%s)", rec.PWait, tt.pwait, rec.Reason)
 			}
 		})
 	}
@@ -559,11 +616,11 @@ func TestActivityNeverMeasured(t *testing.T) {
 	t.Run("real activity samples that vanish while replicas are ready: held, then degraded at the last good answer", func(t *testing.T) {
 		s := time.Second
 		rec, _ := run(t, p, []tick{
-			{0, 3, 3, val(0.5, t0), 3, StatusFresh, false, ""},                // N_act = ⌈3·0.5/0.7⌉ = ⌈2.14⌉ = 3
-			{10 * s, 3, 1, empty(10 * s), 3, StatusHeld, false, ""},           // 0.5 holds: N_act 3
-			{20 * s, 3, 1, empty(20 * s), 3, StatusHeld, false, ""},           // last good exactly staleAfter old
-			{30 * s, 3, 1, empty(30 * s), 3, StatusOut, true, TermDownWindow}, // out: degraded
-			{200 * s, 3, 1, empty(200 * s), 3, StatusOut, true, TermDegraded}, // raw 1, floor 3
+			{0, 3, 3, val(0.5, t0), 3, StatusFresh, false, ""},                  // N_drain 3; activity only guards
+			{10 * s, 3, 1, empty(10 * s), 3, StatusHeld, false, TermDownWindow}, // 0.5 holds, not degraded
+			{20 * s, 3, 1, empty(20 * s), 3, StatusHeld, false, TermDownWindow}, // last good exactly staleAfter old
+			{30 * s, 3, 1, empty(30 * s), 3, StatusOut, true, TermDownWindow},   // out: degraded
+			{200 * s, 3, 1, empty(200 * s), 3, StatusOut, true, TermDegraded},   // raw 1, floor 3
 		})
 		if !strings.Contains(rec.Reason, "degraded: activity out past staleAfter 20s") {
 			t.Errorf("reason %q: want activity degraded", rec.Reason)

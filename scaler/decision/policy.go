@@ -11,15 +11,18 @@ type Signal int
 
 // The signals, in the order Observation and State index them.
 const (
-	SignalQueue    Signal = iota // Q: requests waiting, pool-wide
-	SignalRate                   // λ: arrivals per second
-	SignalActivity               // A: mean GPU engine activity, 0..activityCeiling
-	SignalReady                  // R: ready replicas (readyQuery; Kubernetes when known)
+	SignalQueue       Signal = iota // Q: requests waiting, pool-wide
+	SignalRate                      // λ: arrivals per second
+	SignalActivity                  // A: mean GPU engine activity, 0..activityCeiling
+	SignalReady                     // R: ready replicas (readyQuery; Kubernetes when known)
+	SignalRunning                   // requests the engine is running now, pool-wide
+	SignalServiceTime               // S: mean seconds of service per request
+	SignalDispersion                // I: index of dispersion of arrival counts (Var/mean), 1 for Poisson
 	// NumSignals is the number of signals: the length of the per-signal arrays.
 	NumSignals
 )
 
-var signalNames = [NumSignals]string{"queue", "rate", "activity", "ready"}
+var signalNames = [NumSignals]string{"queue", "rate", "activity", "ready", "running", "serviceTime", "dispersion"}
 
 // String returns the signal's name as used in zeroWhenAbsent, logs and metric labels.
 func (s Signal) String() string {
@@ -30,7 +33,9 @@ func (s Signal) String() string {
 }
 
 // AllSignals lists every signal in index order.
-func AllSignals() []Signal { return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady} }
+func AllSignals() []Signal {
+	return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady, SignalRunning, SignalServiceTime, SignalDispersion}
+}
 
 // SignalSet is a set of signals, a bit per Signal.
 type SignalSet uint8
@@ -69,19 +74,38 @@ type Policy struct {
 	Model string
 	// PrometheusAddress is the Prometheus base URL (http or https).
 	PrometheusAddress string
-	// QueueQuery, RateQuery, ActivityQuery and ReadyQuery are PromQL overrides;
-	// empty means the preset's query (or no such signal with EngineCustom).
+	// QueueQuery, RateQuery, ActivityQuery, ReadyQuery, RunningQuery,
+	// ServiceTimeQuery and DispersionQuery are PromQL overrides; empty means
+	// the preset's query (or no such signal with EngineCustom).
 	QueueQuery, RateQuery, ActivityQuery, ReadyQuery string
+	RunningQuery, ServiceTimeQuery, DispersionQuery  string
 
-	// ReplicaThroughput is μ, requests per second one replica sustains within its SLO.
+	// SLOWaitSeconds is T, the queue wait a request may see, seconds, > 0.
+	SLOWaitSeconds float64
+	// SLOQuantile is q, the share of requests that must wait at most T, [0.5, 0.9999].
+	SLOQuantile float64
+	// ReplicaConcurrency is k, requests one replica serves at once (Triton
+	// instances × batch slots, vLLM max_num_seqs), ≥ 1.
+	ReplicaConcurrency int32
+	// ColdStart is H, from a scale-up decision to a ready replica; 0 means
+	// the measured value (Observation.ColdStart), else DefaultColdStart.
+	ColdStart time.Duration
+
+	// ReplicaThroughput is μ, requests per second one replica sustains
+	// within its SLO; with no service-time signal S = k/μ. 0: not given.
 	ReplicaThroughput float64
-	// TargetUtilization is ρ in (0, 1].
+	// TargetUtilization is ρ in (0, 1], an optional cap on the pool's
+	// offered load (N ≥ a/(k·ρ)); 0: no cap. The drain term divides by it
+	// too (1 when unset).
 	TargetUtilization float64
 	// DrainSeconds is D, the seconds within which a backlog must be drained.
 	DrainSeconds float64
-	// ActivityTarget is the engine activity one replica should run at, (0, 1].
+	// ActivityTarget is the engine activity one replica should run at, (0,
+	// 1]; it sizes the pool only when activity is its only signal (N_act).
 	ActivityTarget float64
-	// ActivityCeiling is the raw activity value at saturation on this MIG profile, (0, 1].
+	// ActivityCeiling is the raw activity value at saturation on this MIG
+	// profile, (0, 1]. At or above it the engine is saturated and the pool
+	// does not scale down (the saturation guard).
 	ActivityCeiling float64
 	// WarmReplicas is the absolute warm pool, ≥ 0.
 	WarmReplicas int32
@@ -111,6 +135,9 @@ type Policy struct {
 	ScaleDownPeriod time.Duration
 }
 
+// DefaultColdStart is H when coldStart is not set and no measurement exists.
+const DefaultColdStart = 60 * time.Second
+
 // DefaultPolicy returns the defaults of the metadata table (README, "Scaler
 // metadata"). It is not a valid
 // policy by itself: a signal query (or a preset with a model) and, with a
@@ -118,7 +145,9 @@ type Policy struct {
 func DefaultPolicy() Policy {
 	return Policy{
 		Engine:               EngineCustom,
-		TargetUtilization:    0.8,
+		SLOWaitSeconds:       2,
+		SLOQuantile:          0.99,
+		ReplicaConcurrency:   1,
 		DrainSeconds:         30,
 		ActivityTarget:       0.7,
 		ActivityCeiling:      1.0,
@@ -147,15 +176,22 @@ func (p Policy) Query(s Signal) string {
 		return p.ActivityQuery
 	case SignalReady:
 		return p.ReadyQuery
+	case SignalRunning:
+		return p.RunningQuery
+	case SignalServiceTime:
+		return p.ServiceTimeQuery
+	case SignalDispersion:
+		return p.DispersionQuery
 	}
 	return ""
 }
 
 // Configured reports whether signal s has a query: an override, or a preset
-// query. Presets supply all four; the ready query (readyQuery or the
-// preset's pod count) is used only when Kubernetes does not know R.
+// query. Presets supply queue, rate, activity and ready; the ready query
+// (readyQuery or the preset's pod count) is used only when Kubernetes does
+// not know R.
 func (p Policy) Configured(s Signal) bool {
-	return p.Query(s) != "" || p.HasPreset()
+	return p.Query(s) != "" || (p.HasPreset() && s <= SignalReady)
 }
 
 // PerPod reports whether an empty result of s while no replica is ready
@@ -166,7 +202,7 @@ func (p Policy) PerPod(s Signal) bool {
 	switch s {
 	case SignalActivity:
 		return true
-	case SignalQueue, SignalRate:
+	case SignalQueue, SignalRate, SignalRunning:
 		return p.HasPreset() && p.Query(s) == ""
 	}
 	return false
