@@ -314,3 +314,16 @@ func TestValidate(t *testing.T) {
 		t.Errorf("paths (-want +got):\n%s\n%v", d, got)
 	}
 }
+
+func TestOwnerConflicts(t *testing.T) {
+	got := OwnerConflicts([]Autoscaler{
+		{Namespace: "ml", Kind: "ScaledObject", Name: "chat", TargetKind: "Deployment", TargetName: "chat"},
+		{Namespace: "ml", Kind: "HorizontalPodAutoscaler", Name: "chat-cpu", TargetKind: "Deployment", TargetName: "chat"},
+		{Namespace: "ml", Kind: "ScaledObject", Name: "asr", TargetKind: "Deployment", TargetName: "asr"},
+		{Namespace: "other", Kind: "HorizontalPodAutoscaler", Name: "chat", TargetKind: "Deployment", TargetName: "chat"},
+	})
+	want := []OwnerConflict{{Namespace: "ml", TargetKind: "Deployment", TargetName: "chat", Owners: []string{"HorizontalPodAutoscaler/chat-cpu", "ScaledObject/chat"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,86 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/inferscale/inferscale/ledger"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func node(name string, labels, annotations map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+}
+
+func TestNodeFromLabels(t *testing.T) {
+	tests := []struct {
+		name string
+		give *corev1.Node
+		want ledger.Node
+	}{
+		{"mixed strategy, two GPUs balanced", node("gpu-a", map[string]string{
+			LabelProduct: "NVIDIA-A100-SXM4-80GB", LabelCount: "2", LabelMIGConfig: "all-balanced",
+			"nvidia.com/mig-3g.40gb.count": "2", "nvidia.com/mig-2g.20gb.count": "2", "nvidia.com/mig-1g.10gb.count": "4",
+			"nvidia.com/mig-1g.10gb.memory": "9728", LabelZone: "zone-a",
+		}, map[string]string{AnnotationPrice: "7.34"}), ledger.Node{
+			Name: "gpu-a", FailureDomain: "zone-a", PricePerHour: 7.34,
+			GPUs: []ledger.GPU{
+				{Product: "A100-SXM4-80GB", MIG: []string{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}},
+				{Product: "A100-SXM4-80GB", MIG: []string{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}},
+			}}},
+		{"uneven counts packed first fit", node("gpu-b", map[string]string{
+			LabelProduct: "NVIDIA-H100-80GB-HBM3", LabelCount: "2",
+			"nvidia.com/mig-3g.40gb.count": "3", "nvidia.com/mig-1g.10gb.count": "1",
+		}, nil), ledger.Node{
+			Name: "gpu-b",
+			GPUs: []ledger.GPU{
+				// 3g + 3g + 1g.10gb would need 9 memory slices.
+				{Product: "H100-80GB-HBM3", MIG: []string{"3g.40gb", "3g.40gb"}},
+				{Product: "H100-80GB-HBM3", MIG: []string{"3g.40gb", "1g.10gb"}},
+			}}},
+		{"single strategy", node("gpu-c", map[string]string{
+			LabelProduct: "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", LabelCount: "14",
+		}, nil), ledger.Node{
+			Name: "gpu-c",
+			GPUs: []ledger.GPU{
+				{Product: "A100-SXM4-40GB", MIG: strings.Split("1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb", " ")},
+				{Product: "A100-SXM4-40GB", MIG: strings.Split("1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb", " ")},
+			}}},
+		{"MIG disabled", node("gpu-d", map[string]string{LabelProduct: "NVIDIA-H200", LabelCount: "8", LabelMIGConfig: "all-disabled"}, nil),
+			ledger.Node{Name: "gpu-d", GPUs: []ledger.GPU{{Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}, {Product: "H200-141GB-HBM3E"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NodeFromLabels(tt.give, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestNodeFromLabelsErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		give *corev1.Node
+		want string
+	}{
+		{"unknown product", node("n", map[string]string{LabelProduct: "Tesla-T4"}, nil), `node n: nvidia.com/gpu.product "Tesla-T4" is not a product the ledger knows`},
+		{"bad count", node("n", map[string]string{LabelProduct: "NVIDIA-H200", LabelCount: "0"}, nil), `node n: nvidia.com/gpu.count "0": want 1 to 64`},
+		{"bad price", node("n", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: "cheap"}), `node n: inferscale.io/price-per-hour "cheap"`},
+		{"bad mig count", node("n", map[string]string{LabelProduct: "NVIDIA-H200", "nvidia.com/mig-1g.18gb.count": "x"}, nil), `node n: nvidia.com/mig-1g.18gb.count "x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NodeFromLabels(tt.give, "")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
