@@ -61,12 +61,12 @@ func BenchmarkSimulateRequests(b *testing.B) {
 	b.ReportMetric(n/b.Elapsed().Seconds(), "requests/s")
 }
 
-// BenchmarkSimulateRequestsInferscale is the same with scaler.Recommend
+// BenchmarkSimulateRequestsInferscale is the same with decision.Recommend
 // deciding every 15 s behind the HPA and KEDA layers.
 func BenchmarkSimulateRequestsInferscale(b *testing.B) {
 	w := benchWorkload(b, 1_000_000)
 	cfg := DefaultPoolConfig()
-	p := InferscalePolicy(1.75, cfg, DefaultHPABehavior())
+	p := InferscalePolicy(1.75, 0, cfg)
 	opt := runOptions{initial: 20, sampleStepS: 60, maxOverrunS: 3600, noSeries: true}
 	b.ReportAllocs()
 	var n float64
@@ -117,14 +117,14 @@ func BenchmarkBinnedServeGen14Days(b *testing.B) {
 	}
 	cfg := DefaultPoolConfig()
 	bins := sg.Binned(cfg.Service, cfg.Seed, 1)
-	p := InferscalePolicy(10, cfg, DefaultHPABehavior())
+	p := InferscalePolicy(10, 0, cfg)
 	opt := defaultRunOptions(float64(len(bins.Arrivals)), 1)
 	for b.Loop() {
 		simulateBinned(cfg, bins, p.New(), opt)
 	}
 	b.ReportMetric(float64(len(bins.Arrivals))/86400, "days")
 	start := time.Now()
-	if _, err := Compare(cfg, Workloads{Name: "m-large", Bins: bins}, Families(), nil); err != nil {
+	if _, err := Compare(cfg, Workloads{Name: "m-large", Bins: bins}, CompareOptions{Hindsight: true}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(time.Since(start).Seconds(), "s/full-comparison")

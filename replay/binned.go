@@ -100,13 +100,17 @@ type pending struct {
 }
 
 // simulateBinned replays b on the pool under ctl in one-second steps, as a
-// fluid queue: every second the ready slots serve up to one slot-second
-// each of backlogged work in FIFO order. A second's arrivals wait for the
-// work ahead of them (backlog plus half the second's own work, less half a
-// second of service) divided by the ready slots. Replicas removed while busy
-// are billed as if they drained within the second. This ignores queueing
-// inside a second (an M/G/c effect), so it is optimistic at high
-// utilisation; the per-request mode has no such approximation.
+// fluid FIFO queue: every second the ready slots serve up to one
+// slot-second each of backlogged work, and what they cannot serve is
+// carried to the next second. A second's arrivals wait for the work ahead
+// of them (the carried backlog plus half the second's own work, less half a
+// second of service) divided by the ready slots. A ready replica removed
+// while the pool is busy drains: it takes no new work and stays billed for
+// the mean service time of the work in the pool (the in-flight requests'
+// remaining service, taken as one mean service time), then goes. Queueing
+// inside a second at sub-saturation load (an M/G/c effect) is not
+// modelled, so the mode is optimistic at high utilisation; the per-request
+// mode has no such approximation.
 func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) Result {
 	cold := newColdStarter(cfg)
 	interval := max(1, int(ctl.Interval()/time.Second))
@@ -115,16 +119,19 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		res                  Result
 		hist                 waitHist
 		h                    history
-		starting             []pending
+		starting, draining   []pending
 		ready, spec          = max(opt.initial, cfg.MinReplicas), max(opt.initial, cfg.MinReplicas)
+		meanSvc              float64
 		backlog, backlogN    float64
 		arrived, busyAcc     float64
 		slotAcc, poolAcc     float64
 		sampleArr, sampleBsy float64
 		sampleSlt            float64
 		met, total           float64
+		stepWait, stepMiss   float64
 	)
 	n := len(b.Arrivals)
+	bins := newAttainBins(float64(n), opt.windowS)
 	for sec := 0; ; sec++ {
 		t := float64(sec)
 		// Replicas that finish their cold start by t.
@@ -160,18 +167,22 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 				}
 			}
 			hist.add(wait, a)
+			bins.arrive(t, a)
+			stepWait = math.Max(stepWait, wait)
 			if wait <= slo {
 				met += a
+				bins.met(t, a)
+			} else {
+				stepMiss += a
 			}
 			total += a
 		}
 		served := math.Min(backlog+w, capS)
-		var meanSvc float64
 		if backlogN+a > 0 {
 			meanSvc = (backlog + w) / (backlogN + a)
 		}
 		backlog += w - served
-		if meanSvc > 0 {
+		if backlogN+a > 0 {
 			backlogN = backlog / meanSvc
 		} else {
 			backlogN = 0
@@ -185,8 +196,20 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		// Requests in the pool: waiting, plus in service (busy slots on
 		// average over the second = slot-seconds served).
 		poolAcc += backlogN + served
+		// Draining replicas still billed now.
+		k = 0
+		for _, p := range draining {
+			if p.at > t {
+				draining[k] = p
+				k++
+			}
+		}
+		draining = draining[:k]
 		live := ready
 		for _, p := range starting {
+			live += p.n
+		}
+		for _, p := range draining {
 			live += p.n
 		}
 		res.ReplicaSeconds += float64(live)
@@ -215,6 +238,14 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 					}
 				} else {
 					ready--
+					if served > 0 && meanSvc > 0 {
+						at := t + 1 + meanSvc
+						if m := len(draining); m > 0 && draining[m-1].at == at {
+							draining[m-1].n++
+						} else {
+							draining = append(draining, pending{at: at, n: 1})
+						}
+					}
 				}
 			}
 		}
@@ -224,10 +255,11 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 			if d := slotAcc - sampleSlt; d > 0 {
 				bf = (busyAcc - sampleBsy) / d
 			}
-			res.Series = append(res.Series, Sample{TimeS: t, Arrivals: (arrived - sampleArr) / st, Queue: backlogN, Ready: ready, Replicas: spec, Live: live, BusyFrac: bf})
+			res.Series = append(res.Series, Sample{TimeS: t, Arrivals: (arrived - sampleArr) / st, Queue: backlogN, Ready: ready, Replicas: spec, Live: live, BusyFrac: bf, MaxWait: stepWait, Misses: stepMiss})
 			sampleArr, sampleBsy, sampleSlt = arrived, busyAcc, slotAcc
+			stepWait, stepMiss = 0, 0
 		}
-		if sec >= n-1 && backlog == 0 || t > float64(n)+opt.maxOverrunS {
+		if sec >= n-1 && backlog == 0 && len(draining) == 0 || t > float64(n)+opt.maxOverrunS {
 			res.DurationS = t + 1
 			break
 		}
@@ -236,5 +268,6 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 	res.SLOMet = met
 	res.WaitP50, res.WaitP95, res.WaitP99 = hist.quantile(0.5), hist.quantile(0.95), hist.quantile(0.99)
 	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
+	bins.fill(&res)
 	return res
 }

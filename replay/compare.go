@@ -12,42 +12,17 @@ import (
 
 // Policy families Compare knows, in report order.
 const (
-	FamilyInferscale  = "inferscale"
-	FamilyHPAGPU      = "hpa-gpu"
-	FamilyKEDAQueue   = "keda-queue"
-	FamilyKnative     = "knative"
-	FamilyStatic      = "static"
-	FamilyClairvoyant = "clairvoyant"
+	FamilyInferscale = "inferscale"
+	FamilyHPAGPU     = "hpa-gpu"
+	FamilyKEDAQueue  = "keda-queue"
+	FamilyKnative    = "knative"
+	FamilyStatic     = "static"
 )
 
 // Families lists every policy family.
 func Families() []string {
-	return []string{FamilyInferscale, FamilyHPAGPU, FamilyKEDAQueue, FamilyKnative, FamilyStatic, FamilyClairvoyant}
+	return []string{FamilyInferscale, FamilyHPAGPU, FamilyKEDAQueue, FamilyKnative, FamilyStatic}
 }
-
-// Sweep grids: each baseline is reported at its cheapest setting that meets
-// the SLO, so that none is a straw man.
-var (
-	HPAGPUTargets    = []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
-	KEDAQueueTargets = []float64{1, 2, 4, 8, 16, 32, 64}
-	KnativeTargets   = []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
-	// KnativeScaleDownDelays are the scale-down-delay settings swept with
-	// KnativeTargets and min-scale 0 and 1: Knative's default (0) and 5 min.
-	KnativeScaleDownDelays = []time.Duration{0, 5 * time.Minute}
-	// ClairvoyantHeadroom multiplies the oracle's fluid need.
-	ClairvoyantHeadroom = []float64{1, 1.1, 1.25, 1.5, 2}
-	// InferscaleTargetUtilizations (ρ) × InferscaleActivityTargets is the
-	// grid of the "inferscale (tuned)" row; every other field keeps its
-	// default. The defaults row (ρ 0.8, activityTarget 0.7) is run and
-	// reported as it is, untuned.
-	InferscaleTargetUtilizations = []float64{0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}
-	InferscaleActivityTargets    = []float64{0.5, 0.7, 0.9}
-)
-
-// InferscaleTuned names the row of inferscale at its cheapest setting on
-// the InferscaleTargetUtilizations × InferscaleActivityTargets grid that
-// meets the SLO (part of FamilyInferscale).
-const InferscaleTuned = "inferscale (tuned)"
 
 // Mode selects the simulator.
 type Mode string
@@ -66,6 +41,23 @@ type Workloads struct {
 	Bins     *Binned
 }
 
+// CompareOptions selects what Compare runs.
+type CompareOptions struct {
+	// Families are the policy families to run (all when empty).
+	Families []string
+	// Settings holds the published and tuned settings (DefaultSettings).
+	Settings Settings
+	// Hindsight adds, per family, a reference row at the grid setting
+	// cheapest on this trace while meeting the SLO (or with the best
+	// attainment): foresight no operator has, never the comparison.
+	Hindsight bool
+	// NoOptimum skips the offline optimum search (the bound is always
+	// computed).
+	NoOptimum bool
+	// Progress, when set, is called after each simulation run.
+	Progress func(done, total int)
+}
+
 // Comparison is the outcome of Compare.
 type Comparison struct {
 	Trace string
@@ -74,53 +66,84 @@ type Comparison struct {
 	// Requests and DurationS describe the trace.
 	Requests  float64
 	DurationS float64
-	// MuRPS is the probed replicaThroughput given to inferscale.
-	MuRPS float64
-	// LowerBoundGPUHours is Σ service time ÷ slots: no policy can use fewer.
-	LowerBoundGPUHours float64
-	// Best holds one result per family: inferscale at its defaults as run,
-	// then inferscale (tuned) and each swept baseline at its cheapest
-	// setting that meets the SLO (or, when none does, its highest
-	// attainment).
+	// MuRPS is the probed replicaThroughput given to inferscale;
+	// PeakReplicas the trace's observed peak demand for static.
+	MuRPS, PeakReplicas float64
+	// Grid reports coarse timestamps that were spread.
+	Grid Grid
+	// Bound is the proven lower bound (optimum.go).
+	Bound *Bound
+	// Optimum is the cheapest offline plan found that meets the SLO
+	// (Policy "optimum"); OptimumRuns counts the plans replayed. Zero
+	// when CompareOptions.NoOptimum.
+	Optimum     Result
+	OptimumRuns int
+	// Best holds the policy rows: per family, published, tuned, then
+	// (with Hindsight) hindsight; SettingSet says which.
 	Best []Result
-	// All holds every run, sweeps included.
+	// All holds every run, hindsight sweeps included.
 	All []Result
 	// Note is printed after the table header (e.g. rows the reader skipped).
 	Note string
 }
 
+// BoundGPUHours is the lower bound in GPU-hours.
+func (c *Comparison) BoundGPUHours() float64 {
+	return c.Bound.ReplicaSeconds * float64(c.Pool.GPUsPerReplica) / 3600
+}
+
 // ErrEmptyTrace is returned for a trace without requests.
 var ErrEmptyTrace = errors.New("trace has no requests")
 
-// Compare runs the chosen policy families on the workload.
-// progress, when set, is called after each simulation run.
-func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done, total int)) (*Comparison, error) {
+// Compare runs the families' published and tuned settings (and, with
+// Hindsight, their per-trace best) on the workload, every run from the
+// same initial pool (PoolConfig.InitialReplicas), and computes the bound
+// and the optimum.
+func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	families := o.Families
+	if len(families) == 0 {
+		families = Families()
 	}
 	for _, f := range families {
 		if !slices.Contains(Families(), f) {
 			return nil, fmt.Errorf("policy %q: want one of %s", f, strings.Join(Families(), ","))
 		}
 	}
+	if o.Settings.Published == nil {
+		s, err := DefaultSettings()
+		if err != nil {
+			return nil, err
+		}
+		o.Settings = s
+	}
 	c := &Comparison{Trace: wl.Name, Pool: cfg}
 	var (
-		run   func(Controller, runOptions) Result
-		work  []float64
-		mix   []float64
-		dur   float64
-		total float64
+		run     func(Controller, runOptions) Result
+		work    []float64
+		mix     []float64
+		dur     float64
+		total   float64
+		nWin    int
+		arrWin  func(int) float64
+		missWin missFunc
 	)
+	L := boundWindow(cfg)
 	switch {
 	case wl.Requests != nil:
 		w := wl.Requests
 		if len(w.ArrivalS) == 0 {
 			return nil, ErrEmptyTrace
 		}
-		c.Mode, c.Requests, dur, total = ModeRequest, float64(len(w.ArrivalS)), w.DurationS(), w.TotalWorkS()
+		c.Mode, c.Requests, dur, total, c.Grid = ModeRequest, float64(len(w.ArrivalS)), w.DurationS(), w.TotalWorkS(), w.Grid
 		run = func(ctl Controller, o runOptions) Result { return simulateRequests(cfg, w, ctl, o) }
 		work = workPerSecond(w)
 		mix = w.ServiceS
+		if L >= 1 {
+			nWin, arrWin, missWin = requestMiss(cfg, w, L)
+		}
 	case wl.Bins != nil:
 		b := wl.Bins
 		if b.TotalRequests() == 0 {
@@ -130,159 +153,72 @@ func Compare(cfg PoolConfig, wl Workloads, families []string, progress func(done
 		run = func(ctl Controller, o runOptions) Result { return simulateBinned(cfg, b, ctl, o) }
 		work = b.WorkS
 		mix = binnedMix(b, 20000, cfg.Seed)
+		if L >= 1 {
+			nWin, arrWin, missWin = binnedMiss(cfg, b, L)
+		}
 	default:
 		return nil, ErrEmptyTrace
 	}
-	need := needPerSecond(work, cfg.Slots, cfg.SLO, 1)
 	c.DurationS = dur
-	c.LowerBoundGPUHours = total / float64(cfg.Slots) / 3600 * float64(cfg.GPUsPerReplica)
-	lead := cfg.ColdStart
-	if len(cfg.ColdStartSamples) > 0 {
-		lead = quantileDur(cfg.ColdStartSamples, 0.9)
-	}
-	leadS := int(math.Ceil(lead.Seconds()))
-	initial := 0
-	// Every run starts warm, with the replicas the first five minutes (or
-	// the first cold start, if longer) need, so that no policy pays for the
-	// simulation starting from nothing.
-	for t := 0; t <= max(leadS, 300) && t < len(need); t++ {
-		initial = max(initial, need[t])
-	}
-	initial = max(initial, 1)
-	opt := defaultRunOptions(dur, initial)
+	c.PeakReplicas = peakReplicas(work, cfg.Slots)
+	opt := defaultRunOptions(dur, cfg.InitialReplicas)
+	c.Bound = computeBound(cfg, nWin, arrWin, missWin, total, c.Requests)
 
-	peak := slices.Max(need)
+	env := PolicyEnv{Pool: cfg, PeakReplicas: c.PeakReplicas}
+	if slices.Contains(families, FamilyInferscale) {
+		c.MuRPS = ProbeThroughput(cfg, mix)
+		env.MuRPS = c.MuRPS
+	}
 	steps := 0
 	for _, f := range families {
-		switch f {
-		case FamilyInferscale:
-			steps += 1 + len(InferscaleTargetUtilizations)*len(InferscaleActivityTargets)
-		case FamilyClairvoyant:
-			steps += len(ClairvoyantHeadroom)
-		case FamilyHPAGPU:
-			steps += len(HPAGPUTargets)
-		case FamilyKEDAQueue:
-			steps += 4 * len(KEDAQueueTargets)
-		case FamilyKnative:
-			steps += 2 * len(KnativeScaleDownDelays) * len(KnativeTargets)
-		case FamilyStatic:
-			steps += bits(peak*2 + 1)
+		fs, _ := familySpec(f)
+		steps += 2
+		if o.Hindsight {
+			steps += len(fs.Grid)
 		}
 	}
 	done := 0
-	exec := func(p Policy) Result {
+	exec := func(p Policy, set string, v float64) Result {
 		r := run(p.New(), opt)
-		r.Policy, r.Setting = p.Name, p.Setting
+		r.Policy, r.Setting, r.SettingSet, r.Value = p.Name, p.Setting, set, v
 		c.All = append(c.All, r)
 		done++
-		if progress != nil {
-			progress(done, steps)
+		if o.Progress != nil {
+			o.Progress(done, steps)
 		}
 		return r
 	}
-	sweep := func(ps []Policy) Result {
-		var best Result
-		found := false
-		for _, p := range ps {
-			r := exec(p)
-			switch {
-			case !found && r.MeetsSLO:
-				best, found = r, true
-			case found && r.MeetsSLO && r.ReplicaSeconds < best.ReplicaSeconds:
-				best = r
-			case !found && (best.Policy == "" || r.Attainment() > best.Attainment()):
-				best = r
-			}
-		}
-		return best
-	}
 	for _, f := range families {
-		switch f {
-		case FamilyInferscale:
-			c.MuRPS = ProbeThroughput(cfg, mix)
-			c.Best = append(c.Best, exec(InferscalePolicy(c.MuRPS, cfg, ChartHPABehavior())))
-			var ps []Policy
-			for _, rho := range InferscaleTargetUtilizations {
-				for _, a := range InferscaleActivityTargets {
-					ps = append(ps, InferscaleTunedPolicy(c.MuRPS, rho, a, cfg, ChartHPABehavior()))
-				}
-			}
-			c.Best = append(c.Best, sweep(ps))
-		case FamilyHPAGPU:
-			var ps []Policy
-			for _, v := range HPAGPUTargets {
-				ps = append(ps, HPAGPUPolicy(v, cfg))
-			}
-			c.Best = append(c.Best, sweep(ps))
-		case FamilyKEDAQueue:
-			var ps []Policy
-			for _, inFlight := range []bool{false, true} {
-				for _, m := range []int{0, 1} {
-					for _, v := range KEDAQueueTargets {
-						ps = append(ps, KEDAQueuePolicy(v, m, inFlight, cfg))
-					}
-				}
-			}
-			c.Best = append(c.Best, sweep(ps))
-		case FamilyKnative:
-			var ps []Policy
-			for _, d := range KnativeScaleDownDelays {
-				for _, m := range []int{0, 1} {
-					for _, v := range KnativeTargets {
-						ps = append(ps, KnativePolicy(v, m, d, cfg))
-					}
-				}
-			}
-			c.Best = append(c.Best, sweep(ps))
-		case FamilyStatic:
-			// The smallest fixed count meeting the SLO, by bisection
-			// (attainment grows with the count).
-			lo, hi := 1, max(1, min(cfg.MaxReplicas, peak*2))
+		fs, _ := familySpec(f)
+		for _, set := range []string{SetPublished, SetTuned} {
+			v := o.Settings.Set(set)[f].Value
+			c.Best = append(c.Best, exec(fs.Policy(v, env), set, v))
+		}
+		if o.Hindsight {
 			var best Result
-			bestN := -1
-			for lo <= hi {
-				mid := (lo + hi) / 2
-				o := opt
-				o.initial = mid
-				p := StaticPolicy(mid)
-				r := run(p.New(), o)
-				r.Policy, r.Setting = p.Name, p.Setting
-				c.All = append(c.All, r)
-				done++
-				if progress != nil {
-					progress(done, steps)
-				}
-				if r.MeetsSLO {
-					best, bestN, hi = r, mid, mid-1
-				} else {
-					lo = mid + 1
-					if bestN < 0 && (best.Policy == "" || r.Attainment() > best.Attainment()) {
-						best = r
-					}
+			found := false
+			for _, v := range fs.Grid {
+				r := exec(fs.Policy(v, env), SetHindsight, v)
+				switch {
+				case !found && r.MeetsSLO:
+					best, found = r, true
+				case found && r.MeetsSLO && r.ReplicaSeconds < best.ReplicaSeconds:
+					best = r
+				case !found && (best.Policy == "" || r.Attainment() > best.Attainment()):
+					best = r
 				}
 			}
 			c.Best = append(c.Best, best)
-		case FamilyClairvoyant:
-			var ps []Policy
-			for _, h := range ClairvoyantHeadroom {
-				ps = append(ps, ClairvoyantPolicy(needPerSecond(work, cfg.Slots, cfg.SLO, h), lead, h))
-			}
-			c.Best = append(c.Best, sweep(ps))
 		}
 	}
-	if progress != nil {
-		progress(steps, steps)
+	if !o.NoOptimum && c.Bound.WindowS >= 1 {
+		c.Optimum, c.OptimumRuns = searchOptimum(cfg, c.Bound, run, opt, int(math.Ceil(dur))+1)
+		c.Optimum.SettingSet = SetOptimum
+	}
+	if o.Progress != nil {
+		o.Progress(steps, steps)
 	}
 	return c, nil
-}
-
-func bits(n int) int {
-	b := 0
-	for n > 0 {
-		b++
-		n >>= 1
-	}
-	return b
 }
 
 func quantileDur(d []time.Duration, q float64) time.Duration {
@@ -360,4 +296,13 @@ func ProbeThroughput(cfg PoolConfig, mix []float64) float64 {
 		}
 	}
 	return lo / float64(k)
+}
+
+// workPerSecond sums service time by arrival second.
+func workPerSecond(w *Workload) []float64 {
+	out := make([]float64, int(w.DurationS())+1)
+	for i, a := range w.ArrivalS {
+		out[int(a)] += w.ServiceS[i]
+	}
+	return out
 }

@@ -40,13 +40,14 @@ func DefaultHPABehavior() HPABehavior {
 // ScaledObject (advanced.horizontalPodAutoscalerConfig, see
 // deploy/testdata/golden): scale up by max(1000 %, 100 pods) per 15 s and
 // down by up to 100 % per 15 s, both without stabilization window — the
-// scaler's own windows shape the answer. The chart also sets the HPA
-// tolerance to 0 where the cluster supports it; replay keeps the 10 %
-// default, the conservative case.
+// scaler's own windows shape the answer — and tolerance 0
+// (behavior.scaleUp/scaleDown.tolerance, Kubernetes ≥ 1.33), as the chart
+// sets it: the scaler's answer is applied as it is.
 func ChartHPABehavior() HPABehavior {
 	b := DefaultHPABehavior()
 	b.UpPods, b.UpPercent = 100, 1000
 	b.DownWindow = 0
+	b.Tolerance = 0
 	return b
 }
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestTableLegend: the printed table and report.html explain ✗, × LB,
-// $/1k SLO-met and (tuned) under the table; the legend is not parsed into
-// HTML table rows.
+// TestTableLegend: the printed table and report.html explain ✗, the
+// setting sets, worst h, × opt and × bound under the table; the legend is
+// not parsed into HTML table rows.
 func TestTableLegend(t *testing.T) {
 	c := demoCompare(t)
 	var tb bytes.Buffer
@@ -22,7 +22,7 @@ func TestTableLegend(t *testing.T) {
 	if legend < lastRow || !strings.HasSuffix(text, ComparisonLegend+"\n") {
 		t.Errorf("legend is not under the table:\n%s", text)
 	}
-	for _, w := range []string{"✗", "× LB", "$/1k SLO-met", "(tuned)"} {
+	for _, w := range []string{"✗", "published", "tuned", "hindsight", "optimum", "bound", "worst h", "× opt", "× bound"} {
 		if !strings.Contains(ComparisonLegend, w) {
 			t.Errorf("legend does not explain %q", w)
 		}

@@ -107,10 +107,15 @@ type PoolConfig struct {
 	// ProbeReplicas is the pool size the capacity probe measures μ on
 	// (ProbeThroughput); 1 measures one replica.
 	ProbeReplicas int
+	// InitialReplicas is the pool every policy, the bound and the optimum
+	// start from: that many ready replicas at t = 0, sized from nothing the
+	// trace holds. Default 1: the smallest pool an HPA keeps (minReplicas
+	// ≥ 1) and what KEDA activates a scaled-to-zero target to.
+	InitialReplicas int
 }
 
 // DefaultPoolConfig returns the documented defaults: 4 slots, 0..10000
-// replicas, 60 s cold start, 2 s queue-wait SLO for 99 % of requests, $2.50
+// replicas, one ready replica at t = 0, 60 s cold start, 2 s queue-wait SLO for 99 % of requests, $2.50
 // per GPU-hour (an assumption close to on-demand H100 list prices in 2025),
 // one GPU per replica.
 func DefaultPoolConfig() PoolConfig {
@@ -118,6 +123,7 @@ func DefaultPoolConfig() PoolConfig {
 		Slots: 4, MinReplicas: 0, MaxReplicas: 10000,
 		ColdStart: 60 * time.Second, SLO: 2 * time.Second, SLOTarget: 0.99,
 		PricePerGPUHour: 2.5, GPUsPerReplica: 1, Service: DefaultServiceModel(), Seed: 1, ProbeReplicas: 1,
+		InitialReplicas: 1,
 	}
 }
 
@@ -147,6 +153,9 @@ func (c PoolConfig) Validate() error {
 	}
 	if c.ProbeReplicas < 1 || c.ProbeReplicas > 10000 {
 		errs = append(errs, fmt.Errorf("probe replicas = %d: want 1..10000", c.ProbeReplicas))
+	}
+	if c.InitialReplicas < 0 || c.InitialReplicas > c.MaxReplicas {
+		errs = append(errs, fmt.Errorf("initial replicas = %d: want 0..max replicas (%d)", c.InitialReplicas, c.MaxReplicas))
 	}
 	if err := c.Service.Validate(); err != nil {
 		errs = append(errs, err)
@@ -178,15 +187,19 @@ type Workload struct {
 	Name     string
 	ArrivalS []float64
 	ServiceS []float64
+	// Grid reports coarse timestamps NewWorkload spread (SpreadCoarse).
+	Grid Grid
 }
 
-// NewWorkload applies the service model to a trace.
+// NewWorkload applies the service model to a trace and spreads coarse
+// timestamps (SpreadCoarse).
 func NewWorkload(tr *Trace, m ServiceModel) *Workload {
 	w := &Workload{Name: tr.Name, ArrivalS: make([]float64, len(tr.Requests)), ServiceS: make([]float64, len(tr.Requests))}
 	for i, r := range tr.Requests {
 		w.ArrivalS[i] = r.At.Seconds()
 		w.ServiceS[i] = m.Seconds(r)
 	}
+	w.Grid = SpreadCoarse(w)
 	return w
 }
 

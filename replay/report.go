@@ -2,12 +2,14 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"html/template"
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,42 +20,113 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Row is one line of the comparison table, derived from a Result.
+// Row is one line of the comparison table, derived from a Result (or the
+// bound).
 type Row struct {
-	Policy, Setting string
-	GPUHours        float64
-	Cost            float64
-	SLOPercent      float64
-	MeetsSLO        bool
-	P50, P95, P99   float64
-	EventsPerHour   float64
-	ColdStarts      int
-	CostPer1kMet    float64
-	RatioToLB       float64
+	Policy, SettingSet, Setting string
+	GPUHours                    float64
+	Cost                        float64
+	SLOPercent                  float64
+	WorstHourSLOPercent         float64
+	MeetsSLO                    bool
+	P50, P95, P99               float64
+	EventsPerHour               float64
+	ColdStarts                  int
+	// RatioToOptimum is GPU-hours ÷ the optimum's (NaN when no optimum
+	// meeting the SLO was found); RatioToBound ÷ the bound.
+	RatioToOptimum, RatioToBound float64
 }
 
-// Rows turns the best results into table rows, plus the lower bound.
+// optimumGPUHours is the optimum's GPU-hours when it meets the SLO, else NaN.
+func (c *Comparison) optimumGPUHours() float64 {
+	if c.Optimum.Policy == "" || !c.Optimum.MeetsSLO {
+		return math.NaN()
+	}
+	return c.Optimum.GPUHours(c.Pool.GPUsPerReplica)
+}
+
+func (c *Comparison) row(r Result) Row {
+	hours := c.DurationS / 3600
+	gh := r.GPUHours(c.Pool.GPUsPerReplica)
+	row := Row{
+		Policy: r.Policy, SettingSet: r.SettingSet, Setting: r.Setting, GPUHours: gh, Cost: gh * c.Pool.PricePerGPUHour,
+		SLOPercent: 100 * r.Attainment(), WorstHourSLOPercent: 100 * r.WorstHourAttainment, MeetsSLO: r.MeetsSLO,
+		P50: r.WaitP50, P95: r.WaitP95, P99: r.WaitP99, ColdStarts: r.ColdStarts,
+		RatioToOptimum: gh / c.optimumGPUHours(), RatioToBound: gh / c.BoundGPUHours(),
+	}
+	if hours > 0 {
+		row.EventsPerHour = float64(r.ScaleEvents) / hours
+	}
+	return row
+}
+
+// Rows turns the policy results into table rows, then the optimum and the
+// bound.
 func (c *Comparison) Rows() []Row {
 	var rows []Row
-	hours := c.DurationS / 3600
 	for _, r := range c.Best {
-		gh := r.GPUHours(c.Pool.GPUsPerReplica)
-		row := Row{
-			Policy: r.Policy, Setting: r.Setting, GPUHours: gh, Cost: gh * c.Pool.PricePerGPUHour,
-			SLOPercent: 100 * r.Attainment(), MeetsSLO: r.MeetsSLO, P50: r.WaitP50, P95: r.WaitP95, P99: r.WaitP99,
-			ColdStarts: r.ColdStarts, CostPer1kMet: math.Inf(1), RatioToLB: gh / c.LowerBoundGPUHours,
-		}
-		if hours > 0 {
-			row.EventsPerHour = float64(r.ScaleEvents) / hours
-		}
-		if r.SLOMet > 0 {
-			row.CostPer1kMet = row.Cost / r.SLOMet * 1000
-		}
-		rows = append(rows, row)
+		rows = append(rows, c.row(r))
 	}
-	lb := c.LowerBoundGPUHours
-	rows = append(rows, Row{Policy: "lower bound", Setting: "Σ service ÷ slots", GPUHours: lb, Cost: lb * c.Pool.PricePerGPUHour, SLOPercent: math.NaN(), P50: math.NaN(), P95: math.NaN(), P99: math.NaN(), EventsPerHour: math.NaN(), ColdStarts: -1, CostPer1kMet: lb * c.Pool.PricePerGPUHour / c.Requests * 1000, RatioToLB: 1})
+	if c.Optimum.Policy != "" {
+		rows = append(rows, c.row(c.Optimum))
+	}
+	lb := c.BoundGPUHours()
+	setting := "Σ service ÷ slots"
+	if c.Bound.WindowS > 0 {
+		setting = fmt.Sprintf("cold start billed, whole replicas, SLO quantile; windows %gs", c.Bound.WindowS)
+	}
+	rows = append(rows, Row{Policy: "bound", SettingSet: SetBound, Setting: setting, GPUHours: lb, Cost: lb * c.Pool.PricePerGPUHour,
+		SLOPercent: math.NaN(), WorstHourSLOPercent: math.NaN(), P50: math.NaN(), P95: math.NaN(), P99: math.NaN(), EventsPerHour: math.NaN(),
+		ColdStarts: -1, RatioToOptimum: lb / c.optimumGPUHours(), RatioToBound: 1})
 	return rows
+}
+
+// Headline is the report's first sentence: who is cheapest among the
+// policies meeting the SLO with each setting set, and by how much against
+// the runner-up and the optimum.
+func (c *Comparison) Headline() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "At equal SLO (queue wait ≤ %s for %s%% of requests)", c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1))
+	for i, set := range []string{SetPublished, SetTuned} {
+		var ok []Row
+		fails := 0
+		for _, r := range c.Rows() {
+			if r.SettingSet != set {
+				continue
+			}
+			if r.MeetsSLO {
+				ok = append(ok, r)
+			} else {
+				fails++
+			}
+		}
+		slices.SortStableFunc(ok, func(a, b Row) int { return cmp.Compare(a.GPUHours, b.GPUHours) })
+		if i > 0 {
+			b.WriteString("; with")
+		} else {
+			b.WriteString(", with")
+		}
+		fmt.Fprintf(&b, " %s settings ", set)
+		switch len(ok) {
+		case 0:
+			b.WriteString("no policy meets it")
+			continue
+		case 1:
+			fmt.Fprintf(&b, "only %s meets it (%s GPU-h", ok[0].Policy, fnum(ok[0].GPUHours, 2))
+		default:
+			fmt.Fprintf(&b, "%s wins with %s GPU-h, %s%% less than %s (%s GPU-h",
+				ok[0].Policy, fnum(ok[0].GPUHours, 2), fnum(100*(1-ok[0].GPUHours/ok[1].GPUHours), 0), ok[1].Policy, fnum(ok[1].GPUHours, 2))
+		}
+		if !math.IsNaN(ok[0].RatioToOptimum) {
+			fmt.Fprintf(&b, "; %s× optimum", fnum(ok[0].RatioToOptimum, 2))
+		}
+		b.WriteString(")")
+		if fails > 0 {
+			fmt.Fprintf(&b, ", %d miss it", fails)
+		}
+	}
+	b.WriteString(".")
+	return b.String()
 }
 
 func fnum(v float64, prec int) string {
@@ -81,15 +154,15 @@ func fwait(v float64) string {
 // ComparisonLegend explains the comparison table's marks and columns.
 // WriteTable prints it under the table; the HTML report shows it under its
 // table.
-const ComparisonLegend = "Legend: ✗ after SLO % = misses the SLO target (too few requests waited ≤ the SLO). " +
-	"× LB = GPU-hours ÷ the lower bound (the \"lower bound\" row: Σ service time ÷ slots, what perfect instant scaling would bill; no policy reaches 1.00). " +
-	"$/1k SLO-met = cost per 1,000 requests that met the SLO. " +
-	"inferscale runs its defaults; inferscale (tuned) is its cheapest targetUtilization × activityTarget setting that meets the SLO on this trace; " +
-	"each swept baseline shows its cheapest setting that meets the SLO (or, when none does, its highest SLO %)."
+const ComparisonLegend = "Legend: set = published (each system's documented default), tuned (one setting per family for every shared trace, chosen by `go run ./cmd/replay tune`), " +
+	"hindsight (the family's cheapest setting meeting the SLO on this trace: a reference no operator can pick in advance, never the comparison), " +
+	"optimum (the cheapest offline plan found with the whole trace known, replayed through the same simulator) and bound (a proven lower bound on any schedule; docs/replay.md). " +
+	"✗ after SLO % = misses the SLO target. worst h = SLO % of the worst hour. " +
+	"× opt = GPU-hours ÷ the optimum's; × bound = ÷ the bound. Every run starts from the same pool (--initial-replicas)."
 
-// WriteTable writes the comparison as a Markdown table preceded by a
-// one-paragraph header and followed by ComparisonLegend. The bytes depend
-// only on the inputs and the seed.
+// WriteTable writes the comparison as a Markdown table preceded by the
+// headline and a one-paragraph header and followed by ComparisonLegend.
+// The bytes depend only on the inputs and the seed.
 func (c *Comparison) WriteTable(w io.Writer) error {
 	return c.writeTable(w, true)
 }
@@ -98,17 +171,26 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 // under the HTML table instead).
 func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Trace %s: %s requests over %.1f h, %s mode. Pool: %d slots/replica, cold start %s, SLO queue wait ≤ %s for %s%% of requests, $%.2f/GPU-hour.",
-		c.Trace, fnum(c.Requests, 0), c.DurationS/3600, c.Mode, c.Pool.Slots, coldDesc(c.Pool), c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1), c.Pool.PricePerGPUHour)
+	if legend {
+		b.WriteString(c.Headline() + "\n\n")
+	}
+	fmt.Fprintf(&b, "Trace %s: %s requests over %.1f h, %s mode. Pool: %d slots/replica, %d ready at start, cold start %s, SLO queue wait ≤ %s for %s%% of requests, $%.2f/GPU-hour.",
+		c.Trace, fnum(c.Requests, 0), c.DurationS/3600, c.Mode, c.Pool.Slots, c.Pool.InitialReplicas, coldDesc(c.Pool), c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1), c.Pool.PricePerGPUHour)
 	if c.MuRPS > 0 {
 		fmt.Fprintf(&b, " Probed replicaThroughput μ = %.4g req/s (on %d replica(s)).", c.MuRPS, c.Pool.ProbeReplicas)
+	}
+	if g := c.Grid.String(); g != "" {
+		b.WriteString(" " + g)
 	}
 	if c.Note != "" {
 		b.WriteString(" " + c.Note)
 	}
+	if gap := c.Gap(); !math.IsNaN(gap) {
+		fmt.Fprintf(&b, " Optimum ÷ bound = %s (gap %s%%; %d plans replayed).", fnum(1+gap, 3), fnum(100*gap, 1), c.OptimumRuns)
+	}
 	b.WriteString("\n\n")
-	b.WriteString("| policy | setting | GPU-h | cost $ | SLO % | wait p50 | p95 | p99 | scale ev/h | cold starts | $/1k SLO-met | × LB |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| policy | set | setting | GPU-h | cost $ | SLO % | worst h % | wait p50 | p95 | p99 | scale ev/h | cold starts | × opt | × bound |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Rows() {
 		slo := fnum(r.SLOPercent, 2)
 		if !math.IsNaN(r.SLOPercent) && !r.MeetsSLO {
@@ -118,15 +200,20 @@ func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 		if r.ColdStarts < 0 {
 			cs = "–"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Policy, r.Setting, fnum(r.GPUHours, 2), fnum(r.Cost, 2), slo, fwait(r.P50), fwait(r.P95), fwait(r.P99),
-			fnum(r.EventsPerHour, 1), cs, fnum(r.CostPer1kMet, 4), fnum(r.RatioToLB, 2))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Policy, r.SettingSet, r.Setting, fnum(r.GPUHours, 2), fnum(r.Cost, 2), slo, fnum(r.WorstHourSLOPercent, 2), fwait(r.P50), fwait(r.P95), fwait(r.P99),
+			fnum(r.EventsPerHour, 1), cs, fnum(r.RatioToOptimum, 2), fnum(r.RatioToBound, 2))
 	}
 	if legend {
 		b.WriteString("\n" + ComparisonLegend + "\n")
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// Gap is optimum ÷ bound − 1 (NaN without an optimum meeting the SLO).
+func (c *Comparison) Gap() float64 {
+	return c.optimumGPUHours()/c.BoundGPUHours() - 1
 }
 
 func coldDesc(p PoolConfig) string {
@@ -136,18 +223,19 @@ func coldDesc(p PoolConfig) string {
 	return p.ColdStart.String()
 }
 
-// WriteCSV writes the time series of every best result: policy, setting,
-// time_s, arrivals_rps, queue, ready, replicas (spec), live (billed),
-// busy_fraction.
+// WriteCSV writes the time series of every row and the optimum: policy,
+// set, setting, time_s, arrivals_rps, queue, ready, replicas (spec), live
+// (billed), busy_fraction, max_wait_s (longest wait of requests started in
+// the step), misses (requests of the step over the SLO).
 func (c *Comparison) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"policy", "setting", "time_s", "arrivals_rps", "queue", "ready", "replicas", "live", "busy_fraction"}); err != nil {
+	if err := cw.Write([]string{"policy", "set", "setting", "time_s", "arrivals_rps", "queue", "ready", "replicas", "live", "busy_fraction", "max_wait_s", "misses"}); err != nil {
 		return err
 	}
-	for _, r := range c.Best {
+	for _, r := range c.charted(false) {
 		for _, s := range r.Series {
-			rec := []string{r.Policy, r.Setting, fnum(s.TimeS, 0), fnum(s.Arrivals, 4), fnum(s.Queue, 1),
-				strconv.Itoa(s.Ready), strconv.Itoa(s.Replicas), strconv.Itoa(s.Live), fnum(s.BusyFrac, 4)}
+			rec := []string{r.Policy, r.SettingSet, r.Setting, fnum(s.TimeS, 0), fnum(s.Arrivals, 4), fnum(s.Queue, 1),
+				strconv.Itoa(s.Ready), strconv.Itoa(s.Replicas), strconv.Itoa(s.Live), fnum(s.BusyFrac, 4), fnum(s.MaxWait, 3), fnum(s.Misses, 0)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -178,63 +266,115 @@ func svgPlot(p *plot.Plot, wCm, hCm float64) (template.HTML, error) {
 	return template.HTML(s), nil //nolint:gosec // generated by gonum/plot from numbers only
 }
 
-// demandPlots draws, per policy, demand (the replicas the arrivals' work
-// needs at full use, work ÷ slots) and the policy's billed replicas over
-// time: one small chart each, so that one policy's spikes do not flatten
-// the others.
-func (c *Comparison) demandPlots() ([]template.HTML, error) {
-	var out []template.HTML
-	for i := range c.Best {
-		p, err := c.demandPlot(i)
-		if err != nil {
-			return nil, err
+// charted returns the runs the charts draw: with publishedOnly, the
+// published rows and the optimum; otherwise every row and the optimum.
+func (c *Comparison) charted(publishedOnly bool) []Result {
+	var out []Result
+	for _, r := range c.Best {
+		if !publishedOnly || r.SettingSet == SetPublished {
+			out = append(out, r)
 		}
-		if p == nil {
-			continue
-		}
-		svg, err := svgPlot(p, 26, 7)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, svg)
 	}
-	return out, nil
+	if c.Optimum.Policy != "" {
+		out = append(out, c.Optimum)
+	}
+	return out
 }
 
-func (c *Comparison) demandPlot(i int) (*plot.Plot, error) {
-	r := c.Best[i]
-	if len(r.Series) == 0 {
+// replicaPlot draws billed replicas over time for the published rows and
+// the optimum on one axis, as steps, with demand (work arriving per second
+// ÷ slots, dashed).
+func (c *Comparison) replicaPlot() (*plot.Plot, error) {
+	runs := c.charted(true)
+	if len(runs) == 0 || len(runs[0].Series) == 0 {
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s (%s): replicas vs demand", r.Policy, r.Setting)
+	p.Title.Text = "Billed replicas (published settings and the optimum) and demand"
 	p.X.Label.Text = "hours"
 	p.Y.Label.Text = "replicas"
-	p.Legend.Top = true
-	p.Legend.Left = true
-	meanSvc := c.LowerBoundGPUHours * 3600 / float64(c.Pool.GPUsPerReplica) * float64(c.Pool.Slots) / c.Requests
-	dem := make(plotter.XYs, len(r.Series))
-	rep := make(plotter.XYs, len(r.Series))
-	for k, s := range r.Series {
+	p.Legend.Top, p.Legend.Left = true, true
+	meanSvc := c.Bound.WorkReplicaSeconds * float64(c.Pool.Slots) / c.Requests
+	dem := make(plotter.XYs, len(runs[0].Series))
+	for k, s := range runs[0].Series {
 		dem[k] = plotter.XY{X: s.TimeS / 3600, Y: s.Arrivals * meanSvc / float64(c.Pool.Slots)}
-		rep[k] = plotter.XY{X: s.TimeS / 3600, Y: float64(s.Live)}
 	}
 	dl, err := plotter.NewLine(dem)
 	if err != nil {
 		return nil, err
 	}
-	dl.Color = color.Black
-	dl.Width = vg.Points(0.8)
+	dl.Color, dl.Width = color.Black, vg.Points(0.8)
 	dl.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-	rl, err := plotter.NewLine(rep)
+	dl.StepStyle = plotter.PreStep
+	p.Add(dl)
+	p.Legend.Add("demand (work ÷ slots)", dl)
+	for i, r := range runs {
+		xy := make(plotter.XYs, len(r.Series))
+		for k, s := range r.Series {
+			xy[k] = plotter.XY{X: s.TimeS / 3600, Y: float64(s.Live)}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width, l.StepStyle = palette[i%len(palette)], vg.Points(1.1), plotter.PreStep
+		p.Add(l)
+		p.Legend.Add(r.Policy, l)
+	}
+	return p, nil
+}
+
+// waitPlot draws each published row's and the optimum's longest queue wait
+// per step (log scale) with the SLO as a red line; steps with misses are
+// marked with a cross.
+func (c *Comparison) waitPlot() (*plot.Plot, error) {
+	runs := c.charted(true)
+	if len(runs) == 0 || len(runs[0].Series) == 0 {
+		return nil, nil
+	}
+	p := plot.New()
+	p.Title.Text = "Longest queue wait per step (× = step with requests over the SLO)"
+	p.X.Label.Text = "hours"
+	p.Y.Label.Text = "seconds"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	const floor = 1e-3
+	end := runs[0].Series[len(runs[0].Series)-1].TimeS / 3600
+	slo, err := plotter.NewLine(plotter.XYs{{X: 0, Y: c.Pool.SLO.Seconds()}, {X: end, Y: c.Pool.SLO.Seconds()}})
 	if err != nil {
 		return nil, err
 	}
-	rl.Color = palette[i%len(palette)]
-	rl.Width = vg.Points(1.2)
-	p.Add(dl, rl)
-	p.Legend.Add("demand (work ÷ slots)", dl)
-	p.Legend.Add("billed replicas", rl)
+	slo.Color, slo.Width = color.RGBA{0xd0, 0, 0, 0xff}, vg.Points(1.5)
+	p.Add(slo)
+	p.Legend.Add("SLO "+c.Pool.SLO.String(), slo)
+	for i, r := range runs {
+		xy := make(plotter.XYs, len(r.Series))
+		var miss plotter.XYs
+		for k, s := range r.Series {
+			y := math.Max(floor, math.Min(s.MaxWait, 1e5))
+			xy[k] = plotter.XY{X: s.TimeS / 3600, Y: y}
+			if s.Misses > 0 {
+				miss = append(miss, xy[k])
+			}
+		}
+		col := palette[i%len(palette)]
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width, l.StepStyle = col, vg.Points(0.8), plotter.PreStep
+		p.Add(l)
+		p.Legend.Add(r.Policy, l)
+		if len(miss) > 0 {
+			sc, err := plotter.NewScatter(miss)
+			if err != nil {
+				return nil, err
+			}
+			sc.Color, sc.Shape, sc.Radius = col, draw.CrossGlyph{}, vg.Points(2.5)
+			p.Add(sc)
+		}
+	}
 	return p, nil
 }
 
@@ -271,11 +411,21 @@ func (c *Comparison) Section() (Section, error) {
 	}
 	s := tableSection("Autoscaling: "+c.Trace, tb.String())
 	s.Legend = ComparisonLegend
-	ch, err := c.demandPlots()
-	if err != nil {
-		return Section{}, err
+	s.Intro = c.Headline() + " " + s.Intro
+	for _, mk := range []func() (*plot.Plot, error){c.replicaPlot, c.waitPlot} {
+		p, err := mk()
+		if err != nil {
+			return Section{}, err
+		}
+		if p == nil {
+			continue
+		}
+		svg, err := svgPlot(p, 26, 9)
+		if err != nil {
+			return Section{}, err
+		}
+		s.Charts = append(s.Charts, svg)
 	}
-	s.Charts = append(s.Charts, ch...)
 	return s, nil
 }
 

@@ -38,8 +38,8 @@ type Signals struct {
 // their own state and are used for one run.
 type Controller interface {
 	// Interval is the decision period; Desired is called at every multiple of
-	// it after t = 0 (the run starts from a warm pool sized for its first
-	// cold start; signals need a scrape interval of history).
+	// it after t = 0 (the run starts from PoolConfig.InitialReplicas ready
+	// replicas; signals need a scrape interval of history).
 	Interval() time.Duration
 	// Desired returns the replica count to set now.
 	Desired(s Signals) int
@@ -54,12 +54,21 @@ type Sample struct {
 	Replicas int // spec count (starting + ready)
 	Live     int // billed replicas (starting + ready + draining)
 	BusyFrac float64
+	// MaxWait is the longest queue wait of the requests that started
+	// service in the step, seconds; Misses counts the step's requests
+	// that waited longer than the SLO.
+	MaxWait float64
+	Misses  float64
 }
 
 // Result is one policy run.
 type Result struct {
 	Policy  string
 	Setting string
+	// SettingSet is SetPublished, SetTuned, SetHindsight or SetOptimum;
+	// Value the family's setting value.
+	SettingSet string
+	Value      float64
 	// Requests is the number of requests served (fractional in binned mode).
 	Requests float64
 	// SLOMet is how many started service within the SLO.
@@ -78,6 +87,13 @@ type Result struct {
 	Series []Sample
 	// MeetsSLO is SLOMet/Requests ≥ the pool's SLOTarget.
 	MeetsSLO bool
+	// WorstHourAttainment is the lowest SLO attainment of any hour of the
+	// trace with arrivals (hours counted from the first arrival, requests
+	// by arrival time); WorstHour is its index.
+	WorstHourAttainment float64
+	WorstHour           int
+	// windowArrivals and windowMet count by runOptions.windowS window.
+	windowArrivals, windowMet []float64
 }
 
 // Attainment is the fraction of requests that met the SLO.

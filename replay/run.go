@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,8 @@ type RunConfig struct {
 	ColdStartFile string
 	// RateScale multiplies ServeGen rates.
 	RateScale float64
-	// OutDir receives table.md, timeseries.csv and report.html.
+	// OutDir receives table.md, timeseries.csv, report.html and
+	// summary.json.
 	OutDir string
 	// Progress shows a progress bar on Stderr.
 	Progress bool
@@ -43,6 +45,14 @@ type RunConfig struct {
 	// ResidencyBudgetModels sizes the residency memory budget as this many
 	// median-sized models; 0 is AutoBudgetModels.
 	ResidencyBudgetModels float64
+	// Settings are the published and tuned settings (DefaultSettings when
+	// zero).
+	Settings Settings
+	// Hindsight adds the per-trace best setting of each family as a
+	// labelled reference row.
+	Hindsight bool
+	// NoOptimum skips the offline optimum search.
+	NoOptimum bool
 	// Stdout receives the tables; Stderr the progress bar and file names.
 	Stdout, Stderr io.Writer
 }
@@ -53,7 +63,7 @@ const BinnedThreshold = 20_000_000
 
 // DefaultRunConfig returns the defaults cmd/replay documents.
 func DefaultRunConfig() RunConfig {
-	return RunConfig{Mode: "auto", Policies: Families(), Pool: DefaultPoolConfig(), RateScale: 1, OutDir: "out", Residency: true, ResidencyBudgetModels: 0, Stdout: os.Stdout, Stderr: os.Stderr}
+	return RunConfig{Mode: "auto", Policies: Families(), Pool: DefaultPoolConfig(), RateScale: 1, OutDir: "out", Residency: true, ResidencyBudgetModels: 0, Hindsight: true, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // Validate reports every field out of range.
@@ -88,61 +98,66 @@ func (c RunConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run loads the trace, runs the comparison (and the residency replay on
-// multi-model traces), prints the tables and writes table.md,
-// timeseries.csv and report.html into OutDir.
-func Run(cfg RunConfig) error {
+// Prepared is a trace loaded and turned into what Compare replays.
+type Prepared struct {
+	Name string
+	Pool PoolConfig
+	// Workloads is set for request traces; Instances for the DLRM
+	// instance trace (nothing to replay).
+	Workloads Workloads
+	Instances *Instances
+	// Trace is the request trace (nil in binned ServeGen mode), for the
+	// residency replay.
+	Trace *Trace
+}
+
+// Prepare loads cfg's trace (or the embedded demo trace) and applies the
+// pool's cold-start file, model filter, mode and service model.
+func Prepare(cfg RunConfig) (*Prepared, error) {
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	pool := cfg.Pool
 	if cfg.ColdStartFile != "" {
 		f, err := os.Open(cfg.ColdStartFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pool.ColdStartSamples, err = ReadLoadTimes(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("cold-start file %s: %w", cfg.ColdStartFile, err)
+			return nil, fmt.Errorf("cold-start file %s: %w", cfg.ColdStartFile, err)
 		}
 	}
 	var l *Loaded
 	if cfg.TracePath == "" {
 		tr, err := DemoTrace()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l = &Loaded{Format: FormatAzureLLM, Name: tr.Name, Trace: tr}
 	} else {
 		p, err := ResolvePath(cfg.TracePath)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if p != cfg.TracePath {
+		if p != cfg.TracePath && cfg.Stderr != nil {
 			fmt.Fprintf(cfg.Stderr, "trace: %s (the one trace in %s)\n", p, cfg.TracePath)
 		}
 		if l, err = Load(p, cfg.Format, pool.Seed); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	var table bytes.Buffer
-	var sections []Section
+	pr := &Prepared{Name: l.Name, Pool: pool, Instances: l.Instances}
 	if l.Instances != nil {
-		if err := l.Instances.WriteTable(&table, 15); err != nil {
-			return err
-		}
-		sections = append(sections, tableSection("Recorded replica trajectories: "+l.Name, table.String()))
-		return finish(cfg, table.Bytes(), nil, sections, l.Name)
+		return pr, nil
 	}
-
 	wl := Workloads{Name: l.Name}
-	var resTrace *Trace
 	switch {
 	case l.ServeGen != nil:
 		sg, err := l.ServeGen.FilterModels(cfg.Models)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		mode := ModeRequest
 		if cfg.Mode == string(ModeBinned) || cfg.Mode == "auto" && sg.ExpectedRequests()*cfg.RateScale > BinnedThreshold {
@@ -152,21 +167,21 @@ func Run(cfg RunConfig) error {
 			wl.Bins = sg.Binned(pool.Service, pool.Seed, cfg.RateScale)
 		} else {
 			if cfg.RateScale != 1 {
-				return fmt.Errorf("rate scale %g: only binned mode rescales ServeGen rates; pass --mode=binned", cfg.RateScale)
+				return nil, fmt.Errorf("rate scale %g: only binned mode rescales ServeGen rates; pass --mode=binned", cfg.RateScale)
 			}
 			tr, err := ReadAll(l.Name, FormatServeGen, sg.Requests(pool.Seed))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			wl.Requests = NewWorkload(tr, pool.Service)
-			resTrace = tr
+			pr.Trace = tr
 		}
 	default:
 		tr, err := l.Trace.FilterModels(cfg.Models)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		resTrace = tr
+		pr.Trace = tr
 		w := NewWorkload(tr, pool.Service)
 		if cfg.Mode == string(ModeBinned) {
 			wl.Bins = BinWorkload(w)
@@ -174,6 +189,28 @@ func Run(cfg RunConfig) error {
 			wl.Requests = w
 		}
 	}
+	pr.Workloads = wl
+	return pr, nil
+}
+
+// Run loads the trace, runs the comparison (and the residency replay on
+// multi-model traces), prints the tables and writes table.md,
+// timeseries.csv, report.html and summary.json into OutDir.
+func Run(cfg RunConfig) error {
+	pr, err := Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	var table bytes.Buffer
+	var sections []Section
+	if pr.Instances != nil {
+		if err := pr.Instances.WriteTable(&table, 15); err != nil {
+			return err
+		}
+		sections = append(sections, tableSection("Recorded replica trajectories: "+pr.Name, table.String()))
+		return finish(cfg, table.Bytes(), nil, nil, sections, pr.Name)
+	}
+	wl, pool, resTrace := pr.Workloads, pr.Pool, pr.Trace
 	var progress func(int, int)
 	// A bar only for long runs: per-request traces above 200,000 requests
 	// or binned mode.
@@ -190,9 +227,9 @@ func Run(cfg RunConfig) error {
 			}
 		}
 	}
-	c, err := Compare(pool, wl, cfg.Policies, progress)
+	c, err := Compare(pool, wl, CompareOptions{Families: cfg.Policies, Settings: cfg.Settings, Hindsight: cfg.Hindsight, NoOptimum: cfg.NoOptimum, Progress: progress})
 	if errors.Is(err, ErrEmptyTrace) {
-		return fmt.Errorf("trace %s: %w", l.Name, err)
+		return fmt.Errorf("trace %s: %w", pr.Name, err)
 	}
 	if err != nil {
 		return err
@@ -212,6 +249,7 @@ func Run(cfg RunConfig) error {
 	if err := c.WriteCSV(&csvBuf); err != nil {
 		return err
 	}
+	var rr *ResidencyComparison
 	if cfg.Residency && resTrace != nil && len(resTrace.Models) > 1 {
 		rc := DefaultResidencyConfig()
 		rc.Seed = pool.Seed
@@ -219,7 +257,7 @@ func Run(cfg RunConfig) error {
 		if len(pool.ColdStartSamples) > 0 {
 			rc.LoadTimeSamples = pool.ColdStartSamples
 		}
-		rr, err := CompareResidency(resTrace, rc)
+		rr, err = CompareResidency(resTrace, rc)
 		if err != nil {
 			return err
 		}
@@ -233,12 +271,14 @@ func Run(cfg RunConfig) error {
 		}
 		sections = append(sections, rs)
 	}
-	return finish(cfg, table.Bytes(), csvBuf.Bytes(), sections, l.Name)
+	sum := c.Summary()
+	sum.Residency = ResidencySummary(rr)
+	return finish(cfg, table.Bytes(), csvBuf.Bytes(), &sum, sections, pr.Name)
 }
 
 // finish prints the table and writes the outputs; OutDir is created only
 // here, once the trace has been read and replayed.
-func finish(cfg RunConfig, table, csvData []byte, sections []Section, name string) error {
+func finish(cfg RunConfig, table, csvData []byte, sum *Summary, sections []Section, name string) error {
 	if _, err := cfg.Stdout.Write(table); err != nil {
 		return err
 	}
@@ -261,6 +301,15 @@ func finish(cfg RunConfig, table, csvData []byte, sections []Section, name strin
 	if err := os.WriteFile(filepath.Join(cfg.OutDir, "report.html"), html.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.Stderr, "wrote %s, %s and %s\n", filepath.Join(cfg.OutDir, "table.md"), filepath.Join(cfg.OutDir, "timeseries.csv"), filepath.Join(cfg.OutDir, "report.html"))
+	if sum != nil {
+		data, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, "summary.json"), append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cfg.Stderr, "wrote %s, %s, %s and %s\n", filepath.Join(cfg.OutDir, "table.md"), filepath.Join(cfg.OutDir, "timeseries.csv"), filepath.Join(cfg.OutDir, "report.html"), filepath.Join(cfg.OutDir, "summary.json"))
 	return nil
 }

@@ -98,6 +98,10 @@ type sim struct {
 	hist       waitHist
 	met        float64
 	coldStarts int
+	bins       attainBins
+	// stepWait and stepMiss are the current sample step's longest wait
+	// and misses.
+	stepWait, stepMiss float64
 }
 
 func (s *sim) advance(t float64) {
@@ -112,10 +116,15 @@ func (s *sim) advance(t float64) {
 }
 
 func (s *sim) start(i int32, r int32) {
-	wait := s.now - s.w.ArrivalS[i]
+	a := s.w.ArrivalS[i]
+	wait := s.now - a
 	s.hist.add(wait, 1)
+	s.stepWait = max(s.stepWait, wait)
 	if wait <= s.cfg.SLO.Seconds() {
 		s.met++
+		s.bins.met(a, 1)
+	} else {
+		s.stepMiss++
 	}
 	s.reps[r].busy++
 	s.busy++
@@ -263,7 +272,12 @@ func (s *sim) addReady(n int) {
 
 // runOptions are per-run knobs shared by both simulators.
 type runOptions struct {
+	// initial is the number of ready replicas at t = 0 (PoolConfig.InitialReplicas).
 	initial int
+	// windowS, when > 0, also counts arrivals and SLO misses per window of
+	// this many seconds (Result.windowArrivals, windowMet), for the
+	// optimum's search.
+	windowS float64
 	// sampleStepS is the series step, seconds (≥ 1).
 	sampleStepS int
 	// maxOverrunS bounds the time simulated after the last arrival.
@@ -281,6 +295,7 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 	s := &sim{cfg: cfg, w: w, cold: newColdStarter(cfg)}
 	s.queue = make([]int32, max(16, len(w.ArrivalS)/8))
 	s.ev = make(eventHeap, 0, 1024)
+	s.bins = newAttainBins(w.DurationS(), opt.windowS)
 	s.addReady(max(opt.initial, cfg.MinReplicas))
 	interval := max(1, int(ctl.Interval()/time.Second))
 	var h history
@@ -344,8 +359,9 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 				if d := s.slotAcc - sampleSlots; d > 0 {
 					bf = (s.busyAcc - sampleBusy) / d
 				}
-				res.Series = append(res.Series, Sample{TimeS: nextTick, Arrivals: float64(s.arrived-sampleArr) / st, Queue: float64(s.qLen), Ready: s.ready, Replicas: s.spec, Live: s.live, BusyFrac: bf})
+				res.Series = append(res.Series, Sample{TimeS: nextTick, Arrivals: float64(s.arrived-sampleArr) / st, Queue: float64(s.qLen), Ready: s.ready, Replicas: s.spec, Live: s.live, BusyFrac: bf, MaxWait: s.stepWait, Misses: s.stepMiss})
 				sampleArr, sampleBusy, sampleSlots = s.arrived, s.busyAcc, s.slotAcc
+				s.stepWait, s.stepMiss = 0, 0
 			}
 			nextTick++
 			if i >= n && s.qLen == 0 && nextTick > end {
@@ -357,6 +373,7 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 		default:
 			s.advance(ta)
 			s.arrived++
+			s.bins.arrive(ta, 1)
 			if s.freeN > 0 {
 				s.start(int32(i), s.popSlot())
 			} else {
@@ -379,5 +396,52 @@ done:
 	res.DurationS = s.now
 	res.WaitP50, res.WaitP95, res.WaitP99 = s.hist.quantile(0.5), s.hist.quantile(0.95), s.hist.quantile(0.99)
 	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
+	s.bins.fill(&res)
 	return res
+}
+
+// attainBins counts arrivals and requests meeting the SLO by arrival hour
+// (for Result.WorstHourAttainment) and, optionally, by window.
+type attainBins struct {
+	hourN, hourMet []float64
+	winS           float64
+	winN, winMet   []float64
+}
+
+func newAttainBins(durationS, windowS float64) attainBins {
+	h := int(durationS/3600) + 1
+	b := attainBins{hourN: make([]float64, h), hourMet: make([]float64, h), winS: windowS}
+	if windowS > 0 {
+		n := int(durationS/windowS) + 1
+		b.winN, b.winMet = make([]float64, n), make([]float64, n)
+	}
+	return b
+}
+
+func (b *attainBins) arrive(at, n float64) {
+	b.hourN[min(len(b.hourN)-1, int(at/3600))] += n
+	if b.winS > 0 {
+		b.winN[min(len(b.winN)-1, int(at/b.winS))] += n
+	}
+}
+
+func (b *attainBins) met(at, n float64) {
+	b.hourMet[min(len(b.hourMet)-1, int(at/3600))] += n
+	if b.winS > 0 {
+		b.winMet[min(len(b.winMet)-1, int(at/b.winS))] += n
+	}
+}
+
+// fill sets the worst hour: the lowest attainment among the trace's hours
+// with arrivals (a last partial hour counts as an hour).
+func (b *attainBins) fill(r *Result) {
+	r.WorstHourAttainment, r.WorstHour = 1, 0
+	for h, n := range b.hourN {
+		if n > 0 {
+			if a := b.hourMet[h] / n; a < r.WorstHourAttainment {
+				r.WorstHourAttainment, r.WorstHour = a, h
+			}
+		}
+	}
+	r.windowArrivals, r.windowMet = b.winN, b.winMet
 }

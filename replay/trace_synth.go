@@ -246,8 +246,15 @@ func (sg *ServeGen) FilterModels(names []string) (*ServeGen, error) {
 // its shape kept and its scale rescaled so that the mean is exactly
 // 1/rate_rps (the rate is authoritative; ServeGen's own generator also
 // rescales to the requested load). The first arrival is placed a uniform
-// fraction of one inter-arrival time after the window start. Token counts
-// are the window's means. Deterministic for a seed.
+// fraction of one inter-arrival time after the window start.
+//
+// Token counts vary per request around the window's means, with the
+// shapes ServeGen reports for language models (Xiang et al.,
+// arXiv:2505.09999, §3: output lengths exponential; input lengths a
+// Pareto/log-normal mixture whose parameters the window file does not
+// carry): output tokens ~ Exponential(mean = mean_output_tokens); input
+// tokens ~ LogNormal(σ = ServeGenInputSigma) with mean mean_input_tokens;
+// both rounded to whole tokens. Deterministic for a seed.
 func (sg *ServeGen) Requests(seed uint64) Source {
 	pcg := rand.NewPCG(seed, 0x5365727665)
 	return &servegenSource{sg: sg, src: pcg, rng: rand.New(pcg)}
@@ -300,12 +307,27 @@ func (s *servegenSource) window(w Window, buf []Request) []Request {
 		d := distuv.Gamma{Alpha: w.P1, Beta: w.P1 * w.RateRPS, Src: s.src}
 		draw = d.Rand
 	}
-	in, out := tokens(w.InputTokens), tokens(w.OutputTokens)
+	mu := math.Log(w.InputTokens) - ServeGenInputSigma*ServeGenInputSigma/2
 	end := w.StartS + w.LenS
 	t := w.StartS + s.rng.Float64()*draw()
 	for t < end {
+		in, out := int32(Unknown), int32(Unknown)
+		if w.InputTokens > 0 {
+			in = tokens(math.Exp(mu + ServeGenInputSigma*s.rng.NormFloat64()))
+		} else if w.InputTokens == 0 {
+			in = 0
+		}
+		if w.OutputTokens >= 0 {
+			out = tokens(w.OutputTokens * s.rng.ExpFloat64())
+		}
 		buf = append(buf, Request{At: time.Duration(t * 1e9), Model: w.Model, InputTokens: in, OutputTokens: out, ExecSeconds: Unknown})
 		t += draw()
 	}
 	return buf
 }
+
+// ServeGenInputSigma is the log-space standard deviation of synthesized
+// input lengths (coefficient of variation √(e^{σ²}−1) ≈ 1.31 at σ = 1): an
+// assumption standing in for ServeGen's Pareto/log-normal mixture, whose
+// heavy tail it approximates.
+const ServeGenInputSigma = 1.0

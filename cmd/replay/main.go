@@ -3,8 +3,12 @@
 //
 // With no flags it replays the embedded Azure LLM 2023 code trace (Patel et
 // al., Splitwise, ISCA 2024, CC BY 4.0) with the documented defaults, prints
-// the comparison table and writes table.md, timeseries.csv and report.html
-// into ./out. See docs/replay.md.
+// the comparison table and writes table.md, timeseries.csv, report.html and
+// summary.json into ./out. See docs/replay.md.
+//
+// "replay tune" sweeps each policy family's one setting over the shared
+// traces (--traces, default ../shared/traces) and writes the tuned set into
+// the settings file (--write, default replay/settings.yaml).
 package main
 
 import (
@@ -37,6 +41,10 @@ func splitList(s string) []string {
 }
 
 func run(args []string) error {
+	tune := len(args) > 0 && args[0] == "tune"
+	if tune {
+		args = args[1:]
+	}
 	cfg := replay.DefaultRunConfig()
 	def := cfg.Pool
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
@@ -60,10 +68,16 @@ func run(args []string) error {
 	probe := fs.Int("probe-replicas", def.ProbeReplicas, "pool size the capacity probe measures μ on (1 = one replica)")
 	seed := fs.Uint64("seed", def.Seed, "seed for synthesized arrivals, cold starts and model sizes")
 	rateScale := fs.Float64("rate-scale", cfg.RateScale, "multiply ServeGen rates (binned mode)")
-	out := fs.String("out", cfg.OutDir, "output folder for table.md, timeseries.csv, report.html")
+	out := fs.String("out", cfg.OutDir, "output folder for table.md, timeseries.csv, report.html, summary.json")
 	progress := fs.Bool("progress", true, "progress bar on stderr")
 	residencyOn := fs.Bool("residency", cfg.Residency, "replay model residency on multi-model traces")
 	budgetModels := fs.Float64("residency-budget-models", cfg.ResidencyBudgetModels, "residency memory budget in median-sized models (0: half the mean 10-minute working set, at least 4)")
+	initial := fs.Int("initial-replicas", def.InitialReplicas, "ready replicas at t = 0, the same for every policy, the bound and the optimum")
+	settingsFile := fs.String("settings", "", "settings file with the published and tuned sets (default: the embedded replay/settings.yaml)")
+	hindsight := fs.Bool("hindsight", cfg.Hindsight, "add each family's per-trace best setting as a labelled reference row")
+	optimum := fs.Bool("optimum", true, "search the offline optimum (the bound is always computed)")
+	traces := fs.String("traces", "../shared/traces", "tune: folder holding the shared traces")
+	write := fs.String("write", "replay/settings.yaml", "tune: settings file to write")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
@@ -92,5 +106,41 @@ func run(args []string) error {
 	cfg.Pool.ProbeReplicas = *probe
 	cfg.Pool.Seed, cfg.RateScale, cfg.OutDir = *seed, *rateScale, *out
 	cfg.Progress, cfg.Residency, cfg.ResidencyBudgetModels = *progress, *residencyOn, *budgetModels
+	cfg.Pool.InitialReplicas, cfg.Hindsight, cfg.NoOptimum = *initial, *hindsight, !*optimum
+	if *settingsFile != "" {
+		data, err := os.ReadFile(*settingsFile)
+		if err != nil {
+			return err
+		}
+		if cfg.Settings, err = replay.ParseSettings(data); err != nil {
+			return fmt.Errorf("%s: %w", *settingsFile, err)
+		}
+	}
+	if tune {
+		return runTune(cfg, *traces, *write)
+	}
 	return replay.Run(cfg)
+}
+
+// runTune sweeps the shared traces and writes the settings file.
+func runTune(cfg replay.RunConfig, traces, write string) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s, res, err := replay.Tune(traces, cfg, os.Stderr)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		fmt.Printf("%-11s %-6g meets the SLO on %d/%d traces, geometric mean %.3g × optimum\n", r.Family, r.Value, r.Met, r.Traces, r.GeoMean)
+	}
+	data, err := replay.MarshalSettings(s)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(write, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", write)
+	return nil
 }
