@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -56,17 +55,17 @@ type Device struct {
 	Source string
 }
 
-// ResolveBudget decides the pod's budget. lib is NVML (nvml.New()), or nil when cfg.NVML is
+// ResolveBudget decides the pod's budget. open is gpu.System, or nil when cfg.NVML is
 // "off"; visible is $NVIDIA_VISIBLE_DEVICES. Order: --budget-bytes when set (NVML, if it
 // opens, still supplies the device's used memory); else NVML's reading of the device; else the
 // profile table entry for --mig-profile. The profile is --mig-profile, or the MIG device's own.
 // The reserve is cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
-func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log *slog.Logger) (plan.Budget, Device, error) {
+func ResolveBudget(cfg residency.Config, open gpu.Opener, visible string, log *slog.Logger) (plan.Budget, Device, error) {
 	reserve := max(cfg.ReserveBytes, 0)
 	dev := Device{Close: func() {}}
 	var nvmlDev *gpu.Device
-	if lib != nil && cfg.NVML != "off" {
-		d, closeFn, err := openNVML(lib, visible)
+	if open != nil && cfg.NVML != "off" {
+		d, closeFn, err := open(visible)
 		switch {
 		case err == nil:
 			nvmlDev, dev.Close = d, closeFn
@@ -107,18 +106,6 @@ func ResolveBudget(cfg residency.Config, lib nvml.Interface, visible string, log
 	return b, dev, nil
 }
 
-func openNVML(lib nvml.Interface, visible string) (*gpu.Device, func(), error) {
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return nil, nil, fmt.Errorf("%w: init: %w", gpu.ErrNVML, ret)
-	}
-	d, err := gpu.Open(lib, visible)
-	if err != nil {
-		lib.Shutdown()
-		return nil, nil, err
-	}
-	return d, func() { lib.Shutdown() }, nil
-}
-
 // Run runs the sidecar until ctx is done (SIGTERM), then drains and returns. A drain requested
 // through POST /drain leaves the sidecar running, not ready, until ctx is done.
 func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
@@ -132,11 +119,11 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if err := CheckProfile(cfg.MIGProfile, cat); err != nil {
 		return err
 	}
-	var lib nvml.Interface
+	var open gpu.Opener
 	if cfg.NVML != "off" {
-		lib = nvml.New()
+		open = gpu.System
 	}
-	budget, dev, err := ResolveBudget(cfg, lib, os.Getenv("NVIDIA_VISIBLE_DEVICES"), log)
+	budget, dev, err := ResolveBudget(cfg, open, os.Getenv("NVIDIA_VISIBLE_DEVICES"), log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/gpu"
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -48,7 +49,7 @@ func TestResolveBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, dev, err := ResolveBudget(tt.cfg, tt.lib, tt.visible, discard)
+			b, dev, err := ResolveBudget(tt.cfg, gpu.NVMLOpener(tt.lib), tt.visible, discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,11 +78,11 @@ func TestResolveBudgetErrors(t *testing.T) {
 	}
 	c = residency.DefaultConfig()
 	c.NVML = "on"
-	if _, _, err := ResolveBudget(c, dgxh100.New(), "none", discard); err == nil {
+	if _, _, err := ResolveBudget(c, gpu.NVMLOpener(dgxh100.New()), "none", discard); err == nil {
 		t.Error("--nvml=on without a device: no error")
 	}
 	c.NVML = "auto"
-	if _, _, err := ResolveBudget(c, dgxh100.New(), "0", discard); !errors.Is(err, ErrNoBudget) {
+	if _, _, err := ResolveBudget(c, gpu.NVMLOpener(dgxh100.New()), "0", discard); !errors.Is(err, ErrNoBudget) {
 		t.Errorf("whole GPU without a profile: err = %v, want ErrNoBudget", err)
 	}
 }
