@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
 	"github.com/inferscale/inferscale/ledger/specfile"
@@ -87,8 +88,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
 	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitBad
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("ledger"))
+		return 0
 	}
 	if err := c.Validate(); err != nil {
 		fmt.Fprintln(stderr, "ledger:", err)

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/replay"
 )
 
@@ -78,11 +79,16 @@ func run(args []string) error {
 	optimum := fs.Bool("optimum", true, "search the offline optimum (the bound is always computed)")
 	traces := fs.String("traces", "../shared/traces", "tune: folder holding the shared traces")
 	write := fs.String("write", "replay/settings.yaml", "tune: settings file to write")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Println(version.String("replay"))
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/residency/sidecar"
 )
@@ -55,8 +56,12 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.DurationVar(&c.PropagationDelay, "propagation-delay", c.PropagationDelay, "wait after turning not-ready, for endpoint removal to propagate")
 	fs.DurationVar(&c.DrainPollInterval, "drain-poll-interval", c.DrainPollInterval, "period of drain's reads of Triton's queue and counters")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, "", err
+	}
+	if *showVersion {
+		return c, "", version.ErrRequested
 	}
 	if fs.NArg() > 0 {
 		return c, "", fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -68,6 +73,10 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 func run(args []string, errOut io.Writer) error {
 	cfg, level, err := parseFlags(args, errOut)
 	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if errors.Is(err, version.ErrRequested) {
+		fmt.Println(version.String("residency"))
 		return nil
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/scaler"
 )
 
@@ -52,11 +53,16 @@ func run(args []string) error {
 	cfg := scaler.DefaultConfig()
 	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
 	flags(fs, &cfg)
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Println(version.String("scaler"))
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

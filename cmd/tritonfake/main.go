@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
@@ -62,8 +63,12 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", ":8002", "address of the Prometheus /metrics endpoint")
 	fs.StringVar(&o.config, "config", "", "YAML file describing the device and the model repository (required; see cmd/tritonfake/example.yaml)")
 	fs.DurationVar(&o.exitTimeout, "exit-timeout", 30*time.Second, "how long to wait for in-flight requests after SIGTERM (Triton's --exit-timeout-secs); >= 0")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *showVersion {
+		return o, version.ErrRequested
 	}
 	var errs []error
 	if fs.NArg() > 0 {
@@ -90,6 +95,10 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 func run(ctx context.Context, args []string, stderr io.Writer, started func(grpcAddr, metricsURL string)) error {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if errors.Is(err, version.ErrRequested) {
+		fmt.Println(version.String("tritonfake"))
 		return nil
 	}
 	if err != nil {

@@ -8,6 +8,7 @@
 package version
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"runtime"
@@ -70,3 +71,7 @@ func Format(command string, bi *debug.BuildInfo, goos, goarch string) string {
 	parts = append(parts, fmt.Sprintf("%s/%s", goos, goarch))
 	return strings.Join(parts, " ")
 }
+
+// ErrRequested is returned by a command's flag parsing when --version was given, so that it
+// prints String and exits 0 before validating the other flags.
+var ErrRequested = errors.New("--version requested")
