@@ -141,7 +141,11 @@ func (r *packResult) usedNodes() map[int]bool {
 // a service gets replicas until it has at least r and the loss of its
 // fullest failure domain leaves at least m. Failure domains contain their
 // nodes, so surviving any domain's loss implies surviving any node's.
-func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
+//
+// With spread set, a replica goes within its domain to the node, then the
+// GPU, holding the fewest replicas of its service, so that large profiles
+// do not pile onto one GPU; Audit tries that when the first way fails.
+func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 	res := packResult{where: make([][]int, len(spec.Services))}
 	domainOf := map[string]int{}
 	var domGPUs [][]int
@@ -166,7 +170,23 @@ func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
 	D := len(domGPUs)
 	cnt := make([]int, D)
 	firstRoom := map[string]int{}
+	onNode := map[int]int{} // replicas of the current service per node
+	onGPU := map[int]int{}
 	room := func(d int, n *svcNeed) int {
+		if spread {
+			best, bn, bg, bused := -1, 0, 0, false
+			for _, gi := range domGPUs[d] {
+				g := &res.gpus[gi]
+				if !g.canAdd(n) {
+					continue
+				}
+				cn, cg, used := onNode[g.node], onGPU[gi], g.used > 0
+				if best < 0 || cn < bn || cn == bn && (cg < bg || cg == bg && used && !bused) {
+					best, bn, bg, bused = gi, cn, cg, used
+				}
+			}
+			return best
+		}
 		empty := -1
 		for _, gi := range domGPUs[d] {
 			g := &res.gpus[gi]
@@ -185,6 +205,8 @@ func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
 	for k := range ns {
 		n := &ns[k]
 		var touched []int
+		clear(onNode)
+		clear(onGPU)
 		placed, maxc := 0, 0
 		ptr := firstRoom[n.s.Profile]
 		for placed < n.r || placed-maxc < n.m {
@@ -226,6 +248,8 @@ func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
 			cnt[best]++
 			maxc = max(maxc, cnt[best])
 			res.gpus[bestGPU].add(n)
+			onNode[res.gpus[bestGPU].node]++
+			onGPU[bestGPU]++
 			res.where[n.idx] = append(res.where[n.idx], bestGPU)
 			placed++
 		}
@@ -236,6 +260,14 @@ func pack(spec Spec, ns []svcNeed, nodes []int) packResult {
 	}
 	res.ok = true
 	return res
+}
+
+// packEither packs consolidating first and spreading when that fails.
+func packEither(spec Spec, ns []svcNeed, nodes []int) packResult {
+	if r := pack(spec, ns, nodes, false); r.ok {
+		return r
+	}
+	return pack(spec, ns, nodes, true)
 }
 
 // preferenceOrder ranks nodes for keeping: most compute slices first, then
@@ -273,7 +305,7 @@ func preferenceOrder(spec Spec) []int {
 func Audit(spec Spec, opt AuditOptions) AuditResult {
 	ns := needs(spec)
 	order := preferenceOrder(spec)
-	best := pack(spec, ns, order)
+	best := packEither(spec, ns, order)
 	keepReason := map[int]string{}
 	if !best.ok {
 		return finish(spec, best, nil, map[int]string{}, "kept: not even every node together hosts every service with every check holding: "+best.reason)
@@ -298,7 +330,7 @@ func Audit(spec Spec, opt AuditOptions) AuditResult {
 				trial = append(trial, ni)
 			}
 		}
-		r := pack(spec, ns, trial)
+		r := packEither(spec, ns, trial)
 		if !r.ok {
 			keepReason[cand] = "kept: without it, " + r.reason
 			continue
