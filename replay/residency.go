@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -24,30 +25,41 @@ const (
 	ResidencyInferscale = "inferscale"
 	ResidencyLRU        = "lru"
 	ResidencyLFU        = "lfu"
+	ResidencyGDS        = "gds"
 	ResidencyBelady     = "belady"
 )
 
+// ResidencyPolicies lists the residency policies in table order.
+func ResidencyPolicies() []string {
+	return []string{ResidencyInferscale, ResidencyLRU, ResidencyLFU, ResidencyGDS, ResidencyBelady}
+}
+
 // ResidencyConfig describes the model-residency replay: one GPU whose memory
-// budget holds a subset of the trace's models.
+// budget holds a subset of the trace's models, replayed at each of several
+// budgets.
 //
 // Model sizes are drawn per model from a log-normal with median
 // SizeMedianBytes and σ SizeSigma (an assumption: Stable-Diffusion-class
 // checkpoints and 7B-class LLMs in fp16 are 2-15 GiB), capped at half the
-// budget so every model fits. Load times are drawn per model from
+// smallest budget so every model fits. Load times are drawn per model from
 // LoadTimeSamples (GenTD26's measured base-model loads when given) or else
 // from a log-normal with GenTD26's median 23 s and p99 52 s. Draws use a PCG
-// seeded with Seed.
+// seeded with Seed; every budget replays the same sizes and load times.
 type ResidencyConfig struct {
-	// BudgetModels sets the budget to this many median-sized models; 0
+	// BudgetModels sets the first budget to this many median-sized models; 0
 	// picks AutoBudgetModels.
-	BudgetModels    float64
+	BudgetModels float64
+	// BudgetFactors multiply the first budget: one replay per factor (the
+	// default 1 and 2: the budget that binds, and twice it).
+	BudgetFactors   []float64
 	SizeMedianBytes int64
 	SizeSigma       float64
 	LoadTimeSamples []time.Duration
 	// LoopInterval and DemandWindow are the residency controller's (its
 	// DefaultConfig: 5 s and 1 m).
 	LoopInterval, DemandWindow time.Duration
-	// IdleTimeout and MinResidency are the catalog's (its defaults: 10 m, 2 m).
+	// IdleTimeout and MinResidency are the catalog's (its defaults: 10 m and
+	// 0, the anti-thrash rule's k × load time applying).
 	IdleTimeout, MinResidency time.Duration
 	Seed                      uint64
 }
@@ -62,11 +74,11 @@ const (
 )
 
 // DefaultResidencyConfig returns the documented defaults: an automatic
-// budget (AutoBudgetModels), median 6 GiB, σ 0.6, and the residency package's own
-// controller and catalog defaults.
+// budget (AutoBudgetModels) and twice it, median 6 GiB, σ 0.6, and the
+// residency package's own controller and catalog defaults.
 func DefaultResidencyConfig() ResidencyConfig {
 	return ResidencyConfig{
-		BudgetModels: 0, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
+		BudgetModels: 0, BudgetFactors: []float64{1, 2}, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
 		LoopInterval: controllerLoopInterval, DemandWindow: controllerDemandWindow,
 		IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, Seed: 1,
 	}
@@ -77,6 +89,14 @@ func (c ResidencyConfig) Validate() error {
 	var errs []error
 	if !(c.BudgetModels == 0 || c.BudgetModels >= 1 && c.BudgetModels <= 1e4) {
 		errs = append(errs, fmt.Errorf("residency BudgetModels = %g: want 0 (auto) or [1, 10000]", c.BudgetModels))
+	}
+	if len(c.BudgetFactors) == 0 || len(c.BudgetFactors) > 8 {
+		errs = append(errs, fmt.Errorf("residency BudgetFactors: %d factors; want 1 to 8", len(c.BudgetFactors)))
+	}
+	for i, f := range c.BudgetFactors {
+		if !(f >= 1 && f <= 100) {
+			errs = append(errs, fmt.Errorf("residency BudgetFactors[%d] = %g: want [1, 100]", i, f))
+		}
 	}
 	if c.SizeMedianBytes < 1<<20 || c.SizeMedianBytes > 1<<40 {
 		errs = append(errs, fmt.Errorf("residency SizeMedianBytes = %d: want [1 MiB, 1 TiB]", c.SizeMedianBytes))
@@ -102,17 +122,23 @@ func (c ResidencyConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ResidencyResult is one residency policy's run.
+// ResidencyResult is one residency policy's run under one budget.
 type ResidencyResult struct {
-	Policy   string
-	Requests int
+	Policy string
+	// BudgetBytes is the memory budget of this run.
+	BudgetBytes int64
+	Requests    int
 	// Hits are requests whose model was READY on arrival.
 	Hits int
 	// Loads and BytesLoaded count completed loads.
 	Loads       int
 	BytesLoaded int64
-	// WaitS is the total request time spent waiting for loads, seconds;
-	// Unserved requests (model never loaded by the end) count until the end.
+	// WaitS is the load stall: the total request time spent waiting for
+	// loads, seconds; Unserved requests (model never loaded by the end, an
+	// hour's grace included) count until the end and are the requests failed
+	// or dropped. No policy evicts a model with a request in flight (replayed
+	// requests take no time once their model is ready), so none fails by an
+	// eviction.
 	WaitS    float64
 	Unserved int
 	// Series is resident GiB per sample step.
@@ -126,12 +152,15 @@ type ResidentSample struct {
 	Resident int
 }
 
-// ResidencyComparison holds every policy's run on one trace.
+// ResidencyComparison holds every policy's run on one trace, at each budget.
 type ResidencyComparison struct {
-	Trace       string
-	Models      int
-	BudgetBytes int64
-	Results     []ResidencyResult
+	Trace  string
+	Models int
+	// Budgets are the memory budgets replayed, ascending.
+	Budgets []int64
+	// Results: per budget (in Budgets order) one result per policy, in
+	// ResidencyPolicies order.
+	Results []ResidencyResult
 }
 
 type resModel struct {
@@ -143,6 +172,8 @@ type resModel struct {
 	count    int
 	nextUse  float64
 	pending  []float64
+	gds      float64 // GreedyDual-Size's H
+	est      plan.DecayedRate
 }
 
 const (
@@ -171,7 +202,7 @@ func newResSim(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durat
 		s.models[i].size, s.models[i].load = sizes[i], loads[i]
 		s.models[i].nextUse = math.Inf(1)
 	}
-	s.res.Policy = name
+	s.res.Policy, s.res.BudgetBytes = name, budget
 	return s
 }
 
@@ -221,12 +252,18 @@ func (s *resSim) finish(end float64) ResidencyResult {
 	return s.res
 }
 
-// runCache replays an on-demand cache policy (LRU, LFU, Belady): a request
-// for a model that is not loaded queues its load at once; one load at a
-// time; before a load starts, victims are evicted (never the loading
-// model) until it fits.
+// runCache replays an on-demand cache policy (LRU, LFU, GreedyDual-Size,
+// Belady): a request for a model that is not loaded queues its load at
+// once; one load at a time, first come first served; before a load starts,
+// victims are evicted (never the loading model) until it fits.
+//
+// GreedyDual-Size (Cao and Irani, USITS 1997) keeps H = L + cost ÷ size per
+// model, set on each hit and load with cost the model's load time in
+// seconds and size its GiB, evicts the lowest H and raises L to it.
 func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duration, budget int64, name string, step float64) ResidencyResult {
 	s := newResSim(tr, cfg, sizes, loads, budget, name)
+	var gdsL float64
+	gdsH := func(m *resModel) float64 { return gdsL + m.load.Seconds()/(float64(m.size)/(1<<30)) }
 	var next []float64
 	if name == ResidencyBelady {
 		next = make([]float64, len(tr.Requests))
@@ -261,6 +298,10 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 				if m.count < b.count || m.count == b.count && m.lastUsed < b.lastUsed {
 					best = int32(id)
 				}
+			case ResidencyGDS:
+				if m.gds < b.gds {
+					best = int32(id)
+				}
 			case ResidencyBelady:
 				if m.nextUse > b.nextUse {
 					best = int32(id)
@@ -281,12 +322,14 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 				}
 				s.models[v].state = rmOff
 				s.used -= s.models[v].size
+				gdsL = max(gdsL, s.models[v].gds)
 			}
 			if s.used+m.size > s.budget {
 				m.state = rmOff // cannot fit: its requests stay unserved
 				continue
 			}
 			s.used += m.size
+			m.gds = gdsH(m)
 			s.startLoad(id, t)
 		}
 	}
@@ -312,6 +355,7 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 		case rmReady:
 			s.res.Hits++
 			m.lastUsed = t
+			m.gds = gdsH(m)
 		case rmOff:
 			m.state = rmQueued
 			m.pending = append(m.pending, t)
@@ -334,15 +378,21 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 
 // runPlan replays plan.Plan, the residency controller's pure decision:
-// every LoopInterval the controller observes the loaded set and per-model
-// demand (requests over DemandWindow ÷ its seconds, counting requests for
-// models not loaded, as a gateway query would; requests still waiting for
-// a load keep counting, as a gateway's pending gauge would, so that a rare
-// model's request cannot starve once it leaves the rate window), plans, executes every
-// unload at once and starts loads in plan order, one at a time; a request
-// for a model that is not READY waits until its load completes. Planning is
-// skipped at ticks where nothing changed for 30 s (no arrival, no load
-// completion): the plan would be the same.
+// every LoopInterval the controller observes the loaded set, each model's
+// expected demand — a plan.DecayedRate of its arrivals (half-life
+// plan.DefaultHalfLife), counting requests for models not loaded (as the
+// sidecar's front or a gateway query sees them; a model that is not loaded
+// has demand only while requests wait for it) — and, as work in flight
+// (ModelStatus.Queued), the requests still waiting for a load; it plans and,
+// whenever the loader is free, carries out the plan's leading unloads and
+// starts its next load (one at a time, as the controller); a request
+// for a model that is not READY waits until its load completes. A model
+// whose decayed count fell below 2⁻¹⁰ (ten half-lives without a request)
+// and has nothing waiting reads as no demand. Planning is skipped at ticks
+// where nothing changed for 30 s and nothing waits (no arrival, no load
+// completion): every estimate decays at the same rate, so the ranking, and
+// the plan, would be the same but for a minimum residency running out,
+// which the 30 s re-plan catches.
 func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duration, budget int64, step float64) (ResidencyResult, error) {
 	s := newResSim(tr, cfg, sizes, loads, budget, ResidencyInferscale)
 	cat := plan.Catalog{IdleTimeout: cfg.IdleTimeout, MinResidency: cfg.MinResidency}
@@ -358,15 +408,15 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	if err := bud.Validate(); err != nil {
 		return ResidencyResult{}, err
 	}
+	const halfLife = plan.DefaultHalfLife
+	const negligible = 1.0 / 1024
 	loop := cfg.LoopInterval.Seconds()
-	nb := max(1, int(math.Round(cfg.DemandWindow.Seconds()/loop)))
-	// counts[m][k]: arrivals of model m in loop bucket k (ring of nb).
-	counts := make([][]int32, len(tr.Models))
-	for i := range counts {
-		counts[i] = make([]int32, nb)
+	active := map[int32]bool{} // models with a non-negligible estimate or waiting requests
+	type planStep struct {
+		id   int32
+		load bool
 	}
-	active := map[int32]bool{} // models with arrivals in the window
-	var loadOrder []int32
+	var planned []planStep
 	i := 0
 	n := len(tr.Requests)
 	end := tr.Duration().Seconds()
@@ -384,7 +434,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			}
 			m := &s.models[r.Model]
 			m.count++
-			counts[r.Model][(tick-1+nb)%nb]++
+			m.est = m.est.Add(1, t0.Add(time.Duration(at*1e9)), halfLife)
 			active[r.Model] = true
 			changed = true
 			if m.state == rmReady {
@@ -402,31 +452,27 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			s.sample(nextSample)
 			nextSample += step
 		}
-		if i >= n && s.loading < 0 && len(loadOrder) == 0 {
-			pend := false
-			for k := range s.models {
-				pend = pend || len(s.models[k].pending) > 0
-			}
-			if !pend || t > end+3600 {
-				return s.finish(math.Max(end, t)), nil
-			}
+		waiting := false
+		for m := range active {
+			waiting = waiting || len(s.models[m].pending) > 0
 		}
-		if changed || t-lastPlan >= 30 {
+		if i >= n && s.loading < 0 && len(planned) == 0 && (!waiting || t > end+3600) {
+			return s.finish(math.Max(end, t)), nil
+		}
+		if changed || waiting || t-lastPlan >= 30 {
 			now := t0.Add(time.Duration(t * 1e9))
 			demand := plan.Demand{}
 			for m := range active {
-				var c int32
-				for _, v := range counts[m] {
-					c += v
-				}
-				// Requests still waiting count as demand however old they
-				// are, as a gateway's pending gauge would show them.
-				c = max(c, int32(len(s.models[m].pending)))
-				if c == 0 {
+				rm := &s.models[m]
+				if rm.est.CRF*math.Exp2(-now.Sub(rm.est.At).Seconds()/halfLife.Seconds()) < negligible && len(rm.pending) == 0 {
 					delete(active, m)
 					continue
 				}
-				demand[modelName(int(m))] = float64(c) / cfg.DemandWindow.Seconds()
+				if rm.state != rmOff || len(rm.pending) > 0 {
+					// A model that is not loaded is wanted only while requests wait for it
+					// (on-demand admission; its history still sets its worth).
+					demand[modelName(int(m))] = rm.est.Rate(now, halfLife)
+				}
 			}
 			obs := plan.Observed{Models: map[string]plan.ModelStatus{}}
 			for id := range s.models {
@@ -436,6 +482,10 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
 				case rmLoading:
 					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateLoading}
+				default:
+					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
+						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending)}
+					}
 				}
 			}
 			// Plan sees only models that are loaded, loading or in demand:
@@ -451,45 +501,40 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 			}
 			actions := plan.Plan(sub, bud, obs, demand, now)
-			loadOrder = loadOrder[:0]
+			planned = planned[:0]
 			for _, a := range actions {
 				var id int
 				if _, err := fmt.Sscanf(a.Model, "m%05d", &id); err != nil {
 					return ResidencyResult{}, fmt.Errorf("plan named unknown model %q", a.Model)
 				}
-				m := &s.models[id]
-				switch a.Kind {
-				case plan.ActionUnload:
-					if m.state == rmReady {
-						m.state = rmOff
-						s.used -= m.size
-					}
-				case plan.ActionLoad:
-					loadOrder = append(loadOrder, int32(id))
-				}
+				planned = append(planned, planStep{id: int32(id), load: a.Kind == plan.ActionLoad})
 			}
 			lastPlan, changed = t, false
 		}
-		// Start the next planned load if the loader is free and it fits.
-		for s.loading < 0 && len(loadOrder) > 0 {
-			id := loadOrder[0]
-			loadOrder = loadOrder[1:]
-			m := &s.models[id]
+		// As the controller: once the loader is free, the plan's leading unloads, then its
+		// next load (an unload waits for the load it makes room for).
+		for s.loading < 0 && len(planned) > 0 {
+			a := planned[0]
+			planned = planned[1:]
+			m := &s.models[a.id]
+			if !a.load {
+				if m.state == rmReady {
+					m.state = rmOff
+					s.used -= m.size
+				}
+				continue
+			}
 			if m.state != rmOff || s.used+m.size > s.budget {
 				continue
 			}
 			s.used += m.size
-			s.startLoad(id, t)
-		}
-		// Clear the bucket the next tick fills.
-		for m := range active {
-			counts[m][tick%nb] = 0
+			s.startLoad(a.id, t)
 		}
 	}
 }
 
-// CompareResidency runs plan.Plan, LRU, LFU and Belady's
-// furthest-next-use on the trace under one memory budget.
+// CompareResidency runs plan.Plan, LRU, LFU, GreedyDual-Size and Belady's
+// furthest-next-use on the trace at each budget of cfg.
 func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, error) {
 	if len(tr.Requests) == 0 {
 		return nil, ErrEmptyTrace
@@ -502,12 +547,17 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 	if bm == 0 {
 		bm = AutoBudgetModels(tr)
 	}
-	budget := int64(bm * float64(cfg.SizeMedianBytes))
+	rc := &ResidencyComparison{Trace: tr.Name, Models: len(tr.Models)}
+	for _, f := range cfg.BudgetFactors {
+		rc.Budgets = append(rc.Budgets, int64(bm*f*float64(cfg.SizeMedianBytes)))
+	}
+	slices.Sort(rc.Budgets)
+	rc.Budgets = slices.Compact(rc.Budgets)
 	sizes := make([]int64, len(tr.Models))
 	loads := make([]time.Duration, len(tr.Models))
 	for i := range sizes {
 		sz := float64(cfg.SizeMedianBytes) * math.Exp(cfg.SizeSigma*rng.NormFloat64())
-		sizes[i] = min(int64(sz), budget/2)
+		sizes[i] = min(int64(sz), rc.Budgets[0]/2)
 		if len(cfg.LoadTimeSamples) > 0 {
 			loads[i] = cfg.LoadTimeSamples[rng.IntN(len(cfg.LoadTimeSamples))]
 		} else {
@@ -517,23 +567,41 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 		loads[i] = max(loads[i], time.Millisecond)
 	}
 	step := math.Max(60, math.Ceil(tr.Duration().Seconds()/1500/60)*60)
-	rc := &ResidencyComparison{Trace: tr.Name, Models: len(tr.Models), BudgetBytes: budget}
-	r, err := runPlan(tr, cfg, sizes, loads, budget, step)
-	if err != nil {
-		return nil, err
-	}
-	rc.Results = append(rc.Results, r)
-	for _, p := range []string{ResidencyLRU, ResidencyLFU, ResidencyBelady} {
-		rc.Results = append(rc.Results, runCache(tr, cfg, sizes, loads, budget, p, step))
+	for _, budget := range rc.Budgets {
+		r, err := runPlan(tr, cfg, sizes, loads, budget, step)
+		if err != nil {
+			return nil, err
+		}
+		rc.Results = append(rc.Results, r)
+		for _, p := range ResidencyPolicies()[1:] {
+			rc.Results = append(rc.Results, runCache(tr, cfg, sizes, loads, budget, p, step))
+		}
 	}
 	return rc, nil
 }
 
-// WriteTable writes the residency comparison as Markdown.
+// Result returns the run of policy at budget, and whether there is one.
+func (rc *ResidencyComparison) Result(policy string, budget int64) (ResidencyResult, bool) {
+	for _, r := range rc.Results {
+		if r.Policy == policy && r.BudgetBytes == budget {
+			return r, true
+		}
+	}
+	return ResidencyResult{}, false
+}
+
+// WriteTable writes the residency comparison as Markdown: one row per
+// budget and policy, with inferscale's load stall as a ratio to LRU's and
+// to Belady's at the same budget (the targets: ≤ 0.7 and ≤ 1.3).
 func (rc *ResidencyComparison) WriteTable(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Residency on %s: %d models, memory budget %.1f GiB, one load at a time (sizes and load times drawn per model, seeded; see docs/replay.md).\n\n", rc.Trace, rc.Models, float64(rc.BudgetBytes)/(1<<30))
-	b.WriteString("| policy | loads | hit ratio | request-hours waiting for loads | mean wait per miss | GiB loaded | unserved |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	gib := func(v int64) string { return fnum(float64(v)/(1<<30), 1) }
+	budgets := make([]string, len(rc.Budgets))
+	for i, v := range rc.Budgets {
+		budgets[i] = gib(v)
+	}
+	fmt.Fprintf(&b, "Residency on %s: %d models, memory budgets %s GiB, one load at a time (sizes and load times drawn per model, seeded; see docs/replay.md).\n\n", rc.Trace, rc.Models, strings.Join(budgets, " and "))
+	b.WriteString("| budget GiB | policy | loads | hit ratio | load-stall hours | stall ÷ LRU | stall ÷ Belady | mean wait per miss | GiB loaded | failed or dropped |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rc.Results {
 		hit := float64(r.Hits) / float64(max(1, r.Requests))
 		miss := r.Requests - r.Hits
@@ -541,25 +609,38 @@ func (rc *ResidencyComparison) WriteTable(w io.Writer) error {
 		if miss > 0 {
 			mw = r.WaitS / float64(miss)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d |\n", r.Policy, r.Loads, fnum(hit, 4), fnum(r.WaitS/3600, 2), fwait(mw), fnum(float64(r.BytesLoaded)/(1<<30), 0), r.Unserved)
+		ratio := func(base string) string {
+			o, ok := rc.Result(base, r.BudgetBytes)
+			if !ok || o.WaitS <= 0 {
+				return "–"
+			}
+			return fnum(r.WaitS/o.WaitS, 2)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %d |\n", gib(r.BudgetBytes), r.Policy, r.Loads, fnum(hit, 4), fnum(r.WaitS/3600, 2),
+			ratio(ResidencyLRU), ratio(ResidencyBelady), fwait(mw), fnum(float64(r.BytesLoaded)/(1<<30), 0), r.Unserved)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// Section renders the residency comparison for the HTML report.
+// Section renders the residency comparison for the HTML report; the chart
+// shows the smallest budget.
 func (rc *ResidencyComparison) Section() (Section, error) {
 	var tb bytes.Buffer
 	if err := rc.WriteTable(&tb); err != nil {
 		return Section{}, err
 	}
 	s := tableSection("Residency: "+rc.Trace, tb.String())
+	budget := rc.Budgets[0]
 	p := plot.New()
-	p.Title.Text = "Resident memory over time (GiB)"
+	p.Title.Text = fmt.Sprintf("Resident memory over time (GiB), budget %s GiB", fnum(float64(budget)/(1<<30), 1))
 	p.X.Label.Text = "hours"
 	p.Y.Label.Text = "GiB resident or loading"
 	p.Legend.Top = true
 	for i, r := range rc.Results {
+		if r.BudgetBytes != budget {
+			continue
+		}
 		pts := make(plotter.XYs, len(r.Series))
 		for k, v := range r.Series {
 			pts[k] = plotter.XY{X: v.TimeS / 3600, Y: v.GiB}
@@ -573,7 +654,7 @@ func (rc *ResidencyComparison) Section() (Section, error) {
 		p.Add(l)
 		p.Legend.Add(r.Policy, l)
 	}
-	bl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(rc.BudgetBytes) / (1 << 30)}, {X: rc.endHours(), Y: float64(rc.BudgetBytes) / (1 << 30)}})
+	bl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: float64(budget) / (1 << 30)}, {X: rc.endHours(), Y: float64(budget) / (1 << 30)}})
 	if err != nil {
 		return Section{}, err
 	}

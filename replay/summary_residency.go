@@ -27,7 +27,7 @@ func ResidencySummary(rc *ResidencyComparison) []ResidencySummaryRow {
 	}
 	out := make([]ResidencySummaryRow, 0, len(rc.Results))
 	for _, r := range rc.Results {
-		row := ResidencySummaryRow{Policy: r.Policy, BudgetBytes: rc.BudgetBytes, LoadStallSeconds: r.WaitS,
+		row := ResidencySummaryRow{Policy: r.Policy, BudgetBytes: r.BudgetBytes, LoadStallSeconds: r.WaitS,
 			FailedRequests: r.Unserved, Loads: r.Loads, BytesLoaded: r.BytesLoaded}
 		if r.Requests > 0 {
 			row.HitRatio = float64(r.Hits) / float64(r.Requests)

@@ -77,8 +77,8 @@ type Observed struct {
 }
 
 // Demand is each model's expected request rate in requests per second: the decayed estimate of
-// its arrivals plus its work in flight (Expected, DecayedRate). Missing, negative, NaN and
-// infinite rates read as 0.
+// its arrivals (DecayedRate.Rate). Work in flight is not in it: Decide reads it from
+// ModelStatus. Missing, negative, NaN and infinite rates read as 0.
 type Demand map[string]float64
 
 func (d Demand) rate(model string) float64 {
@@ -204,24 +204,29 @@ const gib = float64(1 << 30)
 
 // Value is what keeping model m resident is worth per unit of memory:
 //
-//	value = expected demand (req/s) × load time (s) ÷ admitted peak (GiB) = Worth ÷ GiB
+//	value = Worth ÷ admitted peak (GiB),  Worth = expected demand (req/s) × load time (s)
 //
 // — the request-seconds of load stall avoided per second and GiB: GreedyDual-Size's cost ÷ size
 // (Cao and Irani, "Cost-aware WWW proxy caching algorithms", USENIX USITS 1997) with the cost a
 // miss imposes (the load time) weighted by the decayed demand (DecayedRate, in the LRFU family),
 // as GreedyDual-Size-Frequency weights it by frequency. It is the density a knapsack greedy ranks
-// by. A model without an entry for profile is worth 0.
+// by. A model without an entry for profile is worth 0. Decide adds work in flight to Worth (see
+// Decide).
 func Value(m Model, profile string, rateRPS float64) float64 {
+	return density(m, profile, Worth(m, rateRPS))
+}
+
+func density(m Model, profile string, worth float64) float64 {
 	peak, ok := m.PeakMemoryBytes[profile]
 	if !ok || peak <= 0 {
 		return 0
 	}
-	return Worth(m, rateRPS) / (float64(peak) / gib)
+	return worth / (float64(peak) / gib)
 }
 
 // Worth is the load stall that keeping m resident avoids, in request-seconds per second:
-// expected demand (req/s) × load time (s). A load pays for itself when its Worth exceeds the
-// Worth of the models it evicts.
+// expected demand (req/s) × load time (s) — each future request would wait one load. A load pays
+// for itself when its Worth exceeds the Worth of the models it evicts.
 func Worth(m Model, rateRPS float64) float64 { return rateRPS * m.LoadTime.Seconds() }
 
 // ReserveBytes is the reserve Plan keeps back: the larger of the catalog's and the budget's.
@@ -286,9 +291,15 @@ type contender struct {
 // work in flight, unused for their IdleTimeout (measured from the later of LastUsed and
 // LoadedSince), are unloaded. Every other READY model and every wanted model that is not loaded
 // (P0 always; P1/P2 with demand > 0; never quarantined or backing off, never without a peak for
-// the profile) is ranked by tier (P0, P1, P2), then by Value (highest first), then by name, and
+// the profile) is ranked by tier (P0, P1, P2), then by value (highest first), then by name, and
 // admitted greedily while the accounted memory stays within budget.TotalBytes. READY models
 // left out are evicted — so a victim is always below every load it makes room for.
+//
+// A model's worth here is Worth(rate) plus its work in flight (ModelStatus.InFlight: queued and
+// executing requests, or requests held for a model that is not loaded): a request that waits
+// accrues stall at one second per second until its model serves it, so each counts 1 req·s/s,
+// while a future arrival costs one load time at its expected rate. Its value is worth ÷ GiB. A
+// model with requests held for it is wanted even before its rate shows them.
 //
 // Admission pays for itself: walking the admitted P1/P2 loads in rank order, each takes free
 // memory first and then the evictions, lowest-ranked first; a load whose Worth does not exceed
@@ -301,8 +312,13 @@ type contender struct {
 // SwapOverheadBytes on top until the swap, and it is emitted only when that fits (otherwise it
 // is a deferred Refusal with Reload set).
 //
-// Actions are ordered unloads first (idle, then evictions lowest-ranked first), then reloads
-// (by name), then loads (highest-ranked first), so that when the start is within budget, the
+// Actions are ordered: idle unloads; evictions that bring an over-budget start within budget;
+// then the loads — P0 first, then by worth ÷ load time, highest first: Smith's rule (W. E.
+// Smith, "Various optimizers for single-stage production", Naval Research Logistics Quarterly
+// 3, 1956), which minimises the total weighted waiting of jobs on one machine, here the stall
+// behind one loader — each preceded by the evictions (lowest-ranked first) it needs, so that a
+// model is unloaded only when its memory is about to be used; then reloads (by name). When the
+// start is within budget, the
 // accounted memory during and after every step is too (Action.PeakBytes, AccountedBytes). Ties
 // break by name; the result is deterministic, and planning again on Apply(obs, actions) at the
 // same time and demand yields no actions.
@@ -355,17 +371,18 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idle timeout %s (freeIdle)", m.Tier, m.Name, since, timeout)})
 				continue
 			}
-			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: Value(*m, budget.Profile, rate),
-				worth: Worth(*m, rate), stale: stale})
+			w := Worth(*m, rate) + float64(st.InFlight())
+			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: density(*m, budget.Profile, w),
+				worth: w, stale: stale})
 		case st.State.HoldsMemory(): // LOADING, UNLOADING: in flight, left alone.
 			fixed += residentBytes(cat, budget.Profile, m.Name, st)
 		default:
-			wanted := m.Tier == TierP0 || rate > 0
+			wanted := m.Tier == TierP0 || rate > 0 || st.Busy()
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: Value(*m, budget.Profile, rate),
-				worth: Worth(*m, rate)})
+			w := Worth(*m, rate) + float64(st.InFlight())
+			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: density(*m, budget.Profile, w), worth: w})
 		}
 	}
 	slices.SortFunc(cs, func(a, b contender) int {
@@ -400,18 +417,64 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		a.AccountedBytes = acct
 		res.Actions = append(res.Actions, a)
 	}
-	for i := len(cs) - 1; i >= 0; i-- {
-		c := cs[i]
-		if !c.resident || admitted[i] {
-			continue
+	slices.SortFunc(busy, func(a, b BusyModel) int { return strings.Compare(a.Name, b.Name) })
+	var loads []contender
+	for i, c := range cs {
+		switch {
+		case c.resident:
+		case admitted[i]:
+			loads = append(loads, c)
+		case c.excluded:
+			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes, FixedBytes: fixed, KeptBytes: p.kept[i],
+				BudgetBytes: budget.TotalBytes, Unworthy: true, Worth: c.worth, VictimWorth: c.victimWorth, Victims: c.victims})
+		default:
+			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
+				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes, Busy: busy})
 		}
+	}
+	// Every admitted load fits with all the others, so any order stays within budget.
+	slices.SortStableFunc(loads, func(a, b contender) int {
+		return cmp.Or(cmp.Compare(min(a.model.Tier.rank(), 1), min(b.model.Tier.rank(), 1)),
+			cmp.Compare(b.worth/b.model.LoadTime.Seconds(), a.worth/a.model.LoadTime.Seconds()),
+			strings.Compare(a.model.Name, b.model.Name))
+	})
+	// Evictions, lowest-ranked first, as late as possible: first those that bring an
+	// over-budget start back within budget, then before each load those it needs.
+	var victims []int
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].resident && !admitted[i] {
+			victims = append(victims, i)
+		}
+	}
+	evict := func() {
+		i := victims[0]
+		victims = victims[1:]
+		c := cs[i]
 		res.Actions = append(res.Actions, Action{Kind: ActionUnload, Model: c.model.Name, Cause: CauseEvict, At: now, AccountedBytes: acct - c.bytes,
 			PeakBytes: acct, Reason: p.evictReason(cs, i, fixed, budget.TotalBytes)})
 		acct -= c.bytes
 	}
-	// Reloads of kept models whose digest changed, by name, after the unloads and before the
-	// loads: the swap holds SwapOverheadBytes more until the old copy goes, so it runs only
-	// where that fits, and leaves the accounted memory as it was.
+	for acct > budget.TotalBytes && len(victims) > 0 {
+		evict()
+	}
+	for _, c := range loads {
+		for acct+c.bytes > budget.TotalBytes && len(victims) > 0 {
+			evict()
+		}
+		acct += c.bytes
+		cause := CauseDemand
+		if c.model.Tier == TierP0 {
+			cause = CausePinned
+		}
+		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: cause, At: now, AccountedBytes: acct,
+			PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c, demand.rate(c.model.Name))})
+	}
+	for len(victims) > 0 { // a victim larger than what the loads needed of it
+		evict()
+	}
+	// Reloads of kept models whose digest changed, by name, last: the swap holds
+	// SwapOverheadBytes more until the old copy goes, so it runs only where that fits beside
+	// every other step, and leaves the accounted memory as it was.
 	stale := staleFixed
 	for i, c := range cs {
 		if c.stale && admitted[i] {
@@ -429,26 +492,6 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 		res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: CauseDigest, At: now, AccountedBytes: acct,
 			PeakBytes: acct + swap, Digest: c.model.Digest,
 			Reason: fmt.Sprintf("reload: digest %s → %s; the swap holds %s more", shortDigest(obs.Models[c.model.Name].Digest), shortDigest(c.model.Digest), FormatBytes(swap))})
-	}
-	slices.SortFunc(busy, func(a, b BusyModel) int { return strings.Compare(a.Name, b.Name) })
-	for i, c := range cs {
-		switch {
-		case c.resident:
-		case admitted[i]:
-			acct += c.bytes
-			cause := CauseDemand
-			if c.model.Tier == TierP0 {
-				cause = CausePinned
-			}
-			res.Actions = append(res.Actions, Action{Kind: ActionLoad, Model: c.model.Name, Cause: cause, At: now, AccountedBytes: acct,
-				PeakBytes: acct, Digest: c.model.Digest, Reason: loadReason(c, demand.rate(c.model.Name))})
-		case c.excluded:
-			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes, FixedBytes: fixed, KeptBytes: p.kept[i],
-				BudgetBytes: budget.TotalBytes, Unworthy: true, Worth: c.worth, VictimWorth: c.victimWorth, Victims: c.victims})
-		default:
-			res.Refused = append(res.Refused, Refusal{Model: c.model.Name, NeedBytes: c.bytes,
-				FixedBytes: fixed, KeptBytes: p.kept[i], BudgetBytes: budget.TotalBytes, Busy: busy})
-		}
 	}
 	return res
 }

@@ -32,6 +32,8 @@ const AntiThrashFactor = 1
 //
 // A steady rate r gives CRF → r·H/ln 2, so Rate returns r; after the arrivals stop it halves
 // every H. The zero value has seen no request. It is a value: Add returns the updated estimate.
+// Work in flight is not an arrival: the planner weighs it separately (ModelStatus.InFlight,
+// Decide).
 type DecayedRate struct {
 	// CRF is the decayed count as of At.
 	CRF float64
@@ -65,18 +67,6 @@ func (d DecayedRate) Rate(now time.Time, halfLife time.Duration) float64 {
 		return 0
 	}
 	return d.decayed(now, halfLife) * math.Ln2 / halfLife.Seconds()
-}
-
-// Expected is a model's expected demand in req/s for Demand: the decayed arrival rate plus its
-// work in flight (queued + executing requests, or requests held for a model that is not loaded)
-// counted as arrivals of now, each weighing ln 2 / halfLife. Work in flight therefore always
-// adds value; it also makes a loaded model ineligible as a victim (ModelStatus.Busy).
-func Expected(d DecayedRate, now time.Time, halfLife time.Duration, inFlight int) float64 {
-	r := d.Rate(now, halfLife)
-	if inFlight > 0 && halfLife > 0 {
-		r += float64(inFlight) * math.Ln2 / halfLife.Seconds()
-	}
-	return r
 }
 
 // MinResidency is the time a model must stay loaded before it may be evicted: the larger of the

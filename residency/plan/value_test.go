@@ -32,13 +32,10 @@ func TestDecayedRate(t *testing.T) {
 	if got, want := d.Rate(end.Add(2*h), h), d.Rate(end, h)/4; math.Abs(got-want) > 1e-9 {
 		t.Errorf("after two half-lives: %.6f, want %.6f", got, want)
 	}
-	// One request now is worth ln 2 / H req/s; in flight counts the same, on top.
+	// One request now is worth ln 2 / H req/s.
 	one := plan.DecayedRate{}.Add(1, t0, h)
 	if got, want := one.Rate(t0, h), math.Ln2/600; math.Abs(got-want) > 1e-12 {
 		t.Errorf("one request: %g, want %g", got, want)
-	}
-	if got, want := plan.Expected(one, t0, h, 4), 5*math.Ln2/600; math.Abs(got-want) > 1e-12 {
-		t.Errorf("one request + 4 in flight: %g, want %g", got, want)
 	}
 	// A clock that steps back ages nothing and loses nothing.
 	back := one.Add(1, t0.Add(-time.Minute), h)
@@ -124,7 +121,7 @@ func TestAlternatingDemandLoadsBounded(t *testing.T) {
 				st.Queued = held[m]
 			}
 			obs.Models[m] = st
-			d[m] = plan.Expected(est[m], now, plan.DefaultHalfLife, held[m])
+			d[m] = est[m].Rate(now, plan.DefaultHalfLife)
 		}
 		for _, a := range plan.Plan(cat, b, obs, d, now) {
 			st := obs.Models[a.Model]

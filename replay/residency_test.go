@@ -1,0 +1,128 @@
+package replay
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestResidencyGDS: GreedyDual-Size evicts by cost ÷ size, not recency. Budget 10 GiB; a (1 GiB,
+// 60 s load: H = 60) and b (8 GiB, 8 s load: H = 1) are loaded, then c (2 GiB, 10 s) is
+// requested: LRU evicts a (least recently used), GDS evicts b (lowest H), so a's next request is
+// a hit under GDS and a miss under LRU.
+func TestResidencyGDS(t *testing.T) {
+	tr := &Trace{Name: "gds", Models: []string{"a", "b", "c"}}
+	for i, m := range []int32{0, 1, 2, 0} {
+		tr.Requests = append(tr.Requests, Request{At: time.Duration(i*100) * time.Second, Model: m, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown})
+	}
+	sizes := []int64{1 << 30, 8 << 30, 2 << 30}
+	loads := []time.Duration{60 * time.Second, 8 * time.Second, 10 * time.Second}
+	cfg := DefaultResidencyConfig()
+	for _, tt := range []struct {
+		policy      string
+		loads, hits int
+		waitS       float64
+	}{
+		{ResidencyLRU, 4, 0, 60 + 8 + 10 + 60},
+		{ResidencyGDS, 3, 1, 60 + 8 + 10},
+	} {
+		r := runCache(tr, cfg, sizes, loads, 10<<30, tt.policy, 60)
+		if r.Loads != tt.loads || r.Hits != tt.hits || r.WaitS != tt.waitS {
+			t.Errorf("%s: loads %d hits %d wait %g; want %d, %d, %g", tt.policy, r.Loads, r.Hits, r.WaitS, tt.loads, tt.hits, tt.waitS)
+		}
+	}
+}
+
+// TestResidencySummaryRows: one row per budget and policy, with the budget of each run.
+func TestResidencySummaryRows(t *testing.T) {
+	tr := &Trace{Name: "rows"}
+	for m := range 6 {
+		tr.Models = append(tr.Models, modelName(m))
+	}
+	for i := range 600 {
+		tr.Requests = append(tr.Requests, Request{At: time.Duration(i) * 10 * time.Second, Model: int32(i % 6), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown})
+	}
+	rc, err := CompareResidency(tr, DefaultResidencyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ResidencySummary(rc)
+	if len(rc.Budgets) != 2 || len(rows) != 2*len(ResidencyPolicies()) {
+		t.Fatalf("budgets %v, %d rows; want 2 budgets and %d rows", rc.Budgets, len(rows), 2*len(ResidencyPolicies()))
+	}
+	for i, r := range rows {
+		if want := ResidencyPolicies()[i%5]; r.Policy != want || r.BudgetBytes != rc.Budgets[i/5] {
+			t.Errorf("row %d: %s at %d; want %s at %d", i, r.Policy, r.BudgetBytes, want, rc.Budgets[i/5])
+		}
+		if r.FailedRequests != 0 || r.HitRatio <= 0 || r.HitRatio > 1 {
+			t.Errorf("row %d (%s): failed %d, hit ratio %g", i, r.Policy, r.FailedRequests, r.HitRatio)
+		}
+	}
+}
+
+// TestResidencySharedTraces replays the residency comparison on GenTD26 and the Azure
+// Functions sample when INFERSCALE_TRACES names the shared traces folder (they are not in the
+// repository) and logs the tables; it asserts what the policy guarantees — no request failed
+// or dropped — and reports the targets without asserting them.
+func TestResidencySharedTraces(t *testing.T) {
+	dir := os.Getenv("INFERSCALE_TRACES")
+	if dir == "" {
+		t.Skip("INFERSCALE_TRACES not set")
+	}
+	gentd := filepath.Join(dir, "alibaba-gentd26-diffusion-multimodel")
+	for _, tt := range []struct{ name, path, coldStart string }{
+		{"gentd26", gentd, filepath.Join(gentd, "basemodel_update_latency_anon.csv")},
+		{"azure-functions", filepath.Join(dir, "azure-functions-2019-invitro-sample"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) { replayShared(t, tt.path, tt.coldStart) })
+	}
+}
+
+func replayShared(t *testing.T, path, coldStart string) {
+	{
+		p, err := ResolvePath(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(p, "", DefaultPoolConfig().Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultResidencyConfig()
+		cfg.Seed = DefaultPoolConfig().Seed
+		if coldStart != "" {
+			f, err := os.Open(coldStart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.LoadTimeSamples, err = ReadLoadTimes(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		rc, err := CompareResidency(l.Trace, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := rc.WriteTable(&b); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s (%s)\n%s", l.Name, time.Since(start).Round(time.Millisecond), b.String())
+		for _, budget := range rc.Budgets {
+			in, _ := rc.Result(ResidencyInferscale, budget)
+			lru, _ := rc.Result(ResidencyLRU, budget)
+			bel, _ := rc.Result(ResidencyBelady, budget)
+			if in.Unserved != 0 {
+				t.Errorf("%s at %d: %d requests failed or dropped", l.Name, budget, in.Unserved)
+			}
+			t.Logf("targets at %.1f GiB: stall ÷ LRU %.2f (≤ 0.7), ÷ Belady %.2f (≤ 1.3), hit %.4f vs LRU %.4f",
+				float64(budget)/(1<<30), in.WaitS/lru.WaitS, in.WaitS/bel.WaitS,
+				float64(in.Hits)/float64(in.Requests), float64(lru.Hits)/float64(lru.Requests))
+		}
+	}
+}
