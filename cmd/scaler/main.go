@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/healthprobe"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/scaler"
 )
@@ -54,6 +55,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
 	flags(fs, &cfg)
 	showVersion := version.Flag(fs)
+	var probe healthprobe.Config
+	healthprobe.Flags(fs, &probe)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
@@ -63,6 +66,11 @@ func run(args []string) error {
 	if *showVersion {
 		fmt.Println(version.String("scaler"))
 		return nil
+	}
+	if probe.Address != "" { // helm test: the scaler's image probes the scaler's Service
+		status, err := healthprobe.Check(context.Background(), probe)
+		fmt.Println(status)
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -1,0 +1,72 @@
+package healthprobe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// serve starts a real gRPC server with the standard health service on a free loopback port.
+func serve(t *testing.T, status healthpb.HealthCheckResponse_ServingStatus) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	h := health.NewServer()
+	h.SetServingStatus("", status)
+	healthpb.RegisterHealthServer(s, h)
+	go s.Serve(ln)
+	t.Cleanup(s.Stop)
+	return ln.Addr().String()
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  healthpb.HealthCheckResponse_ServingStatus
+		want    healthpb.HealthCheckResponse_ServingStatus
+		wantErr error
+	}{
+		{name: "serving", status: healthpb.HealthCheckResponse_SERVING, want: healthpb.HealthCheckResponse_SERVING},
+		{name: "not serving (no fresh data)", status: healthpb.HealthCheckResponse_NOT_SERVING, want: healthpb.HealthCheckResponse_NOT_SERVING, wantErr: ErrNotServing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Check(context.Background(), Config{Address: serve(t, tt.status), Timeout: 10 * time.Second})
+			if got != tt.want || !errors.Is(err, tt.wantErr) {
+				t.Errorf("Check = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCheckNothingListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Check(context.Background(), Config{Address: addr, Timeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), addr) || errors.Is(err, ErrNotServing) {
+		t.Errorf("Check of a closed port = %v; want a dial/deadline error naming %s", err, addr)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	err := Config{Timeout: time.Hour, CertFile: "c.pem"}.Validate()
+	for _, want := range []string{"--health-probe:", "--health-probe-timeout", "--health-probe-key-file", "--health-probe-ca-file"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v; want it to name %s", err, want)
+		}
+	}
+}
