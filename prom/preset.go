@@ -2,6 +2,7 @@ package prom
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -19,14 +20,21 @@ const (
 	KindActivity Kind = "activity"
 	// KindReady is R: ready replicas of the pool (used when the scaler has no Kubernetes access).
 	KindReady Kind = "ready"
+	// KindRunning is the number of requests the pool's engines are serving now (a count).
+	KindRunning Kind = "running"
+	// KindServiceTime is S: mean seconds of service (not waiting) per request.
+	KindServiceTime Kind = "serviceTime"
+	// KindDispersion is I: the index of dispersion (variance ÷ mean) of the pool's arrival
+	// counts in one-minute windows; 1 for Poisson arrivals, more for bursts.
+	KindDispersion Kind = "dispersion"
 )
 
 // Kinds lists every Kind in a fixed order.
-var Kinds = []Kind{KindQueue, KindRate, KindActivity, KindReady}
+var Kinds = []Kind{KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion}
 
 func (k Kind) valid() bool {
 	switch k {
-	case KindQueue, KindRate, KindActivity, KindReady:
+	case KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion:
 		return true
 	}
 	return false
@@ -49,6 +57,16 @@ type Preset struct {
 	RequestCounters []string
 	// ModelLabel is the label that carries the model name on the engine's series.
 	ModelLabel string
+	// RunningMetric is a gauge of requests being served, per pod and model; empty when the
+	// engine has none (Triton), and then running is BusySeconds' rate (Little's law).
+	RunningMetric string
+	// BusySeconds are the counters of total request time and of its waiting part, and
+	// their unit in seconds: rate(total) − rate(waiting) is the mean number of requests in
+	// service, and that ÷ rate(Completions) is the mean service time S.
+	BusyTotal, BusyWaiting string
+	BusyUnitSeconds        float64
+	// Completions counts the requests BusyTotal covers.
+	Completions string
 }
 
 // Presets holds the built-in engine presets, keyed by engine name.
@@ -58,20 +76,46 @@ type Preset struct {
 // (Triton's metrics documentation). vLLM: vllm:num_requests_waiting (gauge),
 // vllm:request_success_total (counter of finished requests, by finished_reason), label
 // `model_name` (vLLM's production metrics documentation). vLLM has no failure counter.
+//
+// Service: Triton's nv_inference_request_duration_us and nv_inference_queue_duration_us
+// are cumulative microseconds of successful requests (end to end, and waiting in the
+// scheduler queue), so their difference's rate is microseconds of service per second;
+// Triton has no in-flight gauge, so running is that rate in seconds (Little's law: mean
+// requests in service). vLLM exports vllm:num_requests_running and the histograms
+// vllm:e2e_request_latency_seconds and vllm:request_queue_time_seconds, whose _sum
+// difference is seconds of service and whose _count counts finished requests.
 var Presets = map[string]Preset{
 	EngineTriton: {
 		Engine:          EngineTriton,
 		QueueMetric:     "nv_inference_pending_request_count",
 		RequestCounters: []string{"nv_inference_request_success", "nv_inference_request_failure"},
 		ModelLabel:      "model",
+		BusyTotal:       "nv_inference_request_duration_us",
+		BusyWaiting:     "nv_inference_queue_duration_us",
+		BusyUnitSeconds: 1e-6,
+		Completions:     "nv_inference_request_success",
 	},
 	EngineVLLM: {
 		Engine:          EngineVLLM,
 		QueueMetric:     "vllm:num_requests_waiting",
 		RequestCounters: []string{"vllm:request_success_total"},
 		ModelLabel:      "model_name",
+		RunningMetric:   "vllm:num_requests_running",
+		BusyTotal:       "vllm:e2e_request_latency_seconds_sum",
+		BusyWaiting:     "vllm:request_queue_time_seconds_sum",
+		BusyUnitSeconds: 1,
+		Completions:     "vllm:e2e_request_latency_seconds_count",
 	},
 }
+
+// DispersionWindow and DispersionSpan are the counting window and the span of the
+// dispersion preset: the variance ÷ mean of the arrival counts of the last ten one-minute
+// windows (Cox and Lewis, The Statistical Analysis of Series of Events, 1966: the index of
+// dispersion of counts, 1 for a Poisson process).
+const (
+	DispersionWindow = "1m"
+	DispersionSpan   = "10m"
+)
 
 // ActivityMetric is NVIDIA DCGM's graphics-engine activity, 0..1 per GPU or MIG instance.
 // Unlike DCGM_FI_DEV_GPU_UTIL it is reported per MIG instance.
@@ -124,6 +168,41 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 			by, pods, ns, pod, ns, pod, ActivityMetric), nil
 	case KindReady:
 		return fmt.Sprintf("count by (%s) (%s)", by, pods), nil
+	case KindRunning:
+		if p.RunningMetric != "" {
+			return fmt.Sprintf("sum by (%s) (%s)", by, p.RunningMetric), nil
+		}
+		return busy(p, by), nil
+	case KindServiceTime:
+		return fmt.Sprintf("%s / sum by (%s) (rate(%s[1m]))", busy(p, by), by, p.Completions), nil
+	case KindDispersion:
+		// One rate per window, as the rate preset sums it; a subquery samples it once per
+		// window over the span. Counts are 60·rate, so Var(count)/mean(count) = 60·Var/mean.
+		terms := make([]string, len(p.RequestCounters))
+		for i, c := range p.RequestCounters {
+			terms[i] = fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c, DispersionWindow)
+		}
+		r := fmt.Sprintf("(%s)[%s:%s]", strings.Join(terms, " + "), DispersionSpan, DispersionWindow)
+		return fmt.Sprintf("60 * stddev_over_time(%s) ^ 2 / avg_over_time(%s)", r, r), nil
 	}
-	return "", fmt.Errorf("%w: kind %q is not one of queue, rate, activity, ready", ErrBadRequest, kind)
+	return "", fmt.Errorf("%w: kind %q is not one of %s", ErrBadRequest, kind, kindList())
+}
+
+// busy is the mean number of requests in service over the last minute, in seconds of
+// service per second: (rate(total) − rate(waiting)) × unit.
+func busy(p Preset, by string) string {
+	q := fmt.Sprintf("(sum by (%s) (rate(%s[1m])) - sum by (%s) (rate(%s[1m])))", by, p.BusyTotal, by, p.BusyWaiting)
+	if p.BusyUnitSeconds != 1 {
+		q = fmt.Sprintf("%s * %s", q, strconv.FormatFloat(p.BusyUnitSeconds, 'f', -1, 64)) // the parser's own print
+	}
+	return q
+}
+
+// kindList is the comma list of Kinds, for errors.
+func kindList() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }

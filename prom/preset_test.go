@@ -25,6 +25,12 @@ func TestPresetQuery(t *testing.T) {
 		{EngineVLLM, KindRate, `sum by (namespace, model_name) (rate(vllm:request_success_total[1m]))`},
 		{EngineVLLM, KindActivity, `avg by (namespace, model_name) (group by (namespace, pod, model_name) (vllm:num_requests_waiting) * on (namespace, pod) group_left () avg by (namespace, pod) (DCGM_FI_PROF_GR_ENGINE_ACTIVE))`},
 		{EngineVLLM, KindReady, `count by (namespace, model_name) (group by (namespace, pod, model_name) (vllm:num_requests_waiting))`},
+		{EngineTriton, KindRunning, `(sum by (namespace, model) (rate(nv_inference_request_duration_us[1m])) - sum by (namespace, model) (rate(nv_inference_queue_duration_us[1m]))) * 0.000001`},
+		{EngineTriton, KindServiceTime, `(sum by (namespace, model) (rate(nv_inference_request_duration_us[1m])) - sum by (namespace, model) (rate(nv_inference_queue_duration_us[1m]))) * 0.000001 / sum by (namespace, model) (rate(nv_inference_request_success[1m]))`},
+		{EngineTriton, KindDispersion, `60 * stddev_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[10m:1m]) ^ 2 / avg_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[10m:1m])`},
+		{EngineVLLM, KindRunning, `sum by (namespace, model_name) (vllm:num_requests_running)`},
+		{EngineVLLM, KindServiceTime, `(sum by (namespace, model_name) (rate(vllm:e2e_request_latency_seconds_sum[1m])) - sum by (namespace, model_name) (rate(vllm:request_queue_time_seconds_sum[1m]))) / sum by (namespace, model_name) (rate(vllm:e2e_request_latency_seconds_count[1m]))`},
+		{EngineVLLM, KindDispersion, `60 * stddev_over_time((sum by (namespace, model_name) (rate(vllm:request_success_total[1m])))[10m:1m]) ^ 2 / avg_over_time((sum by (namespace, model_name) (rate(vllm:request_success_total[1m])))[10m:1m])`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine+"/"+string(tt.kind), func(t *testing.T) {
@@ -134,16 +140,16 @@ func TestGrouping(t *testing.T) {
 			perTrigger++
 		}
 	}
-	if got := p.Queries(); got > 8 {
-		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want <= 8", scaledObjects, got)
+	if got := p.Queries(); got > 14 {
+		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want <= 14", scaledObjects, got)
 	}
-	if got, want := p.Queries(), 8; got != want {
-		t.Errorf("distinct queries = %d, want %d (2 engines x 4 kinds)", got, want)
+	if got, want := p.Queries(), 14; got != want {
+		t.Errorf("distinct queries = %d, want %d (2 engines x 7 kinds)", got, want)
 	}
 	if got := p.Subscriptions(); got != perTrigger {
 		t.Errorf("Subscriptions = %d, want %d", got, perTrigger)
 	}
-	t.Logf("%d preset ScaledObjects x 4 signals: %d queries per refresh (a per-trigger scaler: %d)", scaledObjects, p.Queries(), perTrigger)
+	t.Logf("%d preset ScaledObjects x 7 signals: %d queries per refresh (a per-trigger scaler: %d)", scaledObjects, p.Queries(), perTrigger)
 }
 
 // TestSplit checks the grouped split on a hand-built vector: each key reads its own

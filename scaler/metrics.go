@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"context"
+	"math"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +16,8 @@ import (
 // from the server's snapshot: no per-series state is kept between scrapes.
 // A scrape is not free, though: client_golang builds every series of a
 // scrape in memory before encoding it, about 0.6–0.9 KiB per series, and a
-// trigger has up to 20 series (10,000 triggers: ≈ 200,000 series, ≈ 130 MiB
-// transient heap, measured 190 MiB RSS after one scrape). So per-trigger
+// trigger has up to 36 series (10,000 triggers: ≈ 360,000 series, ≈ 230 MiB
+// transient heap; 20 series measured 190 MiB RSS after one scrape). So per-trigger
 // series are exported only while perObject is set and at most maxTriggers
 // triggers are registered (0: no bound); the aggregates
 // (inferscale_scaler_triggers, _triggers_active, _triggers_degraded,
@@ -29,6 +30,8 @@ type decisionCollector struct {
 	desired, raw, active, degraded, ready, term  *prometheus.Desc
 	signal, signalStatus, info, triggers, noData *prometheus.Desc
 	nActive, nDegraded, nNoData, exported        *prometheus.Desc
+
+	lambdaH, load, service, dispersion, horizon, pWait, saturated *prometheus.Desc
 }
 
 var triggerLabels = []string{"namespace", "scaledobject", "metric"}
@@ -48,7 +51,14 @@ func newDecisionCollector(s *Server) *decisionCollector {
 		active:       d("active", "IsActive answer (1 active, 0 inactive)."),
 		degraded:     d("degraded", "1 when a signal that was once valid is out past staleAfter."),
 		ready:        d("ready_replicas", "R as used by the decision (absent when unknown)."),
-		term:         d("term_replicas", "Formula terms: rate, drain, activity, warm, demand (absent when not computed).", "term"),
+		term:         d("term_replicas", "Formula terms: slo, drain, cap, occupancy, activity, warm, demand (absent when not computed; slo reads max + 1 when the bound cannot meet the SLO).", "term"),
+		lambdaH:      d("forecast_rate_rps", "λ_H: the arrival rate forecast over the cold-start horizon, requests per second (absent without a rate)."),
+		load:         d("offered_load_erlangs", "a = max(λ_H·S, running): the offered load N_slo is sized for, Erlangs (absent when not computed)."),
+		service:      d("service_time_seconds", "S as used: mean seconds of service per request, measured or k/μ (absent when unknown).", "source"),
+		dispersion:   d("arrival_dispersion", "I as used: index of dispersion of arrival counts (1 when not measured: Poisson)."),
+		horizon:      d("cold_start_seconds", "H as used: from a scale-up decision to a ready replica, seconds.", "source"),
+		pWait:        d("predicted_wait_probability", "Predicted P(wait > sloWaitSeconds) at the answered replica count (absent when not computed)."),
+		saturated:    d("saturated", "1 when engine activity is at activityCeiling: the pool does not scale down."),
 		signal:       d("signal_value", "Signal value used by the decision (last good value when held).", "signal"),
 		signalStatus: d("signal_status", "1 for the signal's status (fresh, zero, held, out, never).", "signal", "status"),
 		info:         d("decision_info", "1, labelled with what decided the number: the demand term and the shaping limit (empty: none); the reason text is in the logs.", "term", "limit"),
@@ -63,7 +73,8 @@ func newDecisionCollector(s *Server) *decisionCollector {
 
 func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.desired, c.raw, c.active, c.degraded, c.ready, c.term, c.signal, c.signalStatus, c.info, c.noData,
-		c.triggers, c.nActive, c.nDegraded, c.nNoData, c.exported} {
+		c.triggers, c.nActive, c.nDegraded, c.nNoData, c.exported,
+		c.lambdaH, c.load, c.service, c.dispersion, c.horizon, c.pWait, c.saturated} {
 		ch <- d
 	}
 }
@@ -131,11 +142,27 @@ func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trig
 	for _, t := range []struct {
 		name string
 		v    int32
-	}{{"rate", rec.NRate}, {"drain", rec.NDrain}, {"activity", rec.NAct}, {"warm", rec.Warm}, {"demand", rec.Demand}} {
+	}{{"slo", rec.NSLO}, {"drain", rec.NDrain}, {"cap", rec.NCap}, {"occupancy", rec.NOcc}, {"activity", rec.NAct}, {"warm", rec.Warm}, {"demand", rec.Demand}} {
 		if t.v >= 0 {
 			g(c.term, float64(t.v), t.name)
 		}
 	}
+	for _, v := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{{c.lambdaH, rec.LambdaH}, {c.load, rec.Load}, {c.pWait, rec.PWait}} {
+		if v.v >= 0 && !math.IsInf(v.v, 0) {
+			g(v.d, v.v)
+		}
+	}
+	if rec.ServiceSource != "" && !math.IsInf(rec.ServiceTime, 0) {
+		g(c.service, rec.ServiceTime, rec.ServiceSource)
+	}
+	if !math.IsInf(rec.Dispersion, 0) {
+		g(c.dispersion, rec.Dispersion)
+	}
+	g(c.horizon, rec.Horizon.Seconds(), rec.HorizonSource)
+	g(c.saturated, b2f(rec.Saturated))
 	g(c.info, 1, string(rec.Term), string(rec.Limit))
 }
 

@@ -162,10 +162,10 @@ type Recommendation struct {
 	// Limit is what shaped Replicas away from Raw ("" when Replicas == Raw
 	// straight from the formula).
 	Limit Term
-	// NRate (N_slo), NDrain, NCap, NOcc, NAct, Warm and Demand are the
+	// NSLO (N_slo), NDrain, NCap, NOcc, NAct, Warm and Demand are the
 	// formula's terms; -1 when not computed (signal missing). N_slo above
 	// the upper bound reads bound + 1.
-	NRate, NDrain, NCap, NOcc, NAct, Warm, Demand int32
+	NSLO, NDrain, NCap, NOcc, NAct, Warm, Demand int32
 	// LambdaH is λ_H, the forecast arrival rate (req/s); -1 without a rate.
 	LambdaH float64
 	// Load is a, the offered load N_slo was sized for (Erlangs); -1 when
@@ -287,7 +287,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if hi < lo {
 		hi = lo
 	}
-	rec := Recommendation{At: now, NRate: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1,
+	rec := Recommendation{At: now, NSLO: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1,
 		Term: TermNone, LambdaH: -1, Load: -1, PWait: -1, Dispersion: 1}
 
 	// Ready replicas: Kubernetes first, then readyQuery.
@@ -414,7 +414,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		if aRun > aRate {
 			t = TermSLORunning
 		}
-		rec.NRate = take(n, t)
+		rec.NSLO = take(n, t)
 		if capOn {
 			rec.NCap = take(ceilEps(rec.Load/(k*rho)), TermCap)
 		}
@@ -707,7 +707,7 @@ func reason(p Policy, rec Recommendation, slo sloParams, lo, hi int32, activeWhy
 	if rec.PWait >= 0 {
 		fmt.Fprintf(&b, "; predicted P(wait > %gs) = %.3g at %d replicas (target ≤ %.3g)", slo.t, rec.PWait, rec.Replicas, 1-slo.q)
 	}
-	fmt.Fprintf(&b, "; terms slo=%d drain=%d cap=%d occupancy=%d activity=%d", rec.NRate, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct)
+	fmt.Fprintf(&b, "; terms slo=%d drain=%d cap=%d occupancy=%d activity=%d", rec.NSLO, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct)
 	if rec.Load >= 0 {
 		fmt.Fprintf(&b, "; load %.4g Erlangs", rec.Load)
 	}

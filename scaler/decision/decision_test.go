@@ -33,8 +33,8 @@ func obsQueue(q float64, at time.Time) Observation {
 
 func TestRecommendFormulas(t *testing.T) {
 	type want struct {
-		Replicas, Raw, NRate, NDrain, NCap, NOcc, NAct, Warm int32
-		Term, Limit                                          Term
+		Replicas, Raw, NSLO, NDrain, NCap, NOcc, NAct, Warm int32
+		Term, Limit                                         Term
 	}
 	base := DefaultPolicy()
 	base.PrometheusAddress = "http://p:9090"
@@ -58,7 +58,7 @@ func TestRecommendFormulas(t *testing.T) {
 			name:  "N_slo, M/M/c: a = 7 Erlangs (λ 7/s, S = 1/μ = 1 s), T 2 s: 9 servers (P 0.00705; 8 give 0.0860)",
 			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput = "r", 1 }),
 			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
-			want:  want{Replicas: 9, Raw: 9, NRate: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			want:  want{Replicas: 9, Raw: 9, NSLO: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
 			pwait: 0.0070505519678429,
 		},
 		{
@@ -67,7 +67,7 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalServiceTime] = val(30, t0), val(0.5, t0)
 			}),
-			want:  want{Replicas: 5, Raw: 5, NRate: 5, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			want:  want{Replicas: 5, Raw: 5, NSLO: 5, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
 			pwait: 3.3066961301999e-10,
 		},
 		{
@@ -76,7 +76,7 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalDispersion] = val(7, t0), val(3, t0)
 			}),
-			want:  want{Replicas: 11, Raw: 11, NRate: 11, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
+			want:  want{Replicas: 11, Raw: 11, NSLO: 11, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO},
 			pwait: 0.0022181749211608,
 		},
 		{
@@ -85,7 +85,7 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalRunning] = val(2, t0), val(10, t0)
 			}),
-			want:  want{Replicas: 12, Raw: 12, NRate: 12, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLORunning},
+			want:  want{Replicas: 12, Raw: 12, NSLO: 12, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLORunning},
 			pwait: 0.0082308324370966,
 		},
 		{
@@ -96,7 +96,7 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalQueue] = val(12, t0), val(90, t0)
 			}),
-			want:  want{Replicas: 4, Raw: 4, NRate: 3, NDrain: 3, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermSLO},
+			want:  want{Replicas: 4, Raw: 4, NSLO: 3, NDrain: 3, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermSLO},
 			pwait: -2, // checked by the ordering only: 4 servers beat 3's 0.0016
 		},
 		{
@@ -105,14 +105,14 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalRate], o.Samples[SignalQueue] = val(7, t0), val(90, t0)
 			}),
-			want:  want{Replicas: 16, Raw: 16, NRate: 9, NDrain: 16, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermDrain},
+			want:  want{Replicas: 16, Raw: 16, NSLO: 9, NDrain: 16, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermDrain},
 			pwait: -2,
 		},
 		{
 			name:  "targetUtilization caps the offered load: ⌈7/(1·0.5)⌉ = 14 over N_slo 9",
 			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.5 }),
 			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
-			want:  want{Replicas: 14, Raw: 14, NRate: 9, NDrain: -1, NCap: 14, NOcc: -1, NAct: -1, Warm: 0, Term: TermCap},
+			want:  want{Replicas: 14, Raw: 14, NSLO: 9, NDrain: -1, NCap: 14, NOcc: -1, NAct: -1, Warm: 0, Term: TermCap},
 			pwait: -2,
 		},
 		{
@@ -121,7 +121,7 @@ func TestRecommendFormulas(t *testing.T) {
 			obs: obs(func(o *Observation) {
 				o.Samples[SignalQueue], o.Samples[SignalRunning] = val(3, t0), val(5, t0)
 			}),
-			want:  want{Replicas: 4, Raw: 4, NRate: -1, NDrain: -1, NCap: -1, NOcc: 4, NAct: -1, Warm: 0, Term: TermOccupancy},
+			want:  want{Replicas: 4, Raw: 4, NSLO: -1, NDrain: -1, NCap: -1, NOcc: 4, NAct: -1, Warm: 0, Term: TermOccupancy},
 			pwait: -1,
 		},
 		{
@@ -131,7 +131,7 @@ func TestRecommendFormulas(t *testing.T) {
 				o.Samples[SignalActivity] = val(0.30, t0)
 				o.ReadyReplicas, o.ReadyKnown = 4, true
 			}),
-			want:  want{Replicas: 6, Raw: 6, NRate: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: 6, Warm: 0, Term: TermActivity},
+			want:  want{Replicas: 6, Raw: 6, NSLO: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: 6, Warm: 0, Term: TermActivity},
 			pwait: -1,
 		},
 		{
@@ -141,14 +141,14 @@ func TestRecommendFormulas(t *testing.T) {
 				o.Samples[SignalRate], o.Samples[SignalActivity] = val(7, t0), val(0.9, t0)
 				o.ReadyReplicas, o.ReadyKnown = 30, true
 			}),
-			want:  want{Replicas: 30, Raw: 9, NRate: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermSeed},
+			want:  want{Replicas: 30, Raw: 9, NSLO: 9, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermSeed},
 			pwait: -2,
 		},
 		{
 			name:  "clamped to max: N_slo reads max + 1",
 			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.MaxReplicas = "r", 1, 12 }),
 			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(1e6, t0) }),
-			want:  want{Replicas: 12, Raw: 12, NRate: 13, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMax},
+			want:  want{Replicas: 12, Raw: 12, NSLO: 13, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMax},
 			pwait: 1,
 		},
 		{
@@ -158,7 +158,7 @@ func TestRecommendFormulas(t *testing.T) {
 				o.Samples[SignalRate] = val(0, t0)
 				o.MinReplicas, o.MaxReplicas, o.BoundsKnown = 3, 9, true
 			}),
-			want:  want{Replicas: 3, Raw: 3, NRate: 0, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMin},
+			want:  want{Replicas: 3, Raw: 3, NSLO: 0, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermSLO, Limit: TermMin},
 			pwait: 0,
 		},
 		{
@@ -172,7 +172,7 @@ func TestRecommendFormulas(t *testing.T) {
 				}
 				o.ReadyKnown = true
 			}),
-			want:  want{Replicas: 1, Raw: 1, NRate: 0, NDrain: 0, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermWarm},
+			want:  want{Replicas: 1, Raw: 1, NSLO: 0, NDrain: 0, NCap: -1, NOcc: -1, NAct: -1, Warm: 1, Term: TermWarm},
 			pwait: 0,
 		},
 	}
@@ -182,7 +182,7 @@ func TestRecommendFormulas(t *testing.T) {
 			if rec.Err != nil {
 				t.Fatalf("Recommend: %v", rec.Err)
 			}
-			got := want{rec.Replicas, rec.Raw, rec.NRate, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct, rec.Warm, rec.Term, rec.Limit}
+			got := want{rec.Replicas, rec.Raw, rec.NSLO, rec.NDrain, rec.NCap, rec.NOcc, rec.NAct, rec.Warm, rec.Term, rec.Limit}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("recommendation (-want +got):\n%s\nreason: %s", diff, rec.Reason)
 			}

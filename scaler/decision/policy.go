@@ -187,11 +187,10 @@ func (p Policy) Query(s Signal) string {
 }
 
 // Configured reports whether signal s has a query: an override, or a preset
-// query. Presets supply queue, rate, activity and ready; the ready query
-// (readyQuery or the preset's pod count) is used only when Kubernetes does
-// not know R.
+// query. Presets supply every signal; the ready query (readyQuery or the
+// preset's pod count) is used only when Kubernetes does not know R.
 func (p Policy) Configured(s Signal) bool {
-	return p.Query(s) != "" || (p.HasPreset() && s <= SignalReady)
+	return p.Query(s) != "" || p.HasPreset()
 }
 
 // PerPod reports whether an empty result of s while no replica is ready
