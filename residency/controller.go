@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -72,9 +73,10 @@ type Status struct {
 }
 
 // Controller keeps Triton's loaded models within the budget: every loop it observes Triton,
-// asks Decide, and carries out the first step of the plan — all unloads, or up to
-// MaxConcurrentLoads loads — then observes again, so that an unload counts only once the index
-// shows the model UNAVAILABLE and the device shows its memory back.
+// asks Decide, and carries out the first step of the plan — its leading unloads, or its
+// leading loads up to MaxConcurrentLoads — then observes again, so that an unload counts only
+// once the index shows the model UNAVAILABLE and the device shows its memory back. A model
+// with queued or executing requests is never unloaded to make room (plan.ModelStatus.Busy).
 type Controller struct {
 	cfg    Config
 	budget plan.Budget
@@ -87,13 +89,24 @@ type Controller struct {
 	cat          plan.Catalog // replaced by SetCatalog; read through catalog()
 	loadedDigest map[string]string
 	firstReady   map[string]time.Time
-	samples      map[string][]countSample
-	failures     map[string]int
-	backoffUntil map[string]time.Time
-	quarantined  map[string]bool
-	overPeak     map[string]int64
-	refused      map[string]bool
-	status       Status
+	// lastCount is each loaded model's inference count at the last loop; est its decayed
+	// demand (kept while it is not loaded: its history counts when it is wanted again); work
+	// its in-flight accounting; lastObserved the last loop's time.
+	lastCount    map[string]uint64
+	est          map[string]plan.DecayedRate
+	work         map[string]work
+	lastObserved time.Time
+	// metricsClient reads Triton's queue lengths; queueErrSince and queueWarnAt rate-limit the
+	// warning while they are unreadable.
+	metricsClient *http.Client
+	queueErrSince time.Time
+	queueWarnAt   time.Time
+	failures      map[string]int
+	backoffUntil  map[string]time.Time
+	quarantined   map[string]bool
+	overPeak      map[string]int64
+	refused       map[string]bool
+	status        Status
 	// unaccounted is the device memory beyond the accounting at the last reading; kept while
 	// the device cannot be read. deviceErrSince is when the current run of unreadable loops
 	// began (zero: readable), deviceWarnAt when it was last logged.
@@ -136,7 +149,8 @@ func NewController(cfg Config, cat plan.Catalog, budget plan.Budget, deps Deps) 
 		deps.Metrics = m
 	}
 	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics,
-		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, samples: map[string][]countSample{}, failures: map[string]int{},
+		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, lastCount: map[string]uint64{}, est: map[string]plan.DecayedRate{},
+		work: map[string]work{}, metricsClient: &http.Client{Timeout: 5 * time.Second}, failures: map[string]int{},
 		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{},
 		refused: map[string]bool{}}
 	c.status.Err = errors.New("not observed yet")
@@ -274,16 +288,24 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	if c.draining.Load() {
 		return false, nil
 	}
+	// The plan's first step: its leading unloads, alone — their memory counts as free only once
+	// a later observation shows the model UNAVAILABLE and the device's memory back — or else its
+	// leading loads, up to MaxConcurrentLoads and up to the next unload (the plan puts each
+	// eviction just before the load that needs its memory).
 	var unloads, loads []plan.Action
 	for _, a := range res.Actions {
 		if a.Kind == plan.ActionUnload {
+			if len(loads) > 0 {
+				break
+			}
 			unloads = append(unloads, a)
 		} else {
+			if len(unloads) > 0 {
+				break
+			}
 			loads = append(loads, a)
 		}
 	}
-	// Unloads first, alone: their memory counts as free only once a later observation shows
-	// the model UNAVAILABLE and the device's memory back.
 	if len(unloads) > 0 {
 		for _, a := range unloads {
 			c.unload(ctx, a)

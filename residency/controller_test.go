@@ -94,6 +94,9 @@ func newHarnessCfg(t *testing.T, cfg Config, fake tritontest.Config, cat plan.Ca
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.TritonMetricsURL == DefaultConfig().TritonMetricsURL {
+		cfg.TritonMetricsURL = h.srv.MetricsURL() // the queue lengths
+	}
 	h.ctl, err = NewController(cfg, cat, budget, Deps{
 		Triton: h.client, Demand: h.demand, Clock: h.clock, Metrics: h.m,
 		Log:             slog.New(slog.DiscardHandler),
@@ -286,7 +289,7 @@ func TestControllerDoesNotLoadIntoLeakedMemory(t *testing.T) {
 			leaky := fakeModel("old", 4)
 			leaky.Fault.UnloadLeakBytes = 4 * gi
 			h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-				Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+				Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi, FreeIdle: true})
 			h.ctl.deps.DeviceUsedBytes = p.probe(h)
 			h.step()                          // sees old READY since t0
 			h.clock.Advance(11 * time.Minute) // idle past the 10m timeout
@@ -740,7 +743,7 @@ func TestControllerKeepsLeakWhileDeviceUnreadable(t *testing.T) {
 	leaky := fakeModel("old", 4)
 	leaky.Fault.UnloadLeakBytes = 4 * gi
 	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
-		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+		Models: []tritontest.Model{leaky, fakeModel("big", 8)}, StartupModels: []string{"old"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi, FreeIdle: true})
 	h.step()
 	h.clock.Advance(11 * time.Minute)
 	if !h.step() || h.state("old") != triton.StateUnavailable {

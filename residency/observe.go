@@ -24,12 +24,6 @@ func stateRank(s plan.State) int {
 	return 0
 }
 
-// countSample is one reading of a model's cumulative inference count.
-type countSample struct {
-	at    time.Time
-	count uint64
-}
-
 // observation is one loop's reading of Triton and the device.
 type observation struct {
 	obs    plan.Observed
@@ -40,9 +34,10 @@ type observation struct {
 	statsBytes int64
 }
 
-// observe re-reads Triton's index and statistics, the device and the demand source; nothing
-// about Triton's state is carried over from earlier loops except the time each model was first
-// seen READY and the statistics samples for demand. c.mu must not be held.
+// observe re-reads Triton's index, statistics and queue lengths, the device and the demand
+// source; nothing about Triton's state is carried over from earlier loops except the time each
+// model was first seen READY, the counts behind the demand estimates and the in-flight
+// accounting. c.mu must not be held.
 func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Time) (observation, error) {
 	idx, err := c.deps.Triton.Index(ctx, false)
 	if err != nil {
@@ -64,9 +59,10 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		}
 	}
 	type agg struct {
-		last  time.Time
-		count uint64
-		bytes int64
+		last     time.Time
+		count    uint64
+		finished uint64 // requests that succeeded or failed
+		bytes    int64
 	}
 	per := make(map[string]agg, len(stats))
 	for _, s := range stats {
@@ -75,10 +71,12 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 			a.last = s.LastInference
 		}
 		a.count += s.InferenceCount
+		a.finished += s.Success.Count + s.Fail.Count
 		a.bytes += int64(s.GPUBytes())
 		per[s.Name] = a
 		o.statsBytes += int64(s.GPUBytes())
 	}
+	queued := c.readQueues(ctx, now) // nil: unknown
 
 	var notLoaded []string
 	c.mu.Lock()
@@ -98,9 +96,17 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		}
 		if a, ok := per[name]; ok {
 			st.LastUsed, st.MeasuredBytes = a.last, a.bytes
-			o.demand[name] = c.rateLocked(name, now, a.count)
+			o.demand[name] = c.arrivedLocked(name, now, a.count)
+			q, known := queued[name]
+			if queued == nil {
+				q = -1
+			} else if !known {
+				q = 0
+			}
+			st.Queued, st.Executing = c.inFlightLocked(name, a.finished, q)
 		} else {
-			delete(c.samples, name)
+			delete(c.lastCount, name)
+			delete(c.work, name)
 		}
 		o.obs.Models[name] = st
 	}
@@ -140,12 +146,26 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 			// others it means no load is started on their behalf this loop.
 			c.deps.Log.Warn("demand of models not loaded unavailable", "err", err)
 		}
+		c.mu.Lock()
+		dt := now.Sub(c.lastObserved)
+		if c.lastObserved.IsZero() || dt < 0 {
+			dt = 0
+		}
+		dt = min(dt, 10*c.cfg.LoopInterval) // a stalled loop does not invent arrivals
 		for _, name := range notLoaded {
-			if r, ok := rates[name]; ok && !math.IsNaN(r) && !math.IsInf(r, 0) && r >= 0 {
-				o.demand[name] = r
+			if r, ok := rates[name]; ok && !math.IsNaN(r) && !math.IsInf(r, 0) && r > 0 {
+				// Demand for a model that is not loaded: the source's current rate, integrated
+				// into the model's decayed estimate (its history counts too). Only a model with
+				// current demand is wanted (on-demand admission).
+				c.est[name] = c.est[name].Add(r*dt.Seconds(), now, plan.DefaultHalfLife)
+				o.demand[name] = max(c.est[name].Rate(now, plan.DefaultHalfLife), r)
 			}
 		}
+		c.mu.Unlock()
 	}
+	c.mu.Lock()
+	c.lastObserved = now
+	c.mu.Unlock()
 
 	if c.deps.DeviceUsedBytes != nil {
 		used, err := c.deps.DeviceUsedBytes()
@@ -197,28 +217,96 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 // then at most once per period while it lasts (the metric counts every loop).
 const deviceWarnEvery = 5 * time.Minute
 
-// rateLocked records count for name at now and returns the request rate over the demand
-// window: (newest − oldest count) ÷ their time apart, 0 with a single sample. A count below
-// the previous one (Triton restarted) starts the history again.
-func (c *Controller) rateLocked(name string, now time.Time, count uint64) float64 {
-	h := c.samples[name]
-	if n := len(h); n > 0 && count < h[n-1].count {
-		h = h[:0]
+// arrivedLocked adds the requests name served since the last loop (the growth of its
+// cumulative inference count) to its decayed demand estimate and returns the estimate at now in
+// req/s (plan.DecayedRate, half-life plan.DefaultHalfLife). The first reading of a count, and a
+// count below the previous one (Triton restarted, or the model was reloaded), is a baseline.
+func (c *Controller) arrivedLocked(name string, now time.Time, count uint64) float64 {
+	prev, ok := c.lastCount[name]
+	c.lastCount[name] = count
+	var n float64
+	if ok && count >= prev {
+		n = float64(count - prev)
 	}
-	h = append(h, countSample{at: now, count: count})
-	// Keep the newest sample at or before the window's start as the baseline.
-	cut := 0
-	for i := range h {
-		if !h[i].at.After(now.Add(-c.cfg.DemandWindow)) {
-			cut = i
+	c.est[name] = c.est[name].Add(n, now, plan.DefaultHalfLife)
+	return c.est[name].Rate(now, plan.DefaultHalfLife)
+}
+
+// work is the in-flight accounting of one loaded model.
+type work struct {
+	// finished is the model's finished-request count (success + failure) at the last loop.
+	finished uint64
+	// owed is the finished count at which every request seen queued, and the one executing
+	// ahead of them, will have finished.
+	owed uint64
+}
+
+// inFlightLocked returns the queued and executing requests of name from its finished-request
+// count and its queue length (Triton's nv_inference_pending_request_count; -1: unknown).
+//
+// Triton reports the queue but not what executes. A request leaves the queue when it starts
+// executing and counts as finished when it ends, so when the queue holds q requests at least
+// one request executes ahead of them (every instance is busy, or nothing would wait): the
+// model owes q + 1 more finished requests, and it is executing until they are counted. With
+// the queue unknown (metrics unreadable), a model that finished requests since the last loop
+// counts one executing. A finished count below the last (Triton restarted) starts afresh.
+func (c *Controller) inFlightLocked(name string, finished uint64, queued int) (q, executing int) {
+	w := c.work[name]
+	if finished < w.finished {
+		w = work{}
+	}
+	active := finished > w.finished
+	if queued > 0 {
+		w.owed = max(w.owed, finished+uint64(queued)+1)
+	}
+	w.finished = finished
+	c.work[name] = w
+	if w.owed > finished {
+		executing = int(min(w.owed-finished, 1<<20)) - max(queued, 0)
+	}
+	if queued < 0 && active {
+		executing = max(executing, 1)
+	}
+	return max(queued, 0), max(executing, 0)
+}
+
+// readQueues reads Triton's queue length per model (nv_inference_pending_request_count, summed
+// over versions) from cfg.TritonMetricsURL; nil when it is not configured or not readable (the
+// failure is logged once when it starts, then at most every deviceWarnEvery).
+func (c *Controller) readQueues(ctx context.Context, now time.Time) map[string]int {
+	if c.cfg.TritonMetricsURL == "" {
+		return nil
+	}
+	fams, err := scrapeMetrics(ctx, c.metricsClient, c.cfg.TritonMetricsURL)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if c.queueErrSince.IsZero() || now.Sub(c.queueWarnAt) >= deviceWarnEvery {
+			c.deps.Log.Warn("triton queue lengths unreadable; models that served requests in the last loop count as busy",
+				"err", err, "next_warning_in", deviceWarnEvery)
+			c.queueWarnAt = now
+		}
+		if c.queueErrSince.IsZero() {
+			c.queueErrSince = now
+		}
+		return nil
+	}
+	if !c.queueErrSince.IsZero() {
+		c.deps.Log.Info("triton queue lengths readable again", "unreadable_for", now.Sub(c.queueErrSince))
+		c.queueErrSince, c.queueWarnAt = time.Time{}, time.Time{}
+	}
+	out := map[string]int{}
+	for _, f := range fams {
+		if f.GetName() != metricPending {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "model" {
+					out[l.GetValue()] += int(max(m.GetGauge().GetValue(), 0))
+				}
+			}
 		}
 	}
-	h = h[cut:]
-	c.samples[name] = h
-	first, last := h[0], h[len(h)-1]
-	dt := last.at.Sub(first.at).Seconds()
-	if dt <= 0 {
-		return 0
-	}
-	return float64(last.count-first.count) / dt
+	return out
 }
