@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -796,5 +797,69 @@ func TestControllerPinnedModelThatCanNeverFit(t *testing.T) {
 	h.step()
 	if ok, why := h.ctl.Ready(); !ok {
 		t.Errorf("not ready on the kept catalog: %s", why)
+	}
+}
+
+// TestControllerNeverEvictsBusyModel: busy (6 GiB) has one request executing and three queued
+// (10 s each, one at a time); want (6 GiB) is wanted and worth more, and only one fits. busy is
+// never unloaded while any of its requests is queued or executing: the load is refused with a
+// reason naming busy, and proceeds once busy is idle. Every request succeeds.
+func TestControllerNeverEvictsBusyModel(t *testing.T) {
+	cat := catalog(model("busy", plan.TierP2, 6, time.Second), model("want", plan.TierP1, 6, time.Minute))
+	busy := fakeModel("busy", 6)
+	busy.ServiceTime = 10 * time.Second
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{busy, fakeModel("want", 6)}, StartupModels: []string{"busy"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h.step()
+	h.clock.Advance(3 * time.Minute) // past the minimum residency
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.infer.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "busy"}); err != nil {
+				failed.Add(1)
+				t.Logf("request failed: %v", err)
+			}
+		}()
+	}
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("busy"); return st.Pending == 3 && st.Executing == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	h.demand.set("want", 5)
+	h.step()
+	res := h.ctl.Status().Result
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Reason(), "busy (3 queued, 1 executing, 6.00GiB)") {
+		t.Fatalf("refused %+v; want want refused naming busy with 3 queued, 1 executing", res.Refused)
+	}
+	for done := 0; done < 4; {
+		st, _ := h.srv.Model("busy")
+		if st.State != triton.StateReady || st.Unloads != 0 {
+			t.Fatalf("busy is %s (unloads %d) with %d queued and %d executing", st.State, st.Unloads, st.Pending, st.Executing)
+		}
+		if err := h.clock.BlockUntil(ctx, 1); err != nil { // the executing request's timer
+			t.Fatal(err)
+		}
+		h.clock.Advance(10 * time.Second)
+		done++
+		if err := h.srv.Await(ctx, func() bool {
+			st, _ := h.srv.Model("busy")
+			return st.Executing+st.Pending == 4-done
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h.step()
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d requests failed", failed.Load())
+	}
+	// Idle now: evicted, then want loads (the fake's load takes no time).
+	h.step()
+	if h.state("busy") != triton.StateUnavailable || h.state("want") != triton.StateReady {
+		t.Fatalf("after busy went idle: busy %q, want %q; want UNAVAILABLE and READY", h.state("busy"), h.state("want"))
 	}
 }
