@@ -29,8 +29,10 @@ var promqlParser = parser.NewParser(parser.Options{})
 // query cannot widen or move its scope. Subqueries, offsets and @ modifiers are kept; the
 // result is the parser's canonical printing of the rewritten tree.
 //
-// Errors wrap [ErrBadQuery] when query does not parse (the message quotes the query), and
-// [ErrBadRequest] when namespace is empty or label is not a valid Prometheus label name.
+// Errors wrap [ErrBadQuery] when query is over the budget of [CheckBudget] (checked before
+// parsing; the message does not quote the query) or does not parse (the message quotes the
+// query), and [ErrBadRequest] when namespace is empty or label is not a valid Prometheus label
+// name.
 func Confine(query, namespace, label string) (string, error) {
 	expr, _, err := confineExpr(query, namespace, label)
 	if err != nil {
@@ -80,6 +82,9 @@ func confineExpr(query, namespace, label string) (expr parser.Expr, replaced []s
 	}
 	if !model.LegacyValidation.IsValidLabelName(label) {
 		return nil, nil, fmt.Errorf("%w: namespace label %q is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)", ErrBadRequest, label)
+	}
+	if err := CheckBudget(query); err != nil {
+		return nil, nil, err
 	}
 	expr, err = promqlParser.ParseExpr(query)
 	if err != nil {

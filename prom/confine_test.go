@@ -109,6 +109,9 @@ func FuzzConfine(f *testing.F) {
 	} {
 		f.Add(s, "team-a")
 	}
+	for _, h := range hostileQueries {
+		f.Add(h.query, "team-a")
+	}
 	f.Fuzz(func(t *testing.T, query, namespace string) {
 		if namespace == "" || !utf8.ValidString(namespace) {
 			return
@@ -116,9 +119,12 @@ func FuzzConfine(f *testing.F) {
 		out, err := Confine(query, namespace, "namespace")
 		if err != nil {
 			if !errors.Is(err, ErrBadRequest) {
-				t.Fatalf("Confine(%q) error %v does not wrap ErrBadRequest", query, err)
+				t.Fatalf("Confine(%.200q) error %.200v does not wrap ErrBadRequest", query, err)
 			}
 			return
+		}
+		if err := CheckBudget(query); err != nil {
+			t.Fatalf("Confine accepted a query over the budget (%v)", err)
 		}
 		selectorsConfined(t, out, namespace, "namespace")
 		again, err := Confine(out, namespace, "namespace")

@@ -21,14 +21,17 @@ import (
 //
 // The rewrite is the per-model template evaluated for every model at once only when each
 // selector is narrowed to one model by that matcher, so the template is refused (errors wrap
-// [ErrBadQuery]) when it does not parse, when a selector lacks the matcher, when the
-// placeholder appears anywhere else (a regex, another label, a string argument), when the
-// matchers name different labels, or when it uses a function that drops or invents labels
-// (scalar, absent, absent_over_time), or when it returns something other than an instant
-// vector.
+// [ErrBadQuery]) when it is over the budget of [CheckBudget] or does not parse, when a
+// selector lacks the matcher, when the placeholder appears anywhere else (a regex, another
+// label, a string argument), when the matchers name different labels, when it uses a function
+// that drops or invents labels (scalar, absent, absent_over_time), or when it returns
+// something other than an instant vector.
 func GroupByModel(template, placeholder string) (query, label string, err error) {
 	if placeholder == "" {
 		return "", "", fmt.Errorf("%w: the model placeholder is empty", ErrBadRequest)
+	}
+	if err := CheckBudget(template); err != nil {
+		return "", "", err
 	}
 	expr, err := promqlParser.ParseExpr(template)
 	if err != nil {

@@ -68,7 +68,7 @@ func benchServer(tb testing.TB, refs []*pb.ScaledObjectRef, refreshes int) (*Ser
 	}
 	set(t0, 0)
 	for _, r := range refs {
-		if _, err := srv.ensure(r); err != nil {
+		if _, err := srv.ensure(context.Background(), r); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -205,7 +205,7 @@ func BenchmarkMemory10000ScaledObjects(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, r := range benchRefs(benchObjects) {
-		if _, err := ps.ensure(r); err != nil {
+		if _, err := ps.ensure(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -129,6 +129,12 @@ func TestFirstEvaluationWaitIsBounded(t *testing.T) {
 	srv2 := newFirstEvalServer(t, sig2, time.Second)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
+	if _, err := srv2.IsActive(cctx, r); status.Code(err) != codes.Canceled {
+		t.Errorf("IsActive with a done context, new trigger = %v, want Canceled (not registered)", err)
+	}
+	if _, err := srv2.GetMetricSpec(ctx, r); err != nil { // registers; does not wait
+		t.Fatal(err)
+	}
 	if _, err := srv2.IsActive(cctx, r); status.Code(err) != codes.Unavailable {
 		t.Errorf("IsActive with a done context = %v, want Unavailable", err)
 	}

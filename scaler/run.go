@@ -49,6 +49,9 @@ func durationString(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
+// stopHandlersWait bounds the wait for RPC handlers after a forced stop.
+const stopHandlersWait = time.Second
+
 // Run serves the scaler until ctx is done, then stops gracefully (in-flight
 // RPCs get GracefulStopTimeout) and returns nil; it returns an error when cfg
 // is invalid or a listener or dependency cannot start. Logs go to stderr.
@@ -170,8 +173,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		case <-done:
 		case <-t.C:
 			log.Warn("graceful stop timed out; closing connections", "timeout", cfg.GracefulStopTimeout)
+			// Stop cancels every RPC's context, and every handler returns once
+			// its context ends (ensure's registration wait included), so
+			// GracefulStop returns right after; the bound below only keeps a
+			// handler that does not from holding the process.
 			gs.Stop()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(stopHandlersWait):
+				log.Warn("RPC handlers still running after stop; not waiting for them", "waited", stopHandlersWait)
+			}
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

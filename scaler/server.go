@@ -112,6 +112,11 @@ type Server struct {
 	now     func() time.Time
 	health  *health.Server
 
+	// registering holds one token per registration in progress (ensure);
+	// its capacity, GOMAXPROCS, bounds the CPU that parsing new triggers'
+	// PromQL can take.
+	registering chan struct{}
+
 	mu       sync.RWMutex
 	triggers map[string]*trigger // by metric name
 	quit     chan struct{}       // closed by Stop: ends streams
@@ -173,20 +178,25 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 		health:   hs,
 		triggers: map[string]*trigger{},
 		quit:     make(chan struct{}),
+
+		registering: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}, nil
 }
 
 // kinds maps Signal to the poller's Kind.
-var kinds = [decision.NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady,
-	prom.KindRunning, prom.KindServiceTime, prom.KindDispersion}
+var kinds = [decision.NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady}
 
 // metadataKeyOf names the metadata key of a signal's query for errors.
-var metadataKeyOf = [decision.NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery,
-	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery}
+var metadataKeyOf = [decision.NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery}
 
 // ensure returns the trigger for ref, registering it (parse, subscribe,
-// first evaluation) the first time. Errors are gRPC statuses.
-func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
+// first evaluation) the first time on one of a bounded number of workers:
+// the RPC waits for a worker and for the registration only while ctx lasts,
+// so neither a slow parse nor a queue of them outlives the caller's deadline
+// or a server stop (gRPC's Stop cancels every RPC's context). A registration
+// the caller stopped waiting for still completes (its cost is bounded by
+// prom.CheckBudget) and serves the next call. Errors are gRPC statuses.
+func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
 	if ref == nil || ref.GetName() == "" || ref.GetNamespace() == "" {
 		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef: name and namespace are required")
 	}
@@ -205,11 +215,40 @@ func (s *Server) ensure(ref *pb.ScaledObjectRef) (*trigger, error) {
 		return tr, nil
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	select {
+	case s.registering <- struct{}{}:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	type registered struct {
+		tr  *trigger
+		err error
+	}
+	done := make(chan registered, 1)
+	go func() {
+		defer func() { <-s.registering }()
+		tr, err := s.register(ref, name, now)
+		done <- registered{tr, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tr, r.err
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// register parses ref's metadata, subscribes its signals and evaluates it
+// once; see ensure.
+func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (*trigger, error) {
 	p, err := ParseMetadata(ref.GetScalerMetadata(), s.cfg.Defaults)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
-	tr = &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p}
+	tr := &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p}
 	for _, sig := range decision.AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
@@ -391,7 +430,7 @@ func isClosed(ch <-chan struct{}) bool {
 
 // IsActive answers KEDA's 0 ↔ 1 question from the last evaluation.
 func (s *Server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsActiveResponse, error) {
-	tr, err := s.ensure(ref)
+	tr, err := s.ensure(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +444,7 @@ func (s *Server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsA
 // StreamIsActive sends the activation state when first known and then on
 // every change, until the client goes away or the server stops.
 func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStreamingServer[pb.IsActiveResponse]) error {
-	tr, err := s.ensure(ref)
+	tr, err := s.ensure(stream.Context(), ref)
 	if err != nil {
 		return err
 	}
@@ -437,8 +476,8 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 }
 
 // GetMetricSpec advertises one metric per trigger, target 1, independent of live data.
-func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.GetMetricSpecResponse, error) {
-	tr, err := s.ensure(ref)
+func (s *Server) GetMetricSpec(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.GetMetricSpecResponse, error) {
+	tr, err := s.ensure(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +492,7 @@ func (s *Server) GetMetricSpec(_ context.Context, ref *pb.ScaledObjectRef) (*pb.
 // with target 1 and AverageValue, lands on it): metricValueFloat and
 // metricValue carry the same integer. An unknown metric name is NotFound.
 func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
-	tr, err := s.ensure(req.GetScaledObjectRef())
+	tr, err := s.ensure(ctx, req.GetScaledObjectRef())
 	if err != nil {
 		return nil, err
 	}
