@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -29,6 +31,13 @@ const (
 	KeyRateQuery            = "rateQuery"
 	KeyActivityQuery        = "activityQuery"
 	KeyReadyQuery           = "readyQuery"
+	KeyRunningQuery         = "runningQuery"
+	KeyServiceTimeQuery     = "serviceTimeQuery"
+	KeyDispersionQuery      = "dispersionQuery"
+	KeySLOWaitSeconds       = "sloWaitSeconds"
+	KeySLOQuantile          = "sloQuantile"
+	KeyReplicaConcurrency   = "replicaConcurrency"
+	KeyColdStart            = "coldStart"
 	KeyReplicaThroughput    = "replicaThroughput"
 	KeyTargetUtilization    = "targetUtilization"
 	KeyDrainSeconds         = "drainSeconds"
@@ -73,9 +82,42 @@ const fromEnvSuffix = "FromEnv"
 // Bounds of the accepted ranges that are not in the issue's table but keep
 // arithmetic finite: HPA stabilization windows are capped at one hour too.
 const (
-	maxReplicasLimit = 100000
-	maxWindow        = time.Hour
+	maxReplicasLimit    = 100000
+	maxWindow           = time.Hour
+	maxConcurrencyLimit = 1000000
+	maxSLOWaitSeconds   = 86400
 )
+
+// maxEcho is how many bytes of a value an error repeats; a longer value is
+// cut there and its length given, so a hostile 1 MB value cannot make a
+// 1 MB error.
+const maxEcho = 64
+
+// maxUnknownListed is how many unknown keys one error names.
+const maxUnknownListed = 8
+
+// echo quotes v for an error, cut to maxEcho bytes (at a rune boundary)
+// with its length when longer.
+func echo(v string) string {
+	if len(v) <= maxEcho {
+		return strconv.Quote(v)
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:cut]), len(v))
+}
+
+// plainNumber matches the numbers metadata accepts: plain decimal, with an
+// optional fraction and exponent ("2", "0.99", "1e3", "-1.5E-2"). Go
+// literal forms ParseFloat also takes (1_000, 0x10, 0b1, Inf, NaN) are not
+// numbers a user writes in YAML and are rejected.
+var plainNumber = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// plainInteger matches the integers metadata accepts: decimal digits with
+// an optional sign.
+var plainInteger = regexp.MustCompile(`^[+-]?[0-9]+$`)
 
 // Defaults are values ParseMetadata takes from the process rather than from
 // the metadata.
@@ -86,7 +128,7 @@ type Defaults struct {
 
 // rangeError formats one violation: the key, the accepted range, what was given.
 func rangeError(key, accepted, got string) error {
-	return fmt.Errorf("%w: %s must be %s, got %q", ErrInvalidMetadata, key, accepted, got)
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrInvalidMetadata, key, accepted, echo(got))
 }
 
 // ParseMetadata validates a trigger's scalerMetadata into a Policy. Absent
@@ -111,6 +153,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 		keys = append(keys, k)
 	}
 	slices.Sort(keys) // deterministic error order
+	var unknown []string
 	for _, k := range keys {
 		v := meta[k]
 		switch {
@@ -129,8 +172,20 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			}
 			vals[base] = v
 		default:
-			errs = append(errs, fmt.Errorf("%w: unknown key %q (known keys: %s)", ErrInvalidMetadata, k, strings.Join(allKeys, ", ")))
+			unknown = append(unknown, k)
 		}
+	}
+	if len(unknown) > 0 { // one error, the known keys listed once
+		named := make([]string, 0, maxUnknownListed)
+		for _, k := range unknown[:min(len(unknown), maxUnknownListed)] {
+			named = append(named, echo(k))
+		}
+		more := ""
+		if n := len(unknown) - len(named); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+		}
+		errs = append(errs, fmt.Errorf("%w: unknown keys %s%s (known keys: %s)", ErrInvalidMetadata,
+			strings.Join(named, ", "), more, strings.Join(allKeys, ", ")))
 	}
 
 	get := func(key string) (string, bool) {
@@ -143,7 +198,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			return
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !ok(f) {
+		if !plainNumber.MatchString(s) || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !ok(f) {
 			errs = append(errs, rangeError(key, accepted, s))
 			return
 		}
@@ -155,7 +210,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			return
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || !ok(n) {
+		if !plainInteger.MatchString(s) || err != nil || !ok(n) {
 			errs = append(errs, rangeError(key, accepted, s))
 			return
 		}
@@ -201,6 +256,9 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 		{KeyRateQuery, &p.RateQuery},
 		{KeyActivityQuery, &p.ActivityQuery},
 		{KeyReadyQuery, &p.ReadyQuery},
+		{KeyRunningQuery, &p.RunningQuery},
+		{KeyServiceTimeQuery, &p.ServiceTimeQuery},
+		{KeyDispersionQuery, &p.DispersionQuery},
 	} {
 		s, ok := get(q.key)
 		if !ok {
@@ -213,11 +271,15 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			continue
 		}
 		if err := checkQuery(s); err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s must be a PromQL expression of instant-vector or scalar type: %v", ErrInvalidMetadata, q.key, err))
+			errs = append(errs, fmt.Errorf("%w: %s must be a PromQL expression of instant-vector or scalar type: %s", ErrInvalidMetadata, q.key, bounded(err.Error())))
 			continue
 		}
 		*q.dst = s
 	}
+	float(KeySLOWaitSeconds, &p.SLOWaitSeconds, fmt.Sprintf("a number of seconds in (0, %d]", maxSLOWaitSeconds), func(f float64) bool { return f > 0 && f <= maxSLOWaitSeconds })
+	float(KeySLOQuantile, &p.SLOQuantile, "a number in [0.5, 0.9999]", func(f float64) bool { return f >= 0.5 && f <= 0.9999 })
+	integer(KeyReplicaConcurrency, &p.ReplicaConcurrency, fmt.Sprintf("an integer in [1, %d]", maxConcurrencyLimit), func(n int64) bool { return n >= 1 && n <= maxConcurrencyLimit })
+	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
 	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number > 0 (requests per second)", positive)
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)
 	float(KeyDrainSeconds, &p.DrainSeconds, "a number of seconds > 0", positive)
@@ -240,7 +302,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			name = strings.TrimSpace(name)
 			i := slices.IndexFunc(decision.AllSignals(), func(s decision.Signal) bool { return s.String() == name })
 			if i < 0 {
-				errs = append(errs, rangeError(KeyZeroWhenAbsent, "a comma list of queue, rate, activity, ready", s))
+				errs = append(errs, rangeError(KeyZeroWhenAbsent, "a comma list of "+signalList(), s))
 				break
 			}
 			p.ZeroWhenAbsent = p.ZeroWhenAbsent.With(decision.AllSignals()[i])
@@ -258,12 +320,17 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	} else if !prom.ValidAddress(p.PrometheusAddress) {
 		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host", p.PrometheusAddress))
 	}
-	if engineOK && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) && !p.Configured(decision.SignalActivity) {
-		errs = append(errs, fmt.Errorf("%w: %s, %s or %s is required with %s %q (or use engine triton or vllm)", ErrInvalidMetadata, KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyEngine, decision.EngineCustom))
+	if engineOK && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) &&
+		!p.Configured(decision.SignalActivity) && !p.Configured(decision.SignalRunning) {
+		errs = append(errs, fmt.Errorf("%w: %s, %s, %s or %s is required with %s %q (or use engine triton or vllm)", ErrInvalidMetadata,
+			KeyQueueQuery, KeyRateQuery, KeyRunningQuery, KeyActivityQuery, KeyEngine, decision.EngineCustom))
 	}
-	if (p.Configured(decision.SignalQueue) || p.Configured(decision.SignalRate)) && p.ReplicaThroughput == 0 {
+	// A queue or rate needs a service time to become servers: measured
+	// (serviceTimeQuery, or the preset's) or S = k/μ.
+	if (p.Configured(decision.SignalQueue) || p.Configured(decision.SignalRate)) && !p.Configured(decision.SignalServiceTime) && p.ReplicaThroughput == 0 {
 		if _, given := vals[KeyReplicaThroughput]; !given {
-			errs = append(errs, fmt.Errorf("%w: %s is required with a queue or rate signal (a number > 0, requests per second one replica sustains)", ErrInvalidMetadata, KeyReplicaThroughput))
+			errs = append(errs, fmt.Errorf("%w: %s or %s is required with a queue or rate signal and %s %q (the mean seconds of service per request, or a number > 0 of requests per second one replica sustains)",
+				ErrInvalidMetadata, KeyServiceTimeQuery, KeyReplicaThroughput, KeyEngine, decision.EngineCustom))
 		}
 	}
 	if p.MinReplicas > p.MaxReplicas {
@@ -279,6 +346,8 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 var allKeys = []string{
 	KeyEngine, KeyModel, KeyPrometheusAddress,
 	KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery,
+	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery,
+	KeySLOWaitSeconds, KeySLOQuantile, KeyReplicaConcurrency, KeyColdStart,
 	KeyReplicaThroughput, KeyTargetUtilization, KeyDrainSeconds,
 	KeyActivityTarget, KeyActivityCeiling, KeyWarmReplicas, KeyWarmFraction,
 	KeyMinReplicas, KeyMaxReplicas, KeyScaleUpWindow, KeyScaleDownWindow,
@@ -308,4 +377,27 @@ func checkQuery(q string) error {
 	default:
 		return fmt.Errorf("expression has type %s", t)
 	}
+}
+
+// bounded cuts an error text that may repeat a value (the PromQL parser's
+// messages quote the query) to a few times maxEcho bytes, with its length.
+func bounded(msg string) string {
+	const limit = 4 * maxEcho
+	if len(msg) <= limit {
+		return msg
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
+}
+
+// signalList is the comma list of signal names zeroWhenAbsent accepts.
+func signalList() string {
+	names := make([]string, 0, decision.NumSignals)
+	for _, s := range decision.AllSignals() {
+		names = append(names, s.String())
+	}
+	return strings.Join(names, ", ")
 }
