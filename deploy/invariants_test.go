@@ -475,11 +475,18 @@ func TestScalerDeployment(t *testing.T) {
 			if pdb == nil || !maps.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
 				t.Errorf("PodDisruptionBudget does not select the scaler's pods")
 			}
-			// helm test asks the same address KEDA dials.
+			// helm test runs the scaler's own image (no image this repository does not build) and
+			// asks the same address KEDA dials.
 			tp := o.testPods[scalerName+"-test-health"]
 			if tp == nil || tp.Annotations["helm.sh/hook"] != "test" ||
-				!slices.Contains(tp.Spec.Containers[0].Args, fmt.Sprintf("-addr=%s.%s.svc%s", scalerName, namespace, cfg.Listen)) {
-				t.Errorf("helm test pod %+v does not probe the scaler's address", tp)
+				!slices.Contains(tp.Spec.Containers[0].Args, fmt.Sprintf("--health-probe=%s.%s.svc%s", scalerName, namespace, cfg.Listen)) {
+				t.Fatalf("helm test pod %+v does not probe the scaler's address", tp)
+			}
+			if got, want := tp.Spec.Containers[0].Image, c.Image; got != want {
+				t.Errorf("helm test pod image %q, want the scaler's %q", got, want)
+			}
+			if tls && !slices.Contains(tp.Spec.Containers[0].Args, "--health-probe-ca-file=/etc/inferscale/tls/ca.crt") {
+				t.Errorf("helm test pod args %q: with TLS, want --health-probe-ca-file", tp.Spec.Containers[0].Args)
 			}
 		})
 	}

@@ -144,6 +144,27 @@ inferscale.io/pool: {{ .pool.name }}
 {{- toYaml (mergeOverwrite (deepCopy .root.Values.keda) (deepCopy (.pool.keda | default dict))) }}
 {{- end }}
 
+{{/* Whether the pool's HPA tolerance 0 (keda.hpa.zeroTolerance) is in force, from the values
+and the cluster's version (.Capabilities.KubeVersion; helm template uses --kube-version):
+"off"  zeroTolerance is false;
+"keda" kedaVersion is below 2.18, whose ScaledObject CRD has no tolerance field: the chart
+       leaves the field out (the API server would prune it);
+"kube" Kubernetes below 1.33: the HPA has no tolerance field and drops it;
+"gate" Kubernetes 1.33-1.34: HPAConfigurableTolerance is alpha, off unless the cluster
+       enables it;
+"on"   Kubernetes 1.35 or newer (the gate is beta, on by default) and KEDA 2.18 or newer.
+Call with (dict "root" $ "keda" <the pool's merged keda map>). */}}
+{{- define "inferscale.pool.toleranceState" -}}
+{{- $kube := .root.Capabilities.KubeVersion.Version }}
+{{- $keda := .root.Values.kedaVersion | default "" | toString }}
+{{- if not .keda.hpa.zeroTolerance }}off
+{{- else if and $keda (semverCompare "<2.18.0-0" $keda) }}keda
+{{- else if semverCompare "<1.33.0-0" $kube }}kube
+{{- else if semverCompare "<1.35.0-0" $kube }}gate
+{{- else }}on
+{{- end }}
+{{- end }}
+
 {{/* Scaler metadata of the pool: scaling merged with pools[].scaling; engine and model from the
 pool unless the pool's scaling names them; YAML. */}}
 {{- define "inferscale.pool.scaling" -}}
