@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
@@ -38,9 +40,19 @@ type Work struct {
 }
 
 // Drainer takes the pod out of service without dropping a request: not-ready at once, wait for
-// endpoint removal to propagate, wait until Triton has no queued work and its counters are
-// quiet across two reads (or the deadline), then report drained. One drain runs per process;
-// every caller of Drain waits for it.
+// endpoint removal to propagate, wait until nothing is queued or executing in Triton (or the
+// deadline), then report drained. One drain runs per process; every caller of Drain waits for
+// it.
+//
+// Triton shows queued requests (nv_inference_pending_request_count) but not executing ones, so
+// the drain counts them: when q requests are queued, q + 1 more must finish (one executes ahead
+// of them), and the drain waits until the finished-request counters have reached that and stay
+// quiet across two reads. A request executing alone leaves no trace in either, so the drain
+// then confirms by unloading every loaded model: Triton completes an unload only after the
+// model's in-flight requests finish, and the drain ends when the index shows no model READY,
+// LOADING or UNLOADING. With Triton unreachable for unreachableReads reads in a row, nothing can
+// be in flight there: the drain ends at once (skipping the propagation delay when that is so
+// from the start) and says so.
 type Drainer struct {
 	cfg        Config
 	ctl        *Controller
@@ -54,6 +66,10 @@ type Drainer struct {
 	done chan struct{}
 	err  error
 }
+
+// unreachableReads is how many reads in a row, DrainPollInterval apart, must find Triton
+// unreachable before the drain concludes that nothing can be in flight there.
+const unreachableReads = 3
 
 // NewDrainer returns a drainer for ctl's Triton. httpClient reads cfg.TritonMetricsURL (nil:
 // a client with a 5s timeout).
@@ -69,8 +85,8 @@ func NewDrainer(cfg Config, ctl *Controller, httpClient *http.Client) *Drainer {
 func (d *Drainer) Done() <-chan struct{} { return d.done }
 
 // Drain starts the drain if it has not started and waits until it ends or ctx is done. It
-// returns nil when Triton drained, ErrDrainTimeout past the deadline, or ctx's error (the
-// drain itself goes on).
+// returns nil when Triton drained (or is unreachable, so nothing runs there), ErrDrainTimeout
+// past the deadline, or ctx's error (the drain itself goes on).
 func (d *Drainer) Drain(ctx context.Context) error {
 	d.once.Do(func() { go d.run() })
 	select {
@@ -86,6 +102,19 @@ func (d *Drainer) run() {
 	start := d.clock.Now()
 	d.ctl.StartDrain()
 	d.log.Info("drain: not ready", "step", "not-ready", "took", time.Duration(0))
+	// The background context bounds each read by the client's deadlines; the drain as a whole
+	// is bounded by DrainTimeout.
+	ctx := context.Background()
+
+	prev, prevErr := d.Read(ctx)
+	for n := 1; errors.Is(prevErr, triton.ErrUnavailable); n++ {
+		if n == unreachableReads {
+			d.unreachable(start, n, prevErr)
+			return
+		}
+		<-d.clock.After(d.cfg.DrainPollInterval)
+		prev, prevErr = d.Read(ctx)
+	}
 
 	<-d.clock.After(d.cfg.PropagationDelay)
 	d.log.Info("drain: propagation delay over", "step", "propagation", "took", d.clock.Now().Sub(start))
@@ -94,33 +123,117 @@ func (d *Drainer) run() {
 	// The deadline is checked after each poll rather than raced against it, so that the drain
 	// waits on one timer at a time (which keeps fake-clock tests deterministic).
 	deadline := waitStart.Add(d.cfg.DrainTimeout)
-	// The background context bounds each read by the client's deadlines; the drain as a whole
-	// is bounded by DrainTimeout.
-	ctx := context.Background()
-	prev, prevErr := d.Read(ctx)
-	reads := 1
+	prev, prevErr = d.Read(ctx)
+	owed := owedAfter(prev)
+	reads, unreachable := 1, 0
+	confirming := false
 	for {
 		<-d.clock.After(d.cfg.DrainPollInterval)
 		if !d.clock.Now().Before(deadline) {
 			d.err = fmt.Errorf("%w: after %s, last reading %v", ErrDrainTimeout, d.cfg.DrainTimeout, prev)
-			d.log.Warn("drain: deadline", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads, "last", prev, "err", d.err)
+			d.log.Warn("drain: deadline", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads, "last", prev,
+				"finished_owed", owed, "err", d.err)
 			d.finish(start)
 			return
+		}
+		if confirming {
+			held, err := d.loaded(ctx)
+			switch {
+			case errors.Is(err, triton.ErrUnavailable):
+				if unreachable++; unreachable == unreachableReads {
+					d.unreachable(start, unreachable, err)
+					return
+				}
+			case err != nil:
+				d.log.Warn("drain: read Triton's index", "err", err)
+			case len(held) == 0:
+				d.log.Info("drain: Triton idle", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads,
+					"confirmed_by", "every model unloaded after its in-flight requests")
+				d.finish(start)
+				return
+			default:
+				unreachable = 0
+			}
+			continue
 		}
 		cur, err := d.Read(ctx)
 		reads++
-		if err != nil {
-			// Triton gone counts as drained only if it never answers: keep trying to the deadline.
+		switch {
+		case errors.Is(err, triton.ErrUnavailable):
+			if unreachable++; unreachable == unreachableReads {
+				d.unreachable(start, unreachable, err)
+				return
+			}
+		case err != nil:
 			d.log.Warn("drain: read Triton", "err", err)
+		default:
+			unreachable = 0
 		}
-		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev {
-			d.log.Info("drain: Triton idle", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads,
+		owed = max(owed, owedAfter(cur))
+		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev && cur.Finished >= owed {
+			d.log.Info("drain: queues empty and counters quiet; confirming by unloading", "step", "wait-idle",
+				"took", d.clock.Now().Sub(waitStart), "reads", reads,
 				slog.Attr{Key: "pending", Value: pendingValue(cur.Pending)}, "finished", cur.Finished)
-			d.finish(start)
-			return
+			confirming = d.unloadAll(ctx)
+			if !confirming {
+				d.finish(start)
+				return
+			}
 		}
 		prev, prevErr = cur, err
 	}
+}
+
+// owedAfter is the finished count at which the requests a reading shows queued, and the one
+// executing ahead of them, will all have finished (0 when nothing is queued or it is unknown).
+func owedAfter(w Work) uint64 {
+	if w.Pending <= 0 {
+		return 0
+	}
+	return w.Finished + uint64(w.Pending) + 1
+}
+
+// unloadAll unloads every model Triton holds, so that the index shows when their in-flight
+// requests are over. It reports false when Triton cannot confirm that way (its index is
+// unreadable or it refuses repository control, as without --model-control-mode=explicit): the
+// drain then ends on the counters alone.
+func (d *Drainer) unloadAll(ctx context.Context) bool {
+	held, err := d.loaded(ctx)
+	if err != nil {
+		d.log.Warn("drain: cannot confirm by unloading; drained by the counters alone", "err", err)
+		return false
+	}
+	for _, name := range held {
+		if err := d.tr.Unload(ctx, name, triton.UnloadOptions{}); err != nil {
+			d.log.Warn("drain: cannot confirm by unloading; drained by the counters alone", "model", name, "err", err)
+			return false
+		}
+	}
+	return true
+}
+
+// loaded returns, sorted, the models Triton's index shows READY, LOADING or UNLOADING.
+func (d *Drainer) loaded(ctx context.Context) ([]string, error) {
+	idx, err := d.tr.Index(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range idx {
+		if plan.State(e.State).HoldsMemory() {
+			out = append(out, e.Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// unreachable ends the drain: Triton did not answer n reads in a row, so nothing can be in
+// flight there.
+func (d *Drainer) unreachable(start time.Time, n int, err error) {
+	d.log.Warn("drain: Triton unreachable; nothing can be in flight there, so the drain ends now",
+		"step", "unreachable", "reads", n, "took", d.clock.Now().Sub(start), "err", err)
+	d.finish(start)
 }
 
 func (d *Drainer) finish(start time.Time) {

@@ -234,8 +234,9 @@ func TestHTTPEndpoints(t *testing.T) {
 }
 
 // TestDrainLogsWithoutMetrics: without Triton's metrics (no URL, or the endpoint refusing
-// connections) the drain reads statistics alone and drains; the queue length is unknown, and
-// the log says so instead of -1; durations are written as "5s", not nanoseconds.
+// connections) the drain reads statistics alone and drains (confirmed by the unload a poll
+// later); the queue length is unknown, and the log says so instead of -1; durations are
+// written as "5s", not nanoseconds.
 func TestDrainLogsWithoutMetrics(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
@@ -271,11 +272,109 @@ func testDrainLogsWithoutMetrics(t *testing.T, url string) {
 	if p := got["drain: propagation delay over"]["took"]; p != "5s" {
 		t.Errorf("propagation took = %#v, want \"5s\"", p)
 	}
-	idle := got["drain: Triton idle"]
-	if idle["pending"] != "unknown" {
-		t.Errorf("idle pending = %#v, want \"unknown\"", idle["pending"])
+	quiet := got["drain: queues empty and counters quiet; confirming by unloading"]
+	if quiet["pending"] != "unknown" {
+		t.Errorf("quiet pending = %#v, want \"unknown\"", quiet["pending"])
 	}
-	if took, ok := idle["took"].(string); !ok || took != "1s" {
-		t.Errorf("idle took = %#v, want \"1s\" (two equal reads a second apart)", idle["took"])
+	if took, ok := quiet["took"].(string); !ok || took != "1s" {
+		t.Errorf("quiet took = %#v, want \"1s\" (two equal reads a second apart)", quiet["took"])
+	}
+	// One poll later the index confirms: the unloaded model had nothing in flight.
+	if took, ok := got["drain: Triton idle"]["took"].(string); !ok || took != "2s" {
+		t.Errorf("idle took = %#v, want \"2s\"", got["drain: Triton idle"]["took"])
+	}
+}
+
+// TestDrainWaitsForLongRequest: a request executing alone for 3 s, three drain polls, leaves no
+// trace in Triton's queue or counters until it ends; the drain reports drained only after it
+// finished (confirmed by the unload, which Triton completes after the request), and the client
+// sees no error.
+func TestDrainWaitsForLongRequest(t *testing.T) {
+	h, _, _ := newDrainHarness(t, 3*time.Second)
+	cfg := DefaultConfig()
+	cfg.TritonMetricsURL = h.srv.MetricsURL()
+	cfg.PropagationDelay = time.Second
+	cfg.DrainPollInterval = time.Second
+	dr := NewDrainer(cfg, h.ctl, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		_, err := h.infer.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "m"})
+		served <- err
+	}()
+	if err := h.srv.Await(ctx, func() bool { st, _ := h.srv.Model("m"); return st.Executing == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	start := h.clock.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- dr.Drain(ctx) }()
+	// Advance a second at a time once every timer waits: the request's and the drain's while
+	// the request executes, the drain's after.
+	for done := false; !done; {
+		select {
+		case <-dr.Done():
+			done = true
+			continue
+		default:
+		}
+		parked := 1
+		if st, _ := h.srv.Model("m"); st.Executing > 0 {
+			parked = 2
+		}
+		bctx, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := h.clock.BlockUntil(bctx, parked)
+		stop()
+		if err == nil {
+			h.clock.Advance(time.Second)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Drain = %v", err)
+	}
+	st, _ := h.srv.Model("m")
+	if st.Executing != 0 || st.Pending != 0 {
+		t.Fatalf("drained at +%s with %d executing, %d queued", h.clock.Now().Sub(start), st.Executing, st.Pending)
+	}
+	if took := h.clock.Now().Sub(start); took < 3*time.Second {
+		t.Errorf("drained after %s, before the 3 s request could finish", took)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("the request failed: %v", err)
+	}
+}
+
+// TestDrainTritonUnreachable (issue 12): with Triton gone, a drain — SIGTERM's path — ends after
+// unreachableReads reads a poll apart, neither the propagation delay nor the drain deadline,
+// returns nil (nothing can be in flight there) and says why.
+func TestDrainTritonUnreachable(t *testing.T) {
+	h, _, _ := newDrainHarness(t, time.Second)
+	var buf bytes.Buffer
+	h.ctl.deps.Log = NewLogger(&buf, slog.LevelInfo)
+	cfg := DefaultConfig()
+	cfg.TritonMetricsURL = h.srv.MetricsURL()
+	cfg.PropagationDelay, cfg.DrainTimeout = time.Minute, 10*time.Minute
+	dr := NewDrainer(cfg, h.ctl, nil)
+	if err := h.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := h.clock.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- dr.Drain(ctx) }()
+	drive(ctx, t, h.clock, 1, dr.Done())
+	if err := <-errc; err != nil {
+		t.Fatalf("Drain = %v, want nil", err)
+	}
+	if took, want := h.clock.Now().Sub(start), (unreachableReads-1)*cfg.DrainPollInterval; took != want {
+		t.Errorf("drain took %s, want %s (%d reads a poll apart)", took, want, unreachableReads)
+	}
+	if !strings.Contains(buf.String(), `"msg":"drain: Triton unreachable; nothing can be in flight there, so the drain ends now"`) ||
+		strings.Contains(buf.String(), "work left") {
+		t.Errorf("the log does not say why:\n%s", buf.String())
+	}
+	if ok, why := h.ctl.Ready(); ok || why != "draining" {
+		t.Errorf("Ready = %v %q, want not ready: draining", ok, why)
 	}
 }
