@@ -114,7 +114,7 @@ const (
 	TermNone       Term = "none"            // no demand term (ErrNoData)
 	TermSLO        Term = "slo"             // N_slo at the offered load λ_H·S
 	TermSLORunning Term = "slo-running"     // N_slo at the offered load of the running requests
-	TermDrain      Term = "drain"           // N_drain = ⌈(max(λS, running) + Q·S/D)/(kρ)⌉
+	TermDrain      Term = "drain"           // N_drain = ⌈(max(λS, running) + Q_H·S/D)/(kρ)⌉
 	TermCap        Term = "utilization-cap" // N_cap = ⌈a/(kρ)⌉, targetUtilization set
 	TermOccupancy  Term = "occupancy"       // no service time: ⌈(running + Q)/k⌉
 	TermActivity   Term = "activity"        // N_act = ⌈R·A/A_target⌉, activity the only signal
@@ -246,7 +246,8 @@ func clampReplicas(x float64, lo, hi int32) int32 {
 //	S        = measured service time, else k/μ (replicaThroughput), else unknown
 //	a        = max(λ_H·S, running)                            offered load, Erlangs
 //	N_slo    = least N with P(W > T) ≤ 1 − q for N·k servers  (queue.go)
-//	N_drain  = ⌈(max(λ·S, running) + Q·S/D) / (k·ρ)⌉           (ρ = targetUtilization, 1 unset)
+//	N_drain  = ⌈(max(λ·S, running) + Q_H·S/D) / (k·ρ)⌉         (ρ = targetUtilization, 1 unset)
+//	Q_H      = Q + max(0, λ − R·k/S)·H  while Q > 0             the backlog when a replica ordered now is ready
 //	N_cap    = ⌈a / (k·ρ)⌉                                    (targetUtilization set)
 //	N_occ    = ⌈(running + Q) / k⌉                            (S unknown)
 //	N_act    = ⌈R · A / A_target⌉                             (activity the only signal)
@@ -424,7 +425,15 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		if lambdaOK {
 			base = math.Max(base, mulSat(lambda, sv))
 		}
-		rec.NDrain = take(ceilEps((base+mulSat(queue, sv)/p.DrainSeconds)/(k*rho)), TermDrain)
+		// A backlog keeps growing at λ − R·k/S until replicas ordered now
+		// are ready, H from now: that is the backlog they must drain.
+		backlog := queue
+		if queue > 0 && lambdaOK && rKnown {
+			if grow := lambda - float64(r)*k/sv; grow > 0 {
+				backlog += mulSat(grow, rec.Horizon.Seconds())
+			}
+		}
+		rec.NDrain = take(ceilEps((base+mulSat(backlog, sv)/p.DrainSeconds)/(k*rho)), TermDrain)
 	}
 	if sv == 0 && (queueOK || runningOK) {
 		occ := 0.0

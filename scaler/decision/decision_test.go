@@ -109,6 +109,16 @@ func TestRecommendFormulas(t *testing.T) {
 			pwait: -2,
 		},
 		{
+			name: "a growing backlog: Q_H = 30 + (7 − 3·1/1)·60 = 270 when replicas ordered now are ready; ⌈(7 + 270/10)/1⌉ = 34",
+			p:    with(func(p *Policy) { p.RateQuery, p.QueueQuery, p.ReplicaThroughput, p.DrainSeconds = "r", "q", 1, 10 }),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalQueue] = val(7, t0), val(30, t0)
+				o.ReadyReplicas, o.ReadyKnown = 3, true
+			}),
+			want:  want{Replicas: 34, Raw: 34, NSLO: 9, NDrain: 34, NCap: -1, NOcc: -1, NAct: -1, Warm: 0, Term: TermDrain},
+			pwait: -2,
+		},
+		{
 			name:  "targetUtilization caps the offered load: ⌈7/(1·0.5)⌉ = 14 over N_slo 9",
 			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.5 }),
 			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),

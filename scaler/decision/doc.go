@@ -17,7 +17,7 @@
 //	a        = max(λ_H·S, running)                                    offered load, Erlangs
 //	N_slo    = least N: P(W > T) ≤ 1 − q for N·k servers,             queue.go
 //	           P(W > T) = C(N·k, a)·exp(−(N·k − a)·T/(S·(I + 1)/2))   Erlang C, Allen–Cunneen
-//	N_drain  = ⌈(max(λ·S, running) + Q·S/D) / (k·ρ)⌉
+//	N_drain  = ⌈(max(λ·S, running) + Q_H·S/D) / (k·ρ)⌉,  Q_H = Q + max(0, λ − R·k/S)·H while Q > 0
 //	N_cap    = ⌈a / (k·ρ)⌉ when targetUtilization ρ is set
 //	N_demand = max of the terms that could be computed
 //	warm     = max(warmReplicas, ⌈warmFraction · N_demand⌉)
