@@ -124,6 +124,7 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		meanSvc              float64
 		backlog, backlogN    float64
 		arrived, busyAcc     float64
+		servedN              float64 // requests served: slot-seconds ÷ their mean service
 		slotAcc, poolAcc     float64
 		sampleArr, sampleBsy float64
 		sampleSlt            float64
@@ -181,6 +182,9 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 		if backlogN+a > 0 {
 			meanSvc = (backlog + w) / (backlogN + a)
 		}
+		if served > 0 && meanSvc > 0 {
+			servedN += served / meanSvc
+		}
 		backlog += w - served
 		if backlogN+a > 0 {
 			backlogN = backlog / meanSvc
@@ -213,7 +217,7 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 			live += p.n
 		}
 		res.ReplicaSeconds += float64(live)
-		h.push(arrived, busyAcc, slotAcc, poolAcc)
+		h.push(arrived, busyAcc, slotAcc, poolAcc, busyAcc, servedN)
 		if sec%interval == 0 && sec > 0 {
 			sig := Signals{Now: time.Duration(sec) * time.Second, Queue: backlogN, Running: served, Ready: ready, Current: spec, Slots: cfg.Slots}
 			h.signals(&sig)

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/inferscale/inferscale/scaler/decision"
@@ -20,30 +22,73 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // would: KEDA polls IsActive every 15 s and scales 0 ↔ 1 with a 300 s
 // cooldown; the HPA syncs every 15 s, sets ceil(metric/1) replicas with
 // the chart's tolerance 0 and behaviour (ChartHPABehavior).
+//
+// The decision sees the simulated engine as the scaler sees a real one:
+//   - queue, rate (1 min), running and activity as the simulator reports
+//     them (the presets' gauges and rate()),
+//   - S, the mean service time, as the presets compute it from the
+//     engine's counters: service seconds ÷ requests over the last minute
+//     (Signals.ServiceTime1m). With no requests the ratio is 0/0, NaN in
+//     Prometheus, an invalid sample here, and the last good S holds;
+//   - I, the dispersion, as the preset's subquery computes it: the
+//     one-minute rate sampled once a minute, the last ten samples, 60 ×
+//     population variance ÷ mean (missing with fewer than two samples or a
+//     zero mean);
+//   - H, the cold start, as scaler/kube measures it from pods (creation to
+//     Ready): the pool's cold start, or the 0.9 quantile of its cold-start
+//     samples;
+//   - k = the pool's slots. No replicaThroughput: no μ probe.
 type inferscaleCtl struct {
 	p    decision.Policy
 	st   decision.State
 	last decision.Recommendation
 	hpa  hpa
 	keda keda
+
+	coldStart time.Duration
+	minute    []float64 // Rate1m once a minute, the last DispersionSamples
 }
 
-// InferscalePolicy returns the scaler's DefaultPolicy with
-// replicaThroughput mu (req/s per replica), targetUtilization rho (0 keeps
-// the default, decision.DefaultPolicy().TargetUtilization), the pool's
-// bounds, and the replay's queue, rate and activity signals.
+// DispersionSamples is how many one-minute rate samples the dispersion
+// reads: the preset's [10m:1m] subquery (prom.DispersionSpan).
+const DispersionSamples = 10
+
+// InferscalePolicy returns the scaler's DefaultPolicy (T = 2 s, q = 0.99,
+// the decision's windows and guards) with k = the pool's slots, every
+// signal the presets read, the pool's bounds, and targetUtilization rho as
+// its optional cap (rho ≥ 1 or ≤ 0: no cap, the default). mu is not used:
+// the decision measures the service time, it is given no throughput.
 func InferscalePolicy(mu, rho float64, cfg PoolConfig) Policy {
+	_ = mu
 	p := decision.DefaultPolicy()
-	if rho > 0 {
+	if rho > 0 && rho < 1 {
 		p.TargetUtilization = rho
 	}
-	p.ReplicaThroughput = mu
+	p.ReplicaConcurrency = int32(max(1, cfg.Slots))
 	p.QueueQuery, p.RateQuery, p.ActivityQuery = "replay_queue", "replay_rate", "replay_activity"
+	p.RunningQuery, p.ServiceTimeQuery, p.DispersionQuery = "replay_running", "replay_service_time", "replay_dispersion"
 	p.MinReplicas, p.MaxReplicas = int32(cfg.MinReplicas), int32(cfg.MaxReplicas)
-	setting := fmt.Sprintf("targetUtilization %g, μ=%.3g/s", p.TargetUtilization, mu)
+	setting := "defaults (T 2s, q 0.99, no cap)"
+	if p.TargetUtilization > 0 {
+		setting = fmt.Sprintf("targetUtilization cap %g", p.TargetUtilization)
+	}
+	h := measuredColdStart(cfg)
 	return Policy{Name: FamilyInferscale, Setting: setting, New: func() Controller {
-		return &inferscaleCtl{p: p, hpa: hpa{b: ChartHPABehavior(), max: cfg.MaxReplicas}, keda: keda{polling: 15 * time.Second, cooldown: 300 * time.Second}}
+		return &inferscaleCtl{p: p, hpa: hpa{b: ChartHPABehavior(), max: cfg.MaxReplicas},
+			keda: keda{polling: 15 * time.Second, cooldown: 300 * time.Second}, coldStart: h}
 	}}
+}
+
+// measuredColdStart is H as scaler/kube would measure it on the simulated
+// pool: its fixed cold start, or the 0.9 quantile (nearest rank) of its
+// cold-start samples.
+func measuredColdStart(cfg PoolConfig) time.Duration {
+	if len(cfg.ColdStartSamples) == 0 {
+		return cfg.ColdStart
+	}
+	s := slices.Clone(cfg.ColdStartSamples)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(math.Ceil(0.9*float64(len(s))))-1)]
 }
 
 func (c *inferscaleCtl) Interval() time.Duration { return 15 * time.Second }
@@ -51,10 +96,29 @@ func (c *inferscaleCtl) Interval() time.Duration { return 15 * time.Second }
 func (c *inferscaleCtl) Desired(s Signals) int {
 	now := t0.Add(s.Now)
 	smp := func(v float64) decision.Sample { return decision.Sample{Value: v, EvaluatedAt: now} }
+	missing := decision.Sample{Empty: true, EvaluatedAt: now}
+
+	if s.Now%time.Minute == 0 {
+		c.minute = append(c.minute, s.Rate1m)
+		if len(c.minute) > DispersionSamples {
+			c.minute = c.minute[1:]
+		}
+	}
+
 	var obs decision.Observation
 	obs.Samples[decision.SignalQueue] = smp(s.Queue)
 	obs.Samples[decision.SignalRate] = smp(s.Rate1m)
 	obs.Samples[decision.SignalActivity] = smp(s.Activity)
+	obs.Samples[decision.SignalRunning] = smp(s.Running)
+	obs.Samples[decision.SignalServiceTime] = missing
+	if s.ServiceTime1m > 0 {
+		obs.Samples[decision.SignalServiceTime] = smp(s.ServiceTime1m)
+	}
+	obs.Samples[decision.SignalDispersion] = missing
+	if d, ok := dispersion(c.minute); ok {
+		obs.Samples[decision.SignalDispersion] = smp(d)
+	}
+	obs.ColdStart, obs.ColdStartKnown = c.coldStart, c.coldStart > 0
 	obs.ReadyReplicas, obs.ReadyKnown = int32(s.Ready), true
 	obs.CurrentReplicas, obs.CurrentKnown = int32(s.Current), true
 	obs.MinReplicas, obs.MaxReplicas, obs.BoundsKnown = c.p.MinReplicas, c.p.MaxReplicas, true
@@ -63,4 +127,28 @@ func (c *inferscaleCtl) Desired(s Signals) int {
 		n := int(c.last.Replicas)
 		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, float64(n)/float64(max(1, s.Current)), n))
 	})
+}
+
+// dispersion is the preset's index of dispersion of one-minute counts from
+// one-minute rates: 60 × population variance ÷ mean (stddev_over_time is
+// the population deviation). ok is false with fewer than two samples or a
+// zero mean (PromQL's 0/0).
+func dispersion(rates []float64) (float64, bool) {
+	if len(rates) < 2 {
+		return 0, false
+	}
+	var mean float64
+	for _, r := range rates {
+		mean += r
+	}
+	mean /= float64(len(rates))
+	if !(mean > 0) {
+		return 0, false
+	}
+	var v float64
+	for _, r := range rates {
+		v += (r - mean) * (r - mean)
+	}
+	v /= float64(len(rates))
+	return 60 * v / mean, true
 }

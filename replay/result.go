@@ -32,6 +32,11 @@ type Signals struct {
 	Current int
 	// Slots is the concurrency of one replica.
 	Slots int
+	// ServiceTime1m is the mean service seconds of the requests that entered
+	// service over the last minute (slot-seconds of service ÷ requests), as
+	// an engine's duration counters ÷ its request counter give it; 0 when
+	// none did.
+	ServiceTime1m float64
 }
 
 // Controller decides the replica count of the pool. Implementations keep
@@ -153,12 +158,14 @@ func (h *waitHist) quantile(q float64) float64 {
 // history keeps per-second cumulative counters for the last 61 seconds.
 type history struct {
 	arr, busy, slots, inPool [61]float64
+	svc, served              [61]float64 // cumulative service slot-seconds and requests entering service
 	n                        int
 }
 
-func (h *history) push(arr, busy, slots, inPool float64) {
+func (h *history) push(arr, busy, slots, inPool, svc, served float64) {
 	i := h.n % 61
 	h.arr[i], h.busy[i], h.slots[i], h.inPool[i] = arr, busy, slots, inPool
+	h.svc[i], h.served[i] = svc, served
 	h.n++
 }
 
@@ -179,6 +186,9 @@ func (h *history) signals(s *Signals) {
 		// starts mid-stream, not from an idle pool.
 		s.Rate1m = (h.arr[last] - h.arr[i]) / float64(k)
 		s.Concurrency60s = (h.inPool[last] - h.inPool[i]) / float64(k)
+		if d := h.served[last] - h.served[i]; d > 0 {
+			s.ServiceTime1m = (h.svc[last] - h.svc[i]) / d
+		}
 	}
 	if i, k := h.back(15); k > 0 {
 		if d := h.slots[last] - h.slots[i]; d > 0 {

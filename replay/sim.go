@@ -92,6 +92,7 @@ type sim struct {
 	now                          float64
 	busy, ready, live, spec      int // busy slots, ready replicas, billed replicas, spec replicas
 	busyAcc, slotAcc, replicaAcc float64
+	svcAcc, servedN              float64 // service seconds and count of requests started
 	queueAcc                     float64
 	arrived                      int
 
@@ -128,6 +129,8 @@ func (s *sim) start(i int32, r int32) {
 	}
 	s.reps[r].busy++
 	s.busy++
+	s.svcAcc += s.w.ServiceS[i]
+	s.servedN++
 	s.ev.push(event{t: s.now + s.w.ServiceS[i], rep: r, gen: s.reps[r].gen})
 }
 
@@ -344,7 +347,7 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 		case nextTick <= ta:
 			s.advance(nextTick)
 			sec := int(nextTick)
-			h.push(float64(s.arrived), s.busyAcc, s.slotAcc, s.queueAcc)
+			h.push(float64(s.arrived), s.busyAcc, s.slotAcc, s.queueAcc, s.svcAcc, s.servedN)
 			if sec%interval == 0 && sec > 0 {
 				sig := Signals{Now: time.Duration(sec) * time.Second, Queue: float64(s.qLen), Running: float64(s.busy), Ready: s.ready, Current: s.spec, Slots: cfg.Slots}
 				h.signals(&sig)
