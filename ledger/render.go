@@ -16,6 +16,22 @@ type Report struct {
 	// Live is true when nodes were read from a cluster, so that the
 	// one-owner-per-loop check ran.
 	Live bool
+	// Peaks record, in live mode with Prometheus, where each service's
+	// peakRPS came from.
+	Peaks []PeakNote
+}
+
+// PeakNote is one service's peak demand as read from Prometheus.
+type PeakNote struct {
+	Service string
+	// Source is the ScaledObject, "namespace/name"; "" when none matched.
+	Source string
+	// Query is the PromQL evaluated.
+	Query string
+	// PeakRPS is the peak read, used as the service's peakRPS when Err is "".
+	PeakRPS float64
+	// Err says why the spec's peakRPS was kept instead.
+	Err string
 }
 
 // OK is true when every check passes: layouts, every P0/P1 service, and
@@ -106,6 +122,17 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		}
 		for _, o := range r.Owners {
 			fmt.Fprintf(&b, "- **%s/%s %s** is scaled by %s: two replica loops fight.\n", o.Namespace, o.TargetKind, o.TargetName, strings.Join(o.Owners, " and "))
+		}
+	}
+
+	if len(r.Peaks) > 0 {
+		b.WriteString("\n## Peak demand (Prometheus)\n\n| service | ScaledObject | peak RPS | query or reason |\n|---|---|---:|---|\n")
+		for _, p := range r.Peaks {
+			if p.Err != "" {
+				fmt.Fprintf(&b, "| %s | %s | spec | %s |\n", p.Service, dash(p.Source), dash(p.Err))
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | `%s` |\n", p.Service, p.Source, num(p.PeakRPS), strings.ReplaceAll(p.Query, "|", "\\|"))
 		}
 	}
 

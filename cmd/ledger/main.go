@@ -5,6 +5,7 @@
 //
 //	ledger --spec=FILE [--format=markdown|json] [--audit=auto|heuristic|exact]
 //	ledger --spec=FILE --live [--kubeconfig=PATH] [--failure-domain-label=LABEL]
+//	       [--prometheus-address=URL --peak-window=168h]
 //
 // Exit status: 0 every check passes, 1 a check fails, 2 bad input.
 package main
@@ -22,7 +23,11 @@ import (
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
+	"github.com/inferscale/inferscale/ledger/peak"
 	"github.com/inferscale/inferscale/ledger/specfile"
+	"github.com/inferscale/inferscale/prom"
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,6 +56,9 @@ type Config struct {
 	NodeSelector       string
 	FailureDomainLabel string
 	Timeout            time.Duration
+	PrometheusAddress  string
+	PeakWindow         time.Duration
+	PeakStep           time.Duration
 }
 
 // Validate returns every bad flag, each naming the flag and its range.
@@ -67,6 +75,18 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("--max-retries %d: want ≥ 0 (0 = every kept node)", c.MaxRetries))
+	}
+	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
+		errs = append(errs, fmt.Errorf("--prometheus-address %q: want an http:// or https:// URL", c.PrometheusAddress))
+	}
+	if c.PrometheusAddress != "" && !c.Live {
+		errs = append(errs, errors.New("--prometheus-address: needs --live (peaks are read per ScaledObject)"))
+	}
+	if c.PeakWindow < time.Minute || c.PeakWindow > 90*24*time.Hour {
+		errs = append(errs, fmt.Errorf("--peak-window %v: want [1m, 2160h]", c.PeakWindow))
+	}
+	if c.PeakStep < time.Second || c.PeakStep > c.PeakWindow {
+		errs = append(errs, fmt.Errorf("--peak-step %v: want [1s, --peak-window]", c.PeakStep))
 	}
 	if c.Timeout <= 0 || c.Timeout > time.Hour {
 		errs = append(errs, fmt.Errorf("--timeout %v: want (0, 1h]", c.Timeout))
@@ -87,7 +107,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for --live (default: in-cluster, then $KUBECONFIG)")
 	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
 	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
-	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster and Prometheus")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate")
+	fs.DurationVar(&c.PeakWindow, "peak-window", 7*24*time.Hour, "window of the peak: a full business cycle")
+	fs.DurationVar(&c.PeakStep, "peak-step", time.Minute, "resolution of the peak subquery")
 	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitBad
@@ -138,9 +161,14 @@ func build(c Config) (ledger.Report, error) {
 	}
 	var rep ledger.Report
 	if c.Live {
-		nodes, owners, err := readLive(c)
+		nodes, owners, sources, err := readLive(c)
 		if err != nil {
 			return rep, err
+		}
+		if c.PrometheusAddress != "" {
+			if rep.Peaks, err = readPeaks(c, spec.Services, sources); err != nil {
+				return rep, err
+			}
 		}
 		spec.Nodes = nodes
 		for i := range spec.Services {
@@ -196,32 +224,80 @@ func onlyNodeErrors(err error) bool {
 	return true
 }
 
-func readLive(c Config) ([]ledger.Node, []ledger.Autoscaler, error) {
+// readPeaks reads each service's peak from the ScaledObject of the same
+// name and writes it into services; a service without one, or without
+// data, keeps its spec peakRPS and the note says why.
+func readPeaks(c Config, services []ledger.Service, sources []peak.Source) ([]ledger.PeakNote, error) {
+	client, err := api.NewClient(api.Config{Address: c.PrometheusAddress})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-address: %w", err)
+	}
+	papi := v1.NewAPI(client)
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	now := time.Now()
+	var notes []ledger.PeakNote
+	for i := range services {
+		s := &services[i]
+		var match []peak.Source
+		for _, src := range sources {
+			if src.ScaledObject == s.Name {
+				match = append(match, src)
+			}
+		}
+		note := ledger.PeakNote{Service: s.Name}
+		switch len(match) {
+		case 0:
+			note.Err = "no ScaledObject named " + s.Name + " with a rate source"
+		case 1:
+			note.Source = match[0].Namespace + "/" + match[0].ScaledObject
+			v, q, err := peak.Read(ctx, papi, match[0], c.PeakWindow, c.PeakStep, now)
+			note.Query, note.PeakRPS = q, v
+			if err != nil {
+				note.Err = err.Error()
+			} else {
+				s.PeakRPS = v
+			}
+		default:
+			note.Err = fmt.Sprintf("%d ScaledObjects named %s; rename the service to one", len(match), s.Name)
+		}
+		notes = append(notes, note)
+	}
+	return notes, nil
+}
+
+func readLive(c Config) ([]ledger.Node, []ledger.Autoscaler, []peak.Source, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
 	nodes, err := kube.ReadNodes(ctx, kc, kube.NodeOptions{Selector: c.NodeSelector, FailureDomainLabel: c.FailureDomainLabel})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	owners, err := kube.Autoscalers(ctx, kc, dc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return nodes, owners, nil
+	var sources []peak.Source
+	if c.PrometheusAddress != "" {
+		if sources, err = kube.PeakSources(ctx, dc); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return nodes, owners, sources, nil
 }

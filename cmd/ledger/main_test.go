@@ -8,8 +8,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferscale/inferscale/internal/promtest"
+	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/ledger/peak"
+	"github.com/prometheus/common/model"
 )
 
 const testdata = "../../ledger/specfile/testdata/"
@@ -28,6 +33,8 @@ func TestExitCodes(t *testing.T) {
 		{"P0 on one node", []string{"--spec=" + testdata + "p0-one-node.yaml"}, 1, "N+1: losing gpu-a leaves 0 × 40 = 0 RPS < peak 60", ""},
 		{"bad flag", []string{"--spec=x", "--format=xml"}, 2, "", `--format "xml": want markdown or json`},
 		{"no spec", nil, 2, "", "--spec: required"},
+		{"prometheus without live", []string{"--spec=x", "--prometheus-address=http://127.0.0.1:9090"}, 2, "", "--prometheus-address: needs --live"},
+		{"bad window", []string{"--spec=x", "--peak-window=10s"}, 2, "", "--peak-window 10s: want [1m, 2160h]"},
 		{"missing file", []string{"--spec=/nonexistent.yaml"}, 2, "", "no such file"},
 	}
 	for _, tt := range tests {
@@ -131,5 +138,31 @@ func TestMigConfigOut(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(data), "version: v1\nmig-configs:\n") || strings.Count(string(data), "ledger-team-") != 3 {
 		t.Errorf("mig-parted config:\n%s", data)
+	}
+}
+
+// TestReadPeaks reads a service's peak from a real Prometheus through the
+// ScaledObject of the same name; a service without one keeps its spec peak.
+func TestReadPeaks(t *testing.T) {
+	exp := promtest.NewExporter(t)
+	srv := promtest.Start(t, exp.Target())
+	exp.Gauge("ledger_cmd_rps", "namespace").WithLabelValues("ml").Set(31)
+	// A few scrapes, so that the subquery's aligned steps see a sample.
+	srv.WaitFor(t, `count_over_time(ledger_cmd_rps{namespace="ml"}[1m])`, func(v model.Vector) bool { return len(v) == 1 && v[0].Value >= 3 }, 30*time.Second)
+	c := Config{PrometheusAddress: srv.URL(), PeakWindow: time.Minute, PeakStep: time.Second, Timeout: 10 * time.Second}
+	services := []ledger.Service{{Name: "chat", PeakRPS: 24}, {Name: "asr", PeakRPS: 50}}
+	notes, err := readPeaks(c, services, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "ledger_cmd_rps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if services[0].PeakRPS != 31 || services[1].PeakRPS != 50 {
+		t.Errorf("peaks %v and %v, want 31 (Prometheus) and 50 (spec)", services[0].PeakRPS, services[1].PeakRPS)
+	}
+	want := []ledger.PeakNote{
+		{Service: "chat", Source: "ml/chat", Query: `max_over_time((ledger_cmd_rps{namespace="ml"})[1m:1s])`, PeakRPS: 31},
+		{Service: "asr", Err: "no ScaledObject named asr with a rate source"},
+	}
+	if d := cmp.Diff(want, notes); d != "" {
+		t.Errorf("notes (-want +got):\n%s", d)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/ledger/peak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -204,4 +205,49 @@ func Autoscalers(ctx context.Context, c kubernetes.Interface, d dynamic.Interfac
 		out = append(out, ledger.Autoscaler{Namespace: k.GetNamespace(), Kind: "KnativeService", Name: k.GetName(), TargetKind: "Service", TargetName: k.GetName()})
 	}
 	return out, nil
+}
+
+// PeakSources reads, per ScaledObject, where its request rate comes from:
+// the first trigger of type external or external-push whose metadata
+// names an engine preset (engine: triton or vllm, with model) or a
+// rateQuery. ScaledObjects with neither are left out; a cluster without
+// KEDA's API yields none.
+func PeakSources(ctx context.Context, d dynamic.Interface) ([]peak.Source, error) {
+	l, err := d.Resource(scaledObjects).Namespace("").List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list scaledobjects: %w", err)
+	}
+	var out []peak.Source
+	for i := range l.Items {
+		if src, ok := SourceOf(&l.Items[i]); ok {
+			out = append(out, src)
+		}
+	}
+	return out, nil
+}
+
+// SourceOf reads one ScaledObject's rate source (see PeakSources).
+func SourceOf(so *unstructured.Unstructured) (peak.Source, bool) {
+	triggers, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
+	for _, tr := range triggers {
+		m, ok := tr.(map[string]any)
+		if !ok {
+			continue
+		}
+		if typ, _ := m["type"].(string); typ != "external" && typ != "external-push" {
+			continue
+		}
+		md, _ := m["metadata"].(map[string]any)
+		str := func(k string) string { s, _ := md[k].(string); return s }
+		src := peak.Source{Namespace: so.GetNamespace(), ScaledObject: so.GetName(),
+			Engine: str("engine"), Model: str("model"), RateQuery: str("rateQuery")}
+		if src.RateQuery == "" && (src.Model == "" || (src.Engine != "triton" && src.Engine != "vllm")) {
+			continue
+		}
+		return src, true
+	}
+	return peak.Source{}, false
 }

@@ -6,8 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/ledger/peak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func node(name string, labels, annotations map[string]string) *corev1.Node {
@@ -80,6 +82,37 @@ func TestNodeFromLabelsErrors(t *testing.T) {
 			_, err := NodeFromLabels(tt.give, "")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSourceOf(t *testing.T) {
+	so := func(triggers ...any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"triggers": triggers}}}
+		u.SetNamespace("ml")
+		u.SetName("chat")
+		return u
+	}
+	trig := func(typ string, md map[string]any) any { return map[string]any{"type": typ, "metadata": md} }
+	tests := []struct {
+		name string
+		give *unstructured.Unstructured
+		want peak.Source
+		ok   bool
+	}{
+		{"preset", so(trig("cpu", map[string]any{"value": "50"}), trig("external", map[string]any{"engine": "triton", "model": "chat"})),
+			peak.Source{Namespace: "ml", ScaledObject: "chat", Engine: "triton", Model: "chat"}, true},
+		{"rateQuery", so(trig("external-push", map[string]any{"engine": "custom", "rateQuery": "sum(rate(x[1m]))"})),
+			peak.Source{Namespace: "ml", ScaledObject: "chat", Engine: "custom", RateQuery: "sum(rate(x[1m]))"}, true},
+		{"custom without rateQuery", so(trig("external", map[string]any{"engine": "custom", "queueQuery": "q"})), peak.Source{}, false},
+		{"no triggers", so(), peak.Source{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := SourceOf(tt.give)
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("SourceOf = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
 	}

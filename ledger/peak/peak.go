@@ -1,0 +1,104 @@
+// Package peak reads a service's peak demand from Prometheus: the
+// max_over_time, over a window a flag names (a full business cycle), of
+// the request rate its ScaledObject scales on — the trigger's own
+// rateQuery, confined to the ScaledObject's namespace as the scaler
+// confines it, or the engine preset's rate query (prom.PresetQuery) for
+// its model.
+package peak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/inferscale/inferscale/prom"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// ErrNoData is returned when the query has no sample: an empty result is
+// not a peak of zero.
+var ErrNoData = errors.New("no samples")
+
+// Source is where one ScaledObject's request rate comes from: the
+// trigger metadata keys engine, model and rateQuery of an inferscale
+// external scaler trigger.
+type Source struct {
+	Namespace, ScaledObject string
+	Engine, Model           string
+	RateQuery               string
+}
+
+// Labels are the label names preset queries group on.
+var Labels = prom.Labels{Namespace: "namespace", Pod: "pod"}
+
+// Query builds the PromQL for src's peak over window, evaluated as a
+// subquery at step resolution: max_over_time((rate)[window:step]). match
+// are the label values that pick src's series from a preset's grouped
+// result (nil for a rateQuery, whose series are all src's). Errors wrap
+// prom's ErrBadQuery or ErrBadRequest.
+func Query(src Source, window, step time.Duration) (q string, match map[string]string, err error) {
+	if window <= 0 || step <= 0 || step > window {
+		return "", nil, fmt.Errorf("%w: window %v and step %v: want 0 < step ≤ window", prom.ErrBadRequest, window, step)
+	}
+	var rate string
+	switch {
+	case src.RateQuery != "":
+		if rate, err = prom.Confine(src.RateQuery, src.Namespace, Labels.Namespace); err != nil {
+			return "", nil, err
+		}
+	default:
+		if rate, err = prom.PresetQuery(src.Engine, prom.KindRate, Labels); err != nil {
+			return "", nil, err
+		}
+		match = map[string]string{Labels.Namespace: src.Namespace, prom.Presets[src.Engine].ModelLabel: src.Model}
+	}
+	return fmt.Sprintf("max_over_time((%s)[%s:%s])", rate, model.Duration(window), model.Duration(step)), match, nil
+}
+
+// Read evaluates src's peak at now and returns it in requests per second:
+// the largest value among the series that match (a rateQuery returning
+// several series is read as its largest). Errors: ErrNoData, a NaN or
+// negative value, or the API's error.
+func Read(ctx context.Context, api v1.API, src Source, window, step time.Duration, now time.Time) (float64, string, error) {
+	q, match, err := Query(src, window, step)
+	if err != nil {
+		return 0, "", err
+	}
+	res, _, _, err := api.Query(ctx, q, now)
+	if err != nil {
+		return 0, q, fmt.Errorf("query %s: %w", q, err)
+	}
+	var samples []float64
+	switch v := res.(type) {
+	case model.Vector:
+		for _, s := range v {
+			ok := true
+			for k, want := range match {
+				if string(s.Metric[model.LabelName(k)]) != want {
+					ok = false
+				}
+			}
+			if ok {
+				samples = append(samples, float64(s.Value))
+			}
+		}
+	case *model.Scalar:
+		samples = append(samples, float64(v.Value))
+	default:
+		return 0, q, fmt.Errorf("query %s: returns a %s, want an instant vector", q, res.Type())
+	}
+	if len(samples) == 0 {
+		return 0, q, fmt.Errorf("%w for %s/%s: %s", ErrNoData, src.Namespace, src.ScaledObject, q)
+	}
+	peak := math.Inf(-1)
+	for _, s := range samples {
+		if math.IsNaN(s) || s < 0 || math.IsInf(s, 0) {
+			return 0, q, fmt.Errorf("query %s: value %v is not a rate", q, s)
+		}
+		peak = max(peak, s)
+	}
+	return peak, q, nil
+}

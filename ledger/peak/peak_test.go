@@ -1,0 +1,91 @@
+package peak
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/inferscale/inferscale/internal/promtest"
+	"github.com/inferscale/inferscale/prom"
+)
+
+func TestQuery(t *testing.T) {
+	tests := []struct {
+		name  string
+		give  Source
+		want  string
+		match map[string]string
+	}{
+		{"rateQuery confined", Source{Namespace: "ml", RateQuery: `sum(rate(gateway_requests_total{namespace="other"}[1m]))`},
+			`max_over_time((sum(rate(gateway_requests_total{namespace="ml"}[1m])))[1w:1m])`, nil},
+		{"triton preset", Source{Namespace: "ml", Engine: "triton", Model: "chat"},
+			"", map[string]string{"namespace": "ml", "model": "chat"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, match, err := Query(tt.give, 7*24*time.Hour, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want != "" && q != tt.want {
+				t.Errorf("query %s, want %s", q, tt.want)
+			}
+			if len(match) != len(tt.match) {
+				t.Errorf("match %v, want %v", match, tt.match)
+			}
+			for k, v := range tt.match {
+				if match[k] != v {
+					t.Errorf("match %v, want %v", match, tt.match)
+				}
+			}
+		})
+	}
+	if _, _, err := Query(Source{Namespace: "ml", Engine: "tgi"}, time.Hour, time.Minute); !errors.Is(err, prom.ErrBadRequest) {
+		t.Errorf("unknown engine: %v, want ErrBadRequest", err)
+	}
+	if _, _, err := Query(Source{Namespace: "ml", RateQuery: "x"}, time.Minute, time.Hour); !errors.Is(err, prom.ErrBadRequest) {
+		t.Errorf("step > window: %v, want ErrBadRequest", err)
+	}
+}
+
+// TestReadAgainstPrometheus drives a request-rate gauge through a real
+// Prometheus: 50 req/s, then 20; the peak over the window is 50, and a
+// namespace the rate never had reads as no data, not zero.
+func TestReadAgainstPrometheus(t *testing.T) {
+	exp := promtest.NewExporter(t)
+	srv := promtest.Start(t, exp.Target())
+	rps := exp.Gauge("ledger_test_rps", "namespace")
+	rps.WithLabelValues("ml").Set(50)
+	src := Source{Namespace: "ml", ScaledObject: "chat", RateQuery: "ledger_test_rps"}
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	lowered := false
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no peak of 50 after the rate fell to 20\n%s", srv.Logs())
+		}
+		v, err := srv.Query(ctx, `ledger_test_rps{namespace="ml"}`)
+		if err == nil && len(v) == 1 {
+			if !lowered && float64(v[0].Value) == 50 {
+				rps.WithLabelValues("ml").Set(20)
+				lowered = true
+			}
+			if lowered && float64(v[0].Value) == 20 {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	got, q, err := Read(ctx, srv.API(), src, time.Minute, time.Second, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 50 {
+		t.Errorf("peak %v from %s, want 50", got, q)
+	}
+	_, _, err = Read(ctx, srv.API(), Source{Namespace: "other", RateQuery: "ledger_test_rps"}, time.Minute, time.Second, time.Now())
+	if !errors.Is(err, ErrNoData) {
+		t.Errorf("other namespace: %v, want ErrNoData", err)
+	}
+}
