@@ -127,6 +127,7 @@ func ParseCatalog(data []byte) (plan.Catalog, error) {
 func (c *Controller) WatchCatalog(ctx context.Context, path string, loaded []byte) error {
 	last := loaded
 	var rejected []byte
+	var unreadableSince time.Time // start of the current run of unreadable reads (zero: readable)
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,8 +136,15 @@ func (c *Controller) WatchCatalog(ctx context.Context, path string, loaded []byt
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			c.deps.Log.Warn("catalog not readable; keeping the current one", "path", path, "err", err)
+			if unreadableSince.IsZero() { // once per episode: a missing ConfigMap is not news every loop
+				unreadableSince = c.deps.Clock.Now()
+				c.deps.Log.Warn("catalog not readable; keeping the current one until it is", "path", path, "err", err)
+			}
 			continue
+		}
+		if !unreadableSince.IsZero() {
+			c.deps.Log.Info("catalog readable again", "path", path, "unreadable_for", c.deps.Clock.Now().Sub(unreadableSince))
+			unreadableSince = time.Time{}
 		}
 		if bytes.Equal(data, last) || bytes.Equal(data, rejected) {
 			continue
