@@ -100,3 +100,21 @@ func (c *FakeClock) notifyLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
+
+// Next returns the time of the earliest waiting After channel, and false when none waits: a
+// driver that owns the clock (a discrete-event simulation over the real server) advances to
+// it.
+func (c *FakeClock) Next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiters) == 0 {
+		return time.Time{}, false
+	}
+	next := c.waiters[0].at
+	for _, w := range c.waiters[1:] {
+		if w.at.Before(next) {
+			next = w.at
+		}
+	}
+	return next, true
+}

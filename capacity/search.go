@@ -1,0 +1,162 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ErrClientBound is returned by Search when a level was client-bound: the generator could not
+// offer the rate, so no capacity is claimed.
+var ErrClientBound = errors.New("client-bound: the load generator could not offer the rate")
+
+// SearchConfig is how Search walks the rates.
+type SearchConfig struct {
+	// StartRPS is the first rate tried. Range: > 0.
+	StartRPS float64
+	// StepFactor multiplies the rate while levels pass. Range: > 1.
+	StepFactor float64
+	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range: (0, 1).
+	Precision float64
+	// MaxRPS caps the step-up; reaching it ends the search with μ = the highest passing rate
+	// (a limit the record notes). Range: >= StartRPS.
+	MaxRPS float64
+	// MinRPS ends a step-down (from a failing StartRPS) with μ = 0. Range: (0, StartRPS].
+	MinRPS float64
+}
+
+// DefaultSearchConfig starts at 10 req/s, doubles, bisects to 5 %, and stays within
+// [0.1, 100 000] req/s.
+func DefaultSearchConfig() SearchConfig {
+	return SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 100000, MinRPS: 0.1}
+}
+
+// Validate returns every violation, each naming the field (and its flag) and range.
+func (c SearchConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !(c.StartRPS > 0) || !finite(c.StartRPS) {
+		bad("startRPS (--start-rate) is %v, want > 0", c.StartRPS)
+	}
+	if !(c.StepFactor > 1) || !finite(c.StepFactor) || c.StepFactor > 100 {
+		bad("stepFactor (--step-factor) is %v, want (1, 100]", c.StepFactor)
+	}
+	if !(c.Precision > 0 && c.Precision < 1) {
+		bad("precision (--precision) is %v, want (0, 1)", c.Precision)
+	}
+	if !(c.MaxRPS >= c.StartRPS) || !finite(c.MaxRPS) {
+		bad("maxRPS (--max-rate) is %v, want >= startRPS %v", c.MaxRPS, c.StartRPS)
+	}
+	if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
+		bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
+	}
+	return errors.Join(errs...)
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	// MuRPS is the highest passing rate (μ, req/s at the SLO); 0 when none passed.
+	MuRPS float64
+	// Best is the level measured at MuRPS (zero when none passed).
+	Best Level
+	// Curve holds every level measured, sorted by offered rate.
+	Curve []Level
+	// Limits are notes on how far the result can be trusted ("the step-up reached --max-rate").
+	Limits []string
+}
+
+// Search finds μ with measure: it steps the rate up by StepFactor from StartRPS while levels
+// pass (Level.Passes), then bisects between the highest passing and the lowest failing rate
+// until they are within Precision; a failing StartRPS steps down instead. A client-bound level
+// ends the search with ErrClientBound (and the curve so far); a measure error ends it with
+// that error.
+func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Context, rateRPS float64) (Level, error)) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	try := func(rate float64) (bool, error) {
+		l, err := measure(ctx, rate)
+		if err != nil {
+			return false, err
+		}
+		res.Curve = append(res.Curve, l)
+		if l.ClientBound {
+			return false, fmt.Errorf("%w at %.4g req/s: %s", ErrClientBound, rate, l.ClientBoundReason)
+		}
+		if l.Passes() && rate > res.MuRPS {
+			res.MuRPS, res.Best = rate, l
+		}
+		return l.Passes(), nil
+	}
+	finish := func(err error) (Result, error) {
+		slices.SortStableFunc(res.Curve, func(a, b Level) int {
+			switch {
+			case a.OfferedRPS < b.OfferedRPS:
+				return -1
+			case a.OfferedRPS > b.OfferedRPS:
+				return 1
+			}
+			return 0
+		})
+		return res, err
+	}
+	lo, hi := 0.0, 0.0
+	ok, err := try(cfg.StartRPS)
+	if err != nil {
+		return finish(err)
+	}
+	if ok {
+		lo = cfg.StartRPS
+		for {
+			r := lo * cfg.StepFactor
+			if r > cfg.MaxRPS {
+				res.Limits = append(res.Limits, fmt.Sprintf("every rate up to --max-rate %.4g req/s passed: μ may be higher", cfg.MaxRPS))
+				return finish(nil)
+			}
+			if ok, err = try(r); err != nil {
+				return finish(err)
+			}
+			if !ok {
+				hi = r
+				break
+			}
+			lo = r
+		}
+	} else {
+		hi = cfg.StartRPS
+		for {
+			r := hi / cfg.StepFactor
+			if r < cfg.MinRPS {
+				res.Limits = append(res.Limits, fmt.Sprintf("no rate down to --min-rate %.4g req/s met the SLO", cfg.MinRPS))
+				return finish(nil)
+			}
+			if ok, err = try(r); err != nil {
+				return finish(err)
+			}
+			if ok {
+				lo = r
+				break
+			}
+			hi = r
+		}
+	}
+	for (hi-lo)/lo > cfg.Precision {
+		mid := (lo + hi) / 2
+		ok, err := try(mid)
+		if err != nil {
+			return finish(err)
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return finish(nil)
+}

@@ -1,0 +1,212 @@
+package capacity
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/inferscale/inferscale/proto/inference"
+)
+
+// Outcome is what one request came to.
+type Outcome struct {
+	// Code is "" for a success, else the error's class: a gRPC code name ("Unavailable",
+	// "DeadlineExceeded"), an HTTP status ("http 503"), or "transport".
+	Code string
+	// Done is when the response was complete, read from the clock handed to Send.
+	Done time.Time
+	// FirstToken is when the first streamed token arrived (OpenAITarget with streaming); the
+	// zero time otherwise.
+	FirstToken time.Time
+}
+
+// Target sends one request of the measured load. now is the generator's clock: Send stamps
+// Outcome.Done (and FirstToken) with it. Send must be safe for concurrent use.
+type Target interface {
+	Send(ctx context.Context, now func() time.Time) Outcome
+	// Describe says what is sent, for the record's loadShape ("triton-grpc ModelInfer
+	// classifier-v5, 1 input tensor(s)").
+	Describe() string
+}
+
+// TritonTarget sends one fixed KServe v2 ModelInfer request per call over Triton's gRPC API.
+type TritonTarget struct {
+	Client  inference.GRPCInferenceServiceClient
+	Request *inference.ModelInferRequest
+}
+
+// Send implements Target.
+func (t TritonTarget) Send(ctx context.Context, now func() time.Time) Outcome {
+	_, err := t.Client.ModelInfer(ctx, t.Request)
+	done := now()
+	if err != nil {
+		if st, ok := status.FromError(err); ok {
+			return Outcome{Code: st.Code().String(), Done: done}
+		}
+		return Outcome{Code: "transport", Done: done}
+	}
+	return Outcome{Done: done}
+}
+
+// Describe implements Target.
+func (t TritonTarget) Describe() string {
+	return fmt.Sprintf("triton-grpc ModelInfer %s, %d input tensor(s)", t.Request.GetModelName(), len(t.Request.GetInputs()))
+}
+
+// InferRequest builds the ModelInfer request for model: from sampleFile (a ModelInferRequest
+// in protobuf JSON, e.g. {"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],
+// "contents":{"fp32Contents":[…]}}]}) when given, else from inputs, each
+// "NAME:DATATYPE:DIM,DIM,…" (INPUT0:FP32:1,16), filled with zero bytes as raw_input_contents.
+// Our protocol subset has no ModelConfig/ModelMetadata call, so the tensors cannot be read
+// from the server; with neither, the request has no inputs (enough for tritontest; a real
+// model answers InvalidArgument, which the error-rate SLO reports).
+func InferRequest(model, sampleFile string, inputs []string) (*inference.ModelInferRequest, error) {
+	req := &inference.ModelInferRequest{}
+	if sampleFile != "" {
+		data, err := os.ReadFile(sampleFile)
+		if err != nil {
+			return nil, fmt.Errorf("--input-data: %w", err)
+		}
+		if err := protojson.Unmarshal(data, req); err != nil {
+			return nil, fmt.Errorf("--input-data %s: not a ModelInferRequest in protobuf JSON: %w", sampleFile, err)
+		}
+	}
+	req.ModelName = model
+	for _, spec := range inputs {
+		in, raw, err := parseInput(spec)
+		if err != nil {
+			return nil, err
+		}
+		req.Inputs = append(req.Inputs, in)
+		req.RawInputContents = append(req.RawInputContents, raw)
+	}
+	return req, nil
+}
+
+// datatypeBytes is the element size of each KServe v2 tensor datatype of fixed size.
+var datatypeBytes = map[string]int64{
+	"BOOL": 1, "UINT8": 1, "INT8": 1, "UINT16": 2, "INT16": 2, "FP16": 2, "BF16": 2,
+	"UINT32": 4, "INT32": 4, "FP32": 4, "UINT64": 8, "INT64": 8, "FP64": 8,
+}
+
+// maxTensorBytes bounds one generated input tensor (64 MiB, Triton's default gRPC message
+// limit is 2 GiB but a load generator has no business sending more per request).
+const maxTensorBytes = 64 << 20
+
+func parseInput(spec string) (*inference.ModelInferRequest_InferInputTensor, []byte, error) {
+	parts := strings.Split(spec, ":")
+	if len(parts) != 3 || parts[0] == "" {
+		return nil, nil, fmt.Errorf("--input %q: want NAME:DATATYPE:DIM,DIM,… (e.g. INPUT0:FP32:1,16)", spec)
+	}
+	size, ok := datatypeBytes[strings.ToUpper(parts[1])]
+	if !ok {
+		return nil, nil, fmt.Errorf("--input %q: datatype %q is not a fixed-size KServe v2 type (BOOL, UINT8…UINT64, INT8…INT64, FP16, BF16, FP32, FP64)", spec, parts[1])
+	}
+	in := &inference.ModelInferRequest_InferInputTensor{Name: parts[0], Datatype: strings.ToUpper(parts[1])}
+	n := size
+	for _, d := range strings.Split(parts[2], ",") {
+		v, err := strconv.ParseInt(d, 10, 64)
+		if err != nil || v < 1 || v > maxTensorBytes {
+			return nil, nil, fmt.Errorf("--input %q: dimension %q is not an integer in [1, %d]", spec, d, maxTensorBytes)
+		}
+		n *= v
+		if n > maxTensorBytes {
+			return nil, nil, fmt.Errorf("--input %q: %d bytes or more, want at most %d", spec, n, maxTensorBytes)
+		}
+		in.Shape = append(in.Shape, v)
+	}
+	return in, make([]byte, n), nil
+}
+
+// OpenAITarget sends POST {BaseURL}/v1/completions to an OpenAI-compatible server (vLLM),
+// streaming (server-sent events) so that the first token's arrival is seen.
+type OpenAITarget struct {
+	// BaseURL is the server's address, e.g. http://localhost:8000.
+	BaseURL string
+	// Model is the served model name.
+	Model string
+	// PromptTokens is the prompt's length in words of one token each ("hi hi …": one token per
+	// word in common BPE vocabularies). Range: >= 1.
+	PromptTokens int
+	// MaxTokens is max_tokens; with IgnoreEOS (vLLM's extension) the server generates exactly
+	// that many. Range: >= 1.
+	MaxTokens int
+	IgnoreEOS bool
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+}
+
+// Send implements Target.
+func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
+	body := map[string]any{
+		"model": t.Model, "prompt": strings.TrimSpace(strings.Repeat("hi ", max(1, t.PromptTokens))),
+		"max_tokens": max(1, t.MaxTokens), "stream": true,
+	}
+	if t.IgnoreEOS {
+		body["ignore_eos"] = true
+	}
+	b, _ := json.Marshal(body) // a map of strings, ints and bools always marshals
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(t.BaseURL, "/")+"/v1/completions", bytes.NewReader(b))
+	if err != nil {
+		return Outcome{Code: "transport", Done: now()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	client := t.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return Outcome{Code: "DeadlineExceeded", Done: now()}
+		}
+		return Outcome{Code: "transport", Done: now()}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return Outcome{Code: "http " + strconv.Itoa(resp.StatusCode), Done: now()}
+	}
+	var out Outcome
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			out.Done = now()
+			return out
+		}
+		if out.FirstToken.IsZero() && strings.Contains(data, `"text"`) {
+			out.FirstToken = now()
+		}
+	}
+	out.Done = now()
+	if err := sc.Err(); err != nil {
+		out.Code = "transport"
+	} else {
+		out.Code = "stream ended without [DONE]"
+	}
+	return out
+}
+
+// Describe implements Target.
+func (t OpenAITarget) Describe() string {
+	return fmt.Sprintf("openai /v1/completions %s, streaming, %d prompt tokens, %d max tokens", t.Model, t.PromptTokens, t.MaxTokens)
+}
