@@ -1,0 +1,110 @@
+package capacity_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/capacity"
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/tritontest"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// threshold is a measure whose levels pass up to limit req/s.
+func threshold(limit float64, tried *[]float64) func(context.Context, float64) (capacity.Level, error) {
+	return func(_ context.Context, r float64) (capacity.Level, error) {
+		*tried = append(*tried, r)
+		return capacity.Level{OfferedRPS: r, Stable: true, KeepsUp: true, MeetsSLO: r <= limit}, nil
+	}
+}
+
+func TestSearchPath(t *testing.T) {
+	tests := []struct {
+		name      string
+		limit     float64
+		cfg       capacity.SearchConfig
+		wantMu    float64
+		wantTried []float64
+		wantLimit bool
+	}{
+		{name: "step up then bisect to 5 %", limit: 123, cfg: capacity.SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 1e5, MinRPS: 0.1},
+			wantMu: 120, wantTried: []float64{10, 20, 40, 80, 160, 120, 140, 130, 125}},
+		{name: "failing start steps down", limit: 3, cfg: capacity.SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.1, MaxRPS: 1e5, MinRPS: 0.1},
+			wantMu: 2.96875, wantTried: []float64{10, 5, 2.5, 3.75, 3.125, 2.8125, 2.96875}},
+		{name: "max rate reached", limit: 1e9, cfg: capacity.SearchConfig{StartRPS: 10, StepFactor: 10, Precision: 0.05, MaxRPS: 1000, MinRPS: 1},
+			wantMu: 1000, wantTried: []float64{10, 100, 1000}, wantLimit: true},
+		{name: "nothing passes", limit: 0, cfg: capacity.SearchConfig{StartRPS: 1, StepFactor: 2, Precision: 0.05, MaxRPS: 10, MinRPS: 0.3},
+			wantMu: 0, wantTried: []float64{1, 0.5}, wantLimit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tried []float64
+			res, err := capacity.Search(context.Background(), tt.cfg, threshold(tt.limit, &tried))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.MuRPS != tt.wantMu {
+				t.Errorf("μ = %v, want %v", res.MuRPS, tt.wantMu)
+			}
+			if diff := cmp.Diff(tt.wantTried, tried); diff != "" {
+				t.Errorf("rates tried (-want +got):\n%s", diff)
+			}
+			if got := len(res.Limits) > 0; got != tt.wantLimit {
+				t.Errorf("limits = %q, want some: %v", res.Limits, tt.wantLimit)
+			}
+			if len(res.Curve) != len(tried) {
+				t.Errorf("curve has %d levels, want %d", len(res.Curve), len(tried))
+			}
+		})
+	}
+}
+
+func TestSearchConfigErrorsNameFlags(t *testing.T) {
+	err := capacity.SearchConfig{StartRPS: -1, StepFactor: 1, Precision: 2, MaxRPS: -5, MinRPS: 0}.Validate()
+	for _, want := range []string{"--start-rate", "--step-factor", "--precision", "--max-rate", "--min-rate"} {
+		if err == nil || !contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+	err = capacity.MeasureConfig{}.Validate()
+	for _, want := range []string{"--window", "--max-windows", "--stability", "--max-in-flight", "--slo-latency", "--slo-quantile"} {
+		if err == nil || !contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestClientBound: a generator allowed 2 requests in flight cannot offer 50 req/s to a model
+// answering in 200 ms (Little: 10 in flight needed); it reports client-bound, and Search
+// returns ErrClientBound instead of a capacity. Real clock, real server; under a second.
+func TestClientBound(t *testing.T) {
+	srv := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1 << 30,
+		Models: []tritontest.Model{{Name: "m", ServiceTime: 200 * time.Millisecond, Concurrency: 100}}, StartupModels: []string{"m"}})
+	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cfg := capacity.DefaultMeasureConfig()
+	cfg.Window, cfg.MinWindowRequests, cfg.MaxWindows, cfg.MaxInFlight = 100*time.Millisecond, 1, 4, 2
+	gen, err := capacity.NewGenerator(capacity.TritonTarget{Client: inference.NewGRPCInferenceServiceClient(conn), Request: &inference.ModelInferRequest{ModelName: "m"}}, nil, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := capacity.Search(context.Background(), capacity.SearchConfig{StartRPS: 50, StepFactor: 2, Precision: 0.05, MaxRPS: 1000, MinRPS: 1}, gen.Measure)
+	if !errors.Is(err, capacity.ErrClientBound) {
+		t.Fatalf("err = %v, want ErrClientBound", err)
+	}
+	if res.MuRPS != 0 || len(res.Curve) != 1 || !res.Curve[0].ClientBound || !contains(res.Curve[0].ClientBoundReason, "in-flight cap (2)") {
+		t.Errorf("result μ %v, curve %+v; want no capacity and one client-bound level naming the cap", res.MuRPS, res.Curve)
+	}
+}
