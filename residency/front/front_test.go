@@ -70,6 +70,8 @@ type harness struct {
 	reg    *prometheus.Registry
 	// client calls through the front; direct calls tritontest.
 	client, direct inference.GRPCInferenceServiceClient
+	// conn is the client's connection to the front.
+	conn *grpc.ClientConn
 	// holds lists the models OnHold was called for, in order.
 	mu    sync.Mutex
 	holds []string
@@ -77,12 +79,12 @@ type harness struct {
 
 // start serves tritontest and a front before it. With load set, OnHold loads the model in
 // tritontest, as the planner would; catalog lists the catalog's models.
-func start(t *testing.T, tcfg tritontest.Config, fcfg front.Config, load bool, catalog ...string) *harness {
+func start(t testing.TB, tcfg tritontest.Config, fcfg front.Config, load bool, catalog ...string) *harness {
 	t.Helper()
 	return startWith(t, tcfg, fcfg, load, nil, catalog...)
 }
 
-func startWith(t *testing.T, tcfg tritontest.Config, fcfg front.Config, load bool, dialOpts []grpc.DialOption, catalog ...string) *harness {
+func startWith(t testing.TB, tcfg tritontest.Config, fcfg front.Config, load bool, dialOpts []grpc.DialOption, catalog ...string) *harness {
 	t.Helper()
 	ts := tritontest.Start(t, tcfg)
 	h := &harness{triton: ts, reg: prometheus.NewRegistry(),
@@ -119,7 +121,8 @@ func startWith(t *testing.T, tcfg tritontest.Config, fcfg front.Config, load boo
 	}
 	served := make(chan error, 1)
 	go func() { served <- f.Serve(ln) }()
-	h.client = inference.NewGRPCInferenceServiceClient(dial(t, ln.Addr().String()))
+	h.conn = dial(t, ln.Addr().String())
+	h.client = inference.NewGRPCInferenceServiceClient(h.conn)
 	h.direct = inference.NewGRPCInferenceServiceClient(dial(t, ts.GRPCAddr()))
 	t.Cleanup(func() {
 		if err := f.Close(); err != nil {
@@ -244,7 +247,7 @@ func holdCount(t *testing.T, reg *prometheus.Registry, model string) uint64 {
 }
 
 // waitHeld waits until the front holds n requests for the model.
-func waitHeld(t *testing.T, h *harness, model string, n int) {
+func waitHeld(t testing.TB, h *harness, model string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for h.front.Held()[model] != n {

@@ -1,0 +1,141 @@
+package front_test
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+// callers is the number of concurrent clients of the overhead benchmark (the issue's target).
+const callers = 8
+
+// measure sends n small ModelInfer requests from callers goroutines over one connection and
+// returns every request's latency and the throughput in requests per second.
+func measure(b *testing.B, c inference.GRPCInferenceServiceClient, n int) ([]time.Duration, float64) {
+	b.Helper()
+	lat := make([]time.Duration, n)
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				t0 := time.Now()
+				if _, err := infer(context.Background(), c, "small", "1", nil); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[k] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	return lat, float64(n) / time.Since(start).Seconds()
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// BenchmarkOverhead compares a small ModelInfer (one 1×4 FP32 input, 16 bytes of tensor)
+// through the front with the same call straight to tritontest, both on loopback, 8 concurrent
+// callers, in the same run: b.N requests each way, direct first. Targets (issue 17): front p99 ≤
+// 1.2 × direct p99 + 200 µs (p99_budget_us) and throughput ≥ 0.8 × direct (rps_ratio).
+// service is tritontest's compute time per request: 0 measures the bare overhead, 1ms a small
+// model on a GPU.
+func BenchmarkOverhead(b *testing.B) {
+	for _, service := range []time.Duration{0, time.Millisecond} {
+		b.Run("service="+service.String(), func(b *testing.B) {
+			tc := tritontest.DefaultConfig()
+			tc.Models = []tritontest.Model{{Name: "small", MemoryBytes: 1 << 20, ServiceTime: service, Concurrency: callers}}
+			tc.StartupModels = []string{"small"}
+			h := start(b, tc, testConfig(), false, "small")
+			measure(b, h.direct, 200) // warm both connections
+			measure(b, h.client, 200)
+			b.ResetTimer()
+			dLat, dRPS := measure(b, h.direct, b.N)
+			fLat, fRPS := measure(b, h.client, b.N)
+			b.StopTimer()
+			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+			dP99, fP99 := quantile(dLat, 0.99), quantile(fLat, 0.99)
+			b.ReportMetric(us(quantile(dLat, 0.5)), "direct_p50_us")
+			b.ReportMetric(us(quantile(fLat, 0.5)), "front_p50_us")
+			b.ReportMetric(us(dP99), "direct_p99_us")
+			b.ReportMetric(us(fP99), "front_p99_us")
+			b.ReportMetric(1.2*us(dP99)+200, "p99_budget_us")
+			b.ReportMetric(dRPS, "direct_rps")
+			b.ReportMetric(fRPS, "front_rps")
+			b.ReportMetric(fRPS/dRPS, "rps_ratio")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkHoldMemory holds 1,000 small ModelInfer requests for a model that is not loaded
+// and reports the memory in use (heap and goroutine stacks, after a GC) above the idle
+// baseline. Client and front share this process; the client sends each request on a stream
+// it does not wait on (no goroutine per call), so the figure is the front's cost plus the
+// client's HTTP/2 stream state: an upper bound on the front's share. Target (issue 17):
+// ≤ 16 MiB.
+func BenchmarkHoldMemory(b *testing.B) {
+	const held = 1000
+	for range b.N {
+		tc := tritontest.DefaultConfig()
+		tc.Models = []tritontest.Model{{Name: "small", MemoryBytes: 1 << 20}}
+		cfg := testConfig()
+		cfg.MaxHeldRequests = held
+		h := start(b, tc, cfg, false, "small")
+		var stack uint64
+		inUse := func() uint64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			stack = ms.StackInuse - stack
+			return ms.HeapInuse + ms.StackInuse
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		// Warm the connections so their buffers are in the baseline.
+		if _, err := h.client.ServerReady(ctx, &inference.ServerReadyRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		before := inUse()
+		req := &inference.ModelInferRequest{ModelName: "small", Id: "1",
+			Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
+			RawInputContents: [][]byte{make([]byte, 16)}}
+		for range held {
+			cs, err := h.conn.NewStream(ctx, &grpc.StreamDesc{}, inference.GRPCInferenceService_ModelInfer_FullMethodName)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cs.SendMsg(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitHeld(b, h, "small", held)
+		after := inUse()
+		cancel()
+		waitHeld(b, h, "small", 0)
+		b.ReportMetric(float64(after-before)/(1<<20), "MiB_held")
+		b.ReportMetric(float64(after-before)/held, "B/held_request")
+		b.ReportMetric(float64(stack)/held, "stack_B/held_request")
+	}
+	b.ReportMetric(0, "ns/op")
+}
