@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -54,13 +55,22 @@ func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.
 		return nil, fmt.Errorf("Kubernetes informers (ScaledObjects, Deployments, StatefulSets in %s; check RBAC) not synced within %v: %w", watchScope(cfg.WatchNamespace), kubeSyncTimeout, err)
 	}
 	log.Info("Kubernetes informers synced", "watchNamespace", cfg.WatchNamespace)
-	return clusterTargets{cluster}, nil
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("Kubernetes client for events: %w", err)
+	}
+	ev := NewEvents(cs.EventsV1(), "", log)
+	g.Go(func() error { return ev.Run(ctx) })
+	return clusterTargets{c: cluster, ev: ev}, nil
 }
 
 // clusterTargets adapts *kube.Cluster to Targets. A ScaledObject the
 // cluster does not know, or whose bounds are invalid, falls back to the
 // metadata bounds.
-type clusterTargets struct{ c *kube.Cluster }
+type clusterTargets struct {
+	c  *kube.Cluster
+	ev *Events // nil: no events (tests)
+}
 
 func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
 	t, ok := ct.c.Lookup(namespace, name)

@@ -356,6 +356,7 @@ func (s *Server) evaluate(tr *trigger, now time.Time) decision.Recommendation {
 	default:
 		s.log.Debug("decision", attrs...)
 	}
+	s.recordEvents(tr, prev, hadPrev, rec)
 	return rec
 }
 

@@ -39,7 +39,7 @@ func fakeCluster(t *testing.T, watchNamespace string, objs ...runtime.Object) Ta
 	if err := c.WaitForSync(sctx); err != nil {
 		t.Fatal(err)
 	}
-	return clusterTargets{c}
+	return clusterTargets{c: c}
 }
 
 func clusterObjects(ns string, maxReplicas, ready int64) []runtime.Object {

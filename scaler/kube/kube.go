@@ -97,6 +97,8 @@ type Target struct {
 	CurrentKnown bool
 	// Problem says why Known or ReadyKnown is false, for logs and metrics; empty otherwise.
 	Problem string
+	// UID is the ScaledObject's metadata.uid, for the events written on it.
+	UID string
 }
 
 // scaledObject is the part of a ScaledObject the scaler needs, parsed once per watch event.
@@ -105,6 +107,7 @@ type scaledObject struct {
 	kind, name string
 	apiVersion string
 	problem    string
+	uid        string
 }
 
 // object is what the caches hold for every watched object: its identity and the few fields
@@ -223,6 +226,7 @@ func fillReplicas(u *unstructured.Unstructured, o *object) {
 // update event (the transform sees each event once).
 func (c *Cluster) fillScaledObject(u *unstructured.Unstructured, o *object) {
 	so := parse(u.Object)
+	so.uid = string(u.GetUID())
 	if so.problem != "" {
 		c.log.Warn("scaledobject unusable", "namespace", o.namespace, "name", o.name, "problem", so.problem)
 	}
@@ -266,7 +270,7 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 		return Target{Problem: fmt.Sprintf("scaledobject %s/%s not found", namespace, name)}, false
 	}
 	so := o.so
-	t := Target{Min: so.min, Max: so.max, Known: so.problem == "", Problem: so.problem}
+	t := Target{Min: so.min, Max: so.max, Known: so.problem == "", Problem: so.problem, UID: so.uid}
 	if !t.Known {
 		return t, true
 	}

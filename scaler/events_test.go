@@ -1,0 +1,90 @@
+package scaler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/inferscale/inferscale/scaler/decision"
+)
+
+func TestDecisionEvents(t *testing.T) {
+	good := func(term decision.Term, degraded bool) decision.Recommendation {
+		return decision.Recommendation{Replicas: 4, Term: term, Degraded: degraded, Reason: "r"}
+	}
+	out := decision.Recommendation{Err: errors.New("every signal is out")}
+	tests := []struct {
+		name    string
+		prev    decision.Recommendation
+		hadPrev bool
+		rec     decision.Recommendation
+		want    []string // reasons
+	}{
+		{name: "first evaluation writes nothing", rec: good(decision.TermSLO, false), want: nil},
+		{name: "first evaluation without data writes nothing", rec: out, want: nil},
+		{name: "same term", prev: good(decision.TermSLO, false), hadPrev: true, rec: good(decision.TermSLO, false), want: nil},
+		{name: "term changes", prev: good(decision.TermSLO, false), hadPrev: true, rec: good(decision.TermDrain, false), want: []string{EventTermChanged}},
+		{name: "degrades", prev: good(decision.TermSLO, false), hadPrev: true, rec: good(decision.TermDegraded, true), want: []string{EventTermChanged, EventDegraded}},
+		{name: "stays degraded", prev: good(decision.TermDegraded, true), hadPrev: true, rec: good(decision.TermDegraded, true), want: nil},
+		{name: "recovers", prev: good(decision.TermSLO, true), hadPrev: true, rec: good(decision.TermSLO, false), want: []string{EventRecovered}},
+		{name: "loses all data", prev: good(decision.TermSLO, false), hadPrev: true, rec: out, want: []string{EventUnavailable}},
+		{name: "stays without data", prev: out, hadPrev: true, rec: out, want: nil},
+		{name: "data back", prev: out, hadPrev: true, rec: good(decision.TermSLO, false), want: []string{EventRecovered}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range decisionEvents(tt.prev, tt.hadPrev, tt.rec) {
+				got = append(got, e.Reason)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+	note := decisionEvents(good(decision.TermSLO, false), true, good(decision.TermDrain, false))[0]
+	if want := "desired 4 replicas, decided by drain (was slo): r"; note.Note != want || note.Type != corev1.EventTypeNormal {
+		t.Errorf("term event %+v, want a Normal event with note %q", note, want)
+	}
+}
+
+func TestEventsRecordRateLimitAndWrite(t *testing.T) {
+	cs := fake.NewClientset()
+	e := NewEvents(cs.EventsV1(), "scaler-0", nil)
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	now := t0
+	e.now = func() time.Time { return now }
+	spec := []eventSpec{{Type: corev1.EventTypeWarning, Reason: EventUnavailable, Note: "no usable data"}}
+	e.Record("team-a", "resnet50", "uid-1", spec)
+	now = t0.Add(EventMinInterval - time.Second)
+	e.Record("team-a", "resnet50", "uid-1", spec) // within the interval: dropped
+	e.Record("team-b", "resnet50", "uid-2", spec) // another ScaledObject: written
+	now = t0.Add(EventMinInterval)
+	e.Record("team-a", "resnet50", "uid-1", spec) // interval over: written
+	if got := len(e.queue); got != 3 {
+		t.Fatalf("queued %d events, want 3 (one suppressed by EventMinInterval)", got)
+	}
+
+	for len(e.queue) > 0 {
+		e.send(context.Background(), <-e.queue)
+	}
+	l, err := cs.EventsV1().Events("team-a").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 2 {
+		t.Fatalf("team-a has %d events, want 2", len(l.Items))
+	}
+	ev := l.Items[0]
+	if ev.Regarding.Kind != "ScaledObject" || ev.Regarding.APIVersion != "keda.sh/v1alpha1" || ev.Regarding.Name != "resnet50" ||
+		string(ev.Regarding.UID) != "uid-1" || ev.Reason != EventUnavailable || ev.Type != corev1.EventTypeWarning ||
+		ev.ReportingController != "inferscale.io/scaler" || ev.ReportingInstance != "scaler-0" || ev.Action == "" || ev.EventTime.IsZero() {
+		t.Errorf("event %+v: want a Warning Unavailable on keda.sh/v1alpha1 ScaledObject team-a/resnet50 (uid-1) from inferscale.io/scaler", ev)
+	}
+}
