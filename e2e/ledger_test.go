@@ -40,6 +40,7 @@ services:
 // an A100 80 GB laid out 3g.40gb + 2g.20gb + 2 × 1g.10gb, one per zone.
 // Every check passes with capacity after one loss 80, 30, 70, 24; then a
 // second HPA on a workload that one already scales fails one owner per loop.
+// Each run writes its report into a ConfigMap, as the chart's CronJob does.
 func TestLedgerLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -77,6 +78,15 @@ func TestLedgerLive(t *testing.T) {
 			_ = c.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
+	// The report goes into a ConfigMap the chart would create.
+	ns := "ledger-e2e"
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger-report"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	spec := filepath.Join(t.TempDir(), "services.yaml")
 	if err := os.WriteFile(spec, []byte(ledgerServices), 0o600); err != nil {
 		t.Fatal(err)
@@ -84,7 +94,8 @@ func TestLedgerLive(t *testing.T) {
 	runLedger := func(format string) (string, int) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, bin, "--live", "--kubeconfig="+c.kubeconfig, "--spec="+spec,
-			"--node-selector="+ledgerSelector+"=true", "--format="+format)
+			"--node-selector="+ledgerSelector+"=true", "--format="+format,
+			"--configmap=ledger-report", "--namespace="+ns)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -141,13 +152,15 @@ func TestLedgerLive(t *testing.T) {
 			t.Errorf("%s released; every node is needed", r.Node)
 		}
 	}
-
-	// Two HPAs on one Deployment: two replica loops fight.
-	ns := "ledger-e2e"
-	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "ledger-report", metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if cm.Data["ledger.json"] != out || !strings.Contains(cm.Data["ledger.md"], "**PASS — every check holds**") {
+		t.Errorf("ConfigMap ledger-report holds %d bytes of JSON (stdout %d) and markdown %q", len(cm.Data["ledger.json"]), len(out), cm.Data["ledger.md"])
+	}
+
+	// Two HPAs on one Deployment: two replica loops fight.
 	one := int32(1)
 	for _, name := range []string{"chat-cpu", "chat-queue"} {
 		h := &autoscalingv2.HorizontalPodAutoscaler{

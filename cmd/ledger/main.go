@@ -24,12 +24,14 @@ import (
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
 	"github.com/inferscale/inferscale/ledger/peak"
+	"github.com/inferscale/inferscale/ledger/publish"
 	"github.com/inferscale/inferscale/ledger/specfile"
 	"github.com/inferscale/inferscale/prom"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -59,6 +61,10 @@ type Config struct {
 	PrometheusAddress  string
 	PeakWindow         time.Duration
 	PeakStep           time.Duration
+	ConfigMap          string
+	Namespace          string
+	Pushgateway        string
+	PushJob            string
 }
 
 // Validate returns every bad flag, each naming the flag and its range.
@@ -88,6 +94,15 @@ func (c Config) Validate() error {
 	if c.PeakStep < time.Second || c.PeakStep > c.PeakWindow {
 		errs = append(errs, fmt.Errorf("--peak-step %v: want [1s, --peak-window]", c.PeakStep))
 	}
+	if c.ConfigMap != "" && (!c.Live || c.Namespace == "") {
+		errs = append(errs, errors.New("--configmap: needs --live and --namespace (or $POD_NAMESPACE)"))
+	}
+	if c.Pushgateway != "" && !prom.ValidAddress(c.Pushgateway) {
+		errs = append(errs, fmt.Errorf("--pushgateway %q: want an http:// or https:// URL", c.Pushgateway))
+	}
+	if c.Pushgateway != "" && c.PushJob == "" {
+		errs = append(errs, errors.New("--push-job: required with --pushgateway"))
+	}
 	if c.Timeout <= 0 || c.Timeout > time.Hour {
 		errs = append(errs, fmt.Errorf("--timeout %v: want (0, 1h]", c.Timeout))
 	}
@@ -111,6 +126,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate")
 	fs.DurationVar(&c.PeakWindow, "peak-window", 7*24*time.Hour, "window of the peak: a full business cycle")
 	fs.DurationVar(&c.PeakStep, "peak-step", time.Minute, "resolution of the peak subquery")
+	fs.StringVar(&c.ConfigMap, "configmap", "", "with --live: write the report (ledger.md, ledger.json, mig-parted.yaml) into this existing ConfigMap")
+	fs.StringVar(&c.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace of --configmap (default $POD_NAMESPACE)")
+	fs.StringVar(&c.Pushgateway, "pushgateway", "", "push the verdicts as inferscale_ledger_* gauges to this Prometheus Pushgateway")
+	fs.StringVar(&c.PushJob, "push-job", "inferscale-ledger", "Pushgateway job name")
 	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitBad
@@ -133,6 +152,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "ledger:", err)
 			return exitBad
 		}
+	}
+	if err := publishReport(c, rep); err != nil {
+		fmt.Fprintln(stderr, "ledger:", err)
+		return exitBad
 	}
 	write := ledger.WriteMarkdown
 	if c.Format == "json" {
@@ -224,6 +247,42 @@ func onlyNodeErrors(err error) bool {
 	return true
 }
 
+// publishReport writes the report to the ConfigMap and the Pushgateway
+// the flags name, if any.
+func publishReport(c Config, rep ledger.Report) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	if c.ConfigMap != "" {
+		cfg, err := restConfig(c)
+		if err != nil {
+			return err
+		}
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		if err := publish.WriteConfigMap(ctx, kc, c.Namespace, c.ConfigMap, rep); err != nil {
+			return err
+		}
+	}
+	if c.Pushgateway != "" {
+		return publish.Push(ctx, c.Pushgateway, c.PushJob, rep)
+	}
+	return nil
+}
+
+func restConfig(c Config) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.Kubeconfig != "" {
+		rules.ExplicitPath = c.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
 // readPeaks reads each service's peak from the ScaledObject of the same
 // name and writes it into services; a service without one, or without
 // data, keeps its spec peakRPS and the note says why.
@@ -267,13 +326,9 @@ func readPeaks(c Config, services []ledger.Service, sources []peak.Source) ([]le
 }
 
 func readLive(c Config) ([]ledger.Node, []ledger.Autoscaler, []peak.Source, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if c.Kubeconfig != "" {
-		rules.ExplicitPath = c.Kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := restConfig(c)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, nil, err
 	}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

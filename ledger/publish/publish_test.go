@@ -1,0 +1,73 @@
+package publish
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/inferscale/inferscale/ledger"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func report() ledger.Report {
+	return ledger.Report{
+		Check: ledger.CheckResult{OK: true,
+			Services: []ledger.ServiceResult{{Name: "chat", Tier: ledger.P1, PeakRPS: 24, CapacityRPS: 36, CapacityAfterWorstLossRPS: 24, Verdict: ledger.VerdictPass}},
+			Layouts:  []ledger.LayoutResult{{Node: "gpu-a", GPU: 0, Valid: true}, {Node: "gpu-a", GPU: 1, Valid: false, Reason: "compute"}},
+		},
+		Audit: ledger.AuditResult{Release: []ledger.NodeRelease{{Node: "gpu-a"}, {Node: "gpu-b", Release: true, SavingsPerMonth: 2679.1}}, SavingsPerMonth: 2679.1},
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.Set(report())
+	want := `
+# HELP inferscale_ledger_layout_valid 1 when the GPU's MIG layout is valid for its product.
+# TYPE inferscale_ledger_layout_valid gauge
+inferscale_ledger_layout_valid{gpu="0",node="gpu-a"} 1
+inferscale_ledger_layout_valid{gpu="1",node="gpu-a"} 0
+# HELP inferscale_ledger_node_releasable 1 when the release audit finds the node can stop billing.
+# TYPE inferscale_ledger_node_releasable gauge
+inferscale_ledger_node_releasable{node="gpu-a"} 0
+inferscale_ledger_node_releasable{node="gpu-b"} 1
+# HELP inferscale_ledger_savings_per_month_usd What releasing every releasable node saves per month, USD (price per hour × 730).
+# TYPE inferscale_ledger_savings_per_month_usd gauge
+inferscale_ledger_savings_per_month_usd 2679.1
+# HELP inferscale_ledger_service_capacity_after_worst_loss_rps Capacity after losing the worst failure domain or node, requests per second.
+# TYPE inferscale_ledger_service_capacity_after_worst_loss_rps gauge
+inferscale_ledger_service_capacity_after_worst_loss_rps{service="chat"} 24
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"inferscale_ledger_layout_valid", "inferscale_ledger_node_releasable", "inferscale_ledger_savings_per_month_usd",
+		"inferscale_ledger_service_capacity_after_worst_loss_rps"); err != nil {
+		t.Error(err)
+	}
+	if got := testutil.ToFloat64(m.OK); got != 1 {
+		t.Errorf("ok %v, want 1", got)
+	}
+}
+
+// TestPush checks the request the Pushgateway receives: a PUT of the job's
+// group carrying the gauges (client_golang's push client, protocol of
+// the Pushgateway's README).
+func TestPush(t *testing.T) {
+	var method, path, body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		method, path, body = r.Method, r.URL.Path, string(b)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	if err := Push(context.Background(), srv.URL, "inferscale-ledger", report()); err != nil {
+		t.Fatal(err)
+	}
+	if method != http.MethodPut || path != "/metrics/job/inferscale-ledger" || !strings.Contains(body, "inferscale_ledger_ok") {
+		t.Errorf("got %s %s (%d bytes), want PUT /metrics/job/inferscale-ledger with inferscale_ledger_ok", method, path, len(body))
+	}
+}
