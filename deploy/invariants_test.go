@@ -40,8 +40,9 @@ var (
 	}
 	// Default (one scaler per namespace): one Role with every rule, no ClusterRole.
 	wantScalerRules = slices.Concat(wantScalerReadRules, wantScalerEventRules)
-	// Shared scaler: the read rules cluster-wide, events in the release namespace.
-	wantSharedScalerClusterRules = wantScalerReadRules
+	// Shared scaler: the read rules and events cluster-wide (it writes events on ScaledObjects
+	// of every namespace), events in the release namespace too.
+	wantSharedScalerClusterRules = wantScalerRules
 	wantSharedScalerRules        = wantScalerEventRules
 	wantPoolRules                = []rbacv1.PolicyRule{
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
