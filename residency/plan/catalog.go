@@ -298,3 +298,70 @@ func (c Catalog) CheckPinned(b Budget) error {
 	}
 	return nil
 }
+
+// Admission is what a model's admission record (written by cmd/capacity, read by
+// capacity/record) says about the model on one profile: the measured figures the catalog
+// takes instead of hand-typed ones.
+type Admission struct {
+	// Record is the record's reference as the catalog wrote it (records/m.1g.10gb.yaml).
+	Record string
+	// Model and Digest the record was measured for; Digest "" when the record has none.
+	Model, Digest string
+	// Profile the record was measured on.
+	Profile string
+	// Allowed is the record's verdict.
+	Allowed bool
+	// PeakBytes is the measured peak on Profile; SwapOverheadBytes the extra held while a
+	// reload keeps two copies (swap peak − peak, ≥ 0); LoadTime the measured load time.
+	PeakBytes, SwapOverheadBytes int64
+	LoadTime                     time.Duration
+}
+
+// AdmissionReader reads the admission record a catalog entry references.
+type AdmissionReader func(ref string) (Admission, error)
+
+// Typed says which of a catalog entry's figures were typed by hand (rather than defaulted):
+// Peak for the admission's profile, SwapOverhead, LoadTime.
+type Typed struct{ Peak, SwapOverhead, LoadTime bool }
+
+// Admit returns m with a's figures: the peak for a.Profile, the swap overhead and the load
+// time. A record beats a hand-typed value, but a hand-typed value that differs is an error
+// naming both (field is m's path in the catalog, e.g. models[2]); so is a record for another
+// model, another digest, or with verdict refused.
+func (m Model) Admit(field string, typed Typed, a Admission) (Model, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if a.Model != m.Name {
+		bad("%s.record: %s is the record of model %q, not %q", field, a.Record, a.Model, m.Name)
+	}
+	if a.Digest != "" && m.Digest != "" && a.Digest != m.Digest {
+		bad("%s.digest: %s differs from record %s's digest %s", field, m.Digest, a.Record, a.Digest)
+	}
+	if !a.Allowed {
+		bad("%s.record: %s refuses the model on profile %s (verdict allowed: false)", field, a.Record, a.Profile)
+	}
+	peak := m.PeakMemoryBytes[a.Profile]
+	if typed.Peak && peak != a.PeakBytes {
+		bad("%s.peakMemoryBytes[%q]: %d typed, record %s measured %d; remove one", field, a.Profile, peak, a.Record, a.PeakBytes)
+	}
+	if typed.SwapOverhead && m.SwapOverheadBytes != a.SwapOverheadBytes {
+		bad("%s.swapOverheadBytes: %d typed, record %s measured %d (swap peak − peak); remove one", field, m.SwapOverheadBytes, a.Record, a.SwapOverheadBytes)
+	}
+	if typed.LoadTime && m.LoadTime != a.LoadTime {
+		bad("%s.loadTime: %s typed, record %s measured %s; remove one", field, m.LoadTime, a.Record, a.LoadTime)
+	}
+	if len(errs) > 0 {
+		return m, errors.Join(errs...)
+	}
+	out := m
+	out.PeakMemoryBytes = make(map[string]int64, len(m.PeakMemoryBytes)+1)
+	for k, v := range m.PeakMemoryBytes {
+		out.PeakMemoryBytes[k] = v
+	}
+	out.PeakMemoryBytes[a.Profile] = a.PeakBytes
+	out.SwapOverheadBytes = a.SwapOverheadBytes
+	if a.LoadTime > 0 {
+		out.LoadTime = a.LoadTime
+	}
+	return out, nil
+}
