@@ -43,7 +43,11 @@ func TestAdmit(t *testing.T) {
 				m.SwapOverheadBytes, m.LoadTime = 1000<<20, 3200*time.Millisecond
 			})},
 		{name: "conflicts name both", typed: plan.Typed{Peak: true, SwapOverhead: true, LoadTime: true},
-			m: with(func(m *plan.Model) { m.PeakMemoryBytes["1g.10gb"] = gib; m.SwapOverheadBytes = gib; m.LoadTime = 3 * time.Second }), a: rec,
+			m: with(func(m *plan.Model) {
+				m.PeakMemoryBytes["1g.10gb"] = gib
+				m.SwapOverheadBytes = gib
+				m.LoadTime = 3 * time.Second
+			}), a: rec,
 			wantErr: []string{
 				`models[4].peakMemoryBytes["1g.10gb"]: 1073741824 typed, record records/m.1g.10gb.yaml measured 1153433600`,
 				`models[4].swapOverheadBytes: 1073741824 typed, record records/m.1g.10gb.yaml measured 1048576000`,
