@@ -56,6 +56,10 @@ type Deps struct {
 	Metrics *Metrics
 	// Events; nil: none.
 	Events Events
+	// Held returns the requests held outside Triton per model (the sidecar's inference front,
+	// residency/front): for a catalog model that holds no memory they are its Queued work, so
+	// the plan wants it as it wants a model with a queue. nil: none.
+	Held func() map[string]int
 }
 
 // Status is the controller's latest view, for the HTTP endpoints.
@@ -70,6 +74,10 @@ type Status struct {
 	Unplaceable []string
 	// Result is the last plan.
 	Result plan.Result
+	// Catalog and Observed are what the last plan was made from (the inference front's view
+	// of which models are READY, quarantined or outside the catalog).
+	Catalog  plan.Catalog
+	Observed plan.Observed
 }
 
 // Controller keeps Triton's loaded models within the budget: every loop it observes Triton,
@@ -84,6 +92,7 @@ type Controller struct {
 	m      *Metrics
 
 	draining atomic.Bool
+	wake     chan struct{} // Wake: run the next loop now
 
 	mu           sync.Mutex
 	cat          plan.Catalog // replaced by SetCatalog; read through catalog()
@@ -148,7 +157,7 @@ func NewController(cfg Config, cat plan.Catalog, budget plan.Budget, deps Deps) 
 		}
 		deps.Metrics = m
 	}
-	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics,
+	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics, wake: make(chan struct{}, 1),
 		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, lastCount: map[string]uint64{}, est: map[string]plan.DecayedRate{},
 		work: map[string]work{}, metricsClient: &http.Client{Timeout: 5 * time.Second}, failures: map[string]int{},
 		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{},
@@ -264,6 +273,37 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.deps.Clock.After(wait):
+		case <-c.wake:
+		}
+	}
+}
+
+// Wake makes Run start its next loop now instead of after the loop interval (the inference
+// front calls it when it holds the first request for a model). It never blocks.
+func (c *Controller) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// addHeld counts the requests held outside Triton (Deps.Held) as the Queued work of each
+// catalog model that holds no memory.
+func (c *Controller) addHeld(cat plan.Catalog, obs plan.Observed) {
+	if c.deps.Held == nil {
+		return
+	}
+	for name, n := range c.deps.Held() {
+		if _, ok := cat.Model(name); !ok || n <= 0 {
+			continue
+		}
+		st, ok := obs.Models[name]
+		if !ok {
+			st.State = plan.StateUnavailable
+		}
+		if !st.State.HoldsMemory() {
+			st.Queued = max(st.Queued, 0) + n
+			obs.Models[name] = st
 		}
 	}
 }
@@ -283,6 +323,7 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		return false, err
 	}
 	c.flagOverPeak(cat, o.obs)
+	c.addHeld(cat, o.obs)
 	res := plan.Decide(cat, c.budget, o.obs, o.demand, now)
 	c.record(cat, now, o, res)
 	if c.draining.Load() {
@@ -359,7 +400,7 @@ func (c *Controller) record(cat plan.Catalog, now time.Time, o observation, res 
 	}
 	c.refused = refusedNow
 	c.m.Quarantined.Set(float64(len(c.quarantined)))
-	c.status = Status{At: now, P0NotReady: p0NotReady, Unplaceable: c.status.Unplaceable, Result: res}
+	c.status = Status{At: now, P0NotReady: p0NotReady, Unplaceable: c.status.Unplaceable, Result: res, Catalog: cat, Observed: o.obs}
 	if len(p0NotReady) == 0 && !c.draining.Load() {
 		c.m.Ready.Set(1)
 	} else {
