@@ -61,7 +61,12 @@ type ResidencyConfig struct {
 	// IdleTimeout and MinResidency are the catalog's (its defaults: 10 m and
 	// 0, the anti-thrash rule's k × load time applying).
 	IdleTimeout, MinResidency time.Duration
-	Seed                      uint64
+	// WakeOnHeld: the controller's loop wakes on the first request held for
+	// a model that is not loaded (the sidecar's front, residency/front, holds
+	// requests and tells the loop at once); false: the loop sees demand at
+	// its next LoopInterval tick. Default true.
+	WakeOnHeld bool
+	Seed       uint64
 }
 
 // controllerLoopInterval and controllerDemandWindow copy residency.DefaultConfig's LoopInterval
@@ -80,7 +85,7 @@ func DefaultResidencyConfig() ResidencyConfig {
 	return ResidencyConfig{
 		BudgetModels: 0, BudgetFactors: []float64{1, 2}, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
 		LoopInterval: controllerLoopInterval, DemandWindow: controllerDemandWindow,
-		IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, Seed: 1,
+		IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true, Seed: 1,
 	}
 }
 
@@ -383,10 +388,13 @@ func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 // plan.DefaultHalfLife), counting requests for models not loaded (as the
 // sidecar's front or a gateway query sees them; a model that is not loaded
 // has demand only while requests wait for it) — and, as work in flight
-// (ModelStatus.Queued), the requests still waiting for a load; it plans and,
-// whenever the loader is free, carries out the plan's leading unloads and
-// starts its next load (one at a time, as the controller); a request
-// for a model that is not READY waits until its load completes. A model
+// (ModelStatus.Queued), the requests still waiting for a load; it plans and
+// carries out the plan's first step as the controller's Step does: its
+// leading unloads, or else its first load, which the step waits for (one at
+// a time); after a step that acted the next follows after 250 ms, else after
+// LoopInterval, or (WakeOnHeld) at the first request held for a model that is
+// not loaded. A request for a model that is not READY waits until its load
+// completes. A model
 // whose decayed count fell below 2⁻¹⁰ (ten half-lives without a request)
 // and has nothing waiting reads as no demand. Planning is skipped at ticks
 // where nothing changed for 30 s and nothing waits (no arrival, no load
@@ -412,18 +420,13 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	const negligible = 1.0 / 1024
 	loop := cfg.LoopInterval.Seconds()
 	active := map[int32]bool{} // models with a non-negligible estimate or waiting requests
-	type planStep struct {
-		id   int32
-		load bool
-	}
-	var planned []planStep
 	i := 0
 	n := len(tr.Requests)
 	end := tr.Duration().Seconds()
 	lastPlan, changed := math.Inf(-1), true
 	nextSample := step
-	for tick := 0; ; tick++ {
-		t := float64(tick) * loop
+	const settle = 0.25 // the controller's pause after a step that acted (min(LoopInterval, 250 ms))
+	for t := 0.0; ; {
 		// Arrivals before t.
 		for ; i < n && tr.Requests[i].At.Seconds() < t; i++ {
 			r := tr.Requests[i]
@@ -456,9 +459,10 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 		for m := range active {
 			waiting = waiting || len(s.models[m].pending) > 0
 		}
-		if i >= n && s.loading < 0 && len(planned) == 0 && (!waiting || t > end+3600) {
+		if i >= n && s.loading < 0 && (!waiting || t > end+3600) {
 			return s.finish(math.Max(end, t)), nil
 		}
+		next := t + loop
 		if changed || waiting || t-lastPlan >= 30 {
 			now := t0.Add(time.Duration(t * 1e9))
 			demand := plan.Demand{}
@@ -480,18 +484,15 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				switch m.state {
 				case rmReady:
 					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
-				case rmLoading:
-					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateLoading}
 				default:
 					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
 						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending)}
 					}
 				}
 			}
-			// Plan sees only models that are loaded, loading or in demand:
-			// it skips every other catalog entry anyway (not wanted, not
-			// resident), so the answer is the same and a 1,350-model
-			// catalog costs what its working set costs.
+			// Plan sees only models that are loaded or in demand: it skips every other
+			// catalog entry anyway (not wanted, not resident), so the answer is the same and
+			// a 1,350-model catalog costs what its working set costs.
 			sub := cat
 			sub.Models = sub.Models[:0:0]
 			for id := range s.models {
@@ -501,35 +502,41 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 			}
 			actions := plan.Plan(sub, bud, obs, demand, now)
-			planned = planned[:0]
-			for _, a := range actions {
+			lastPlan, changed = t, false
+			// As the controller's step: the plan's leading unloads, or else its first load,
+			// which the step waits for.
+			for k, a := range actions {
 				var id int
 				if _, err := fmt.Sscanf(a.Model, "m%05d", &id); err != nil {
 					return ResidencyResult{}, fmt.Errorf("plan named unknown model %q", a.Model)
 				}
-				planned = append(planned, planStep{id: int32(id), load: a.Kind == plan.ActionLoad})
-			}
-			lastPlan, changed = t, false
-		}
-		// As the controller: once the loader is free, the plan's leading unloads, then its
-		// next load (an unload waits for the load it makes room for).
-		for s.loading < 0 && len(planned) > 0 {
-			a := planned[0]
-			planned = planned[1:]
-			m := &s.models[a.id]
-			if !a.load {
-				if m.state == rmReady {
-					m.state = rmOff
-					s.used -= m.size
+				m := &s.models[id]
+				if a.Kind == plan.ActionUnload {
+					if m.state == rmReady {
+						m.state = rmOff
+						s.used -= m.size
+					}
+					next, changed = t+settle, true
+					continue
 				}
-				continue
+				if k == 0 && m.state == rmOff && s.used+m.size <= s.budget {
+					s.used += m.size
+					s.startLoad(int32(id), t)
+					next = s.doneAt + settle
+				}
+				break
 			}
-			if m.state != rmOff || s.used+m.size > s.budget {
-				continue
-			}
-			s.used += m.size
-			s.startLoad(a.id, t)
 		}
+		if cfg.WakeOnHeld && next == t+loop {
+			// The first request held for a model that is not loaded wakes the loop.
+			for k := i; k < n && tr.Requests[k].At.Seconds() < next; k++ {
+				if m := &s.models[tr.Requests[k].Model]; m.state == rmOff && len(m.pending) == 0 {
+					next = math.Nextafter(tr.Requests[k].At.Seconds(), math.Inf(1))
+					break
+				}
+			}
+		}
+		t = next
 	}
 }
 
