@@ -126,11 +126,8 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 		mix     []float64
 		dur     float64
 		total   float64
-		nWin    int
-		arrWin  func(int) float64
-		missWin missFunc
+		windows func(L float64) (int, func(int) float64, missFunc)
 	)
-	L := boundWindow(cfg)
 	switch {
 	case wl.Requests != nil:
 		w := wl.Requests
@@ -141,9 +138,7 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 		run = func(ctl Controller, o runOptions) Result { return simulateRequests(cfg, w, ctl, o) }
 		work = workPerSecond(w)
 		mix = w.ServiceS
-		if L >= 1 {
-			nWin, arrWin, missWin = requestMiss(cfg, w, L)
-		}
+		windows = func(L float64) (int, func(int) float64, missFunc) { return requestMiss(cfg, w, L) }
 	case wl.Bins != nil:
 		b := wl.Bins
 		if b.TotalRequests() == 0 {
@@ -153,16 +148,14 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 		run = func(ctl Controller, o runOptions) Result { return simulateBinned(cfg, b, ctl, o) }
 		work = b.WorkS
 		mix = binnedMix(b, 20000, cfg.Seed)
-		if L >= 1 {
-			nWin, arrWin, missWin = binnedMiss(cfg, b, L)
-		}
+		windows = func(L float64) (int, func(int) float64, missFunc) { return binnedMiss(cfg, b, L) }
 	default:
 		return nil, ErrEmptyTrace
 	}
 	c.DurationS = dur
 	c.PeakReplicas = peakReplicas(work, cfg.Slots)
 	opt := defaultRunOptions(dur, cfg.InitialReplicas)
-	c.Bound = computeBound(cfg, nWin, arrWin, missWin, total, c.Requests)
+	c.Bound = bestBound(cfg, windows, total, c.Requests)
 
 	env := PolicyEnv{Pool: cfg, PeakReplicas: c.PeakReplicas}
 	if slices.Contains(families, FamilyInferscale) {
@@ -211,9 +204,27 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 			c.Best = append(c.Best, best)
 		}
 	}
-	if !o.NoOptimum && c.Bound.WindowS >= 1 {
-		c.Optimum, c.OptimumRuns = searchOptimum(cfg, c.Bound, run, opt, int(math.Ceil(dur))+1)
-		c.Optimum.SettingSet = SetOptimum
+	if !o.NoOptimum {
+		seed := c.Bound
+		if seed.WindowS < 1 {
+			// The shortest cold start is too short for the coverage
+			// bound (measured load times start at a few seconds): seed
+			// the search with windows sized from the median cold start
+			// instead. Only the search uses them; the bound stays Σ
+			// service ÷ slots.
+			med := cfg.ColdStart.Seconds()
+			if len(cfg.ColdStartSamples) > 0 {
+				med = quantileDur(cfg.ColdStartSamples, 0.5).Seconds()
+			}
+			if L := math.Min(60, math.Floor((med-cfg.SLO.Seconds())/2)); L >= 1 {
+				n, arr, miss := windows(L)
+				seed = computeBound(cfg, 1, L, n, arr, miss, total, c.Requests)
+			}
+		}
+		if seed.WindowS >= 1 {
+			c.Optimum, c.OptimumRuns = searchOptimum(cfg, seed, run, opt, int(math.Ceil(dur))+1, work)
+			c.Optimum.SettingSet = SetOptimum
+		}
 	}
 	if o.Progress != nil {
 		o.Progress(steps, steps)

@@ -10,32 +10,34 @@ import (
 
 // The bound and the optimum (docs/replay.md, "Bound and optimum").
 //
-// Cut the trace into windows of L seconds, 2L + SLO ≤ C (C the shortest
-// cold start). Let R_w be the largest number of ready replicas any
-// schedule has during [w·L, (w+1)·L + SLO]. Three facts:
+// Cut the trace into windows of L whole seconds, (K+1)·L + SLO ≤ C (C the
+// shortest cold start, K ≥ 1). Let R_w be the largest number of ready
+// replicas a schedule has during window w's span [w·L, (w+1)·L + SLO].
 //
 //  1. Misses. A request arriving in window w that meets the SLO starts
-//     within that span, on a slot of a ready replica. Under FIFO dispatch
-//     a request's start time never decreases when servers are added or
-//     earlier work is removed (the Kiefer–Wolfowitz workload recursion is
+//     within the span, on a slot of a ready replica. Under FIFO dispatch a
+//     request's start never gets later when servers are added or earlier
+//     work is removed (the Kiefer–Wolfowitz workload recursion is
 //     monotone), so the window's requests replayed alone, on R_w replicas
-//     that are ready throughout and idle at w·L, miss the SLO no more
-//     often than in the schedule: misses ≥ Σ_w m_w(R_w), where m_w(R) is
-//     that isolated replay's miss count.
-//  2. Cost. A replica ready at some τ in the span was started at or
-//     before τ − C and is billed from its start, so at least R_w replicas
-//     are billed throughout [(w+1)·L + SLO − C, w·L] ⊇ (w·L − L, w·L].
-//     These intervals are disjoint across windows, so billed replica-time
-//     ≥ Σ_w R_w·L_w with L_w = min(L, w·L).
+//     ready throughout and idle at w·L, miss the SLO no more often than in
+//     the schedule: misses ≥ Σ_w m_w(R_w), m_w(R) that isolated replay's
+//     miss count.
+//  2. Cost. A replica ready at some τ in the span started at or before
+//     τ − C and is billed from its start, so at least R_w replicas are
+//     billed throughout [(w+1)·L + SLO − C, w·L] ⊇ ((w−K)·L, w·L]. The
+//     piece ((v−1)·L, v·L] therefore bills at least max(R_v, …, R_{v+K−1})
+//     replicas: billed replica-time ≥ Σ_{v≥1} L·max(R_v, …, R_{v+K−1}).
 //  3. Before C nothing new is ready: R_w ≤ InitialReplicas for every
 //     window whose span ends before C.
 //
-// So GPU-time ≥ min Σ_w R_w·L_w subject to Σ_w m_w(R_w) ≤ (1 − q)·N. Its
-// Lagrangian dual, max over λ ≥ 0 of Σ_w min_R (R·L_w + λ·m_w(R)) − λ(1 − q)N,
-// is a lower bound of that minimum; so is Σ service ÷ slots (every
-// request is served on one slot). The bound is the larger of the two.
-// In binned mode m_w is the fluid model's miss count, which is monotone
-// in the same way.
+// So GPU-time ≥ min over R of Σ_v L·max(R_v…R_{v+K−1}) subject to
+// Σ_w m_w(R_w) ≤ (1 − q)·N. Its Lagrangian dual,
+// max over λ ≥ 0 of [min over R of Σ_v L·max(…) + λ·Σ_w m_w(R_w)] − λ(1 − q)N,
+// computed exactly by dynamic programming over windows (state: the last
+// K−1 counts), is a lower bound on that minimum; so is Σ service ÷ slots
+// (every request is served on one slot). The bound is the largest of these
+// over K = 1, 2, 3 (K = 2, 3 only where the state space is small). In
+// binned mode m_w is the fluid model's miss count, monotone the same way.
 
 // boundScanDepth limits the replica counts below the smallest miss-free
 // count at which m_w is computed; below them m_w is taken as its value at
@@ -49,6 +51,8 @@ type windowTable struct {
 	miss []float64
 	n    float64 // arrivals
 	cap  int     // largest allowed R (fact 3 and MaxReplicas)
+	// cand are the counts worth considering: 0 and lo..min(cap, lo+len).
+	cand []int
 }
 
 func (t *windowTable) m(r int) float64 {
@@ -66,9 +70,11 @@ func (t *windowTable) m(r int) float64 {
 
 // Bound is the proven lower bound and what the optimum search needs from it.
 type Bound struct {
-	// WindowS is L, seconds; 0 when the cold start is too short for the
-	// coverage argument (then only the work bound applies).
+	// WindowS is L, seconds, and K the pieces per span; WindowS 0 when the
+	// cold start is too short for the coverage argument (then only the
+	// work bound applies).
 	WindowS float64
+	K       int
 	// ReplicaSeconds is the bound; WorkReplicaSeconds the Σ service ÷ slots
 	// part, CoverReplicaSeconds the dual part.
 	ReplicaSeconds, WorkReplicaSeconds, CoverReplicaSeconds float64
@@ -80,28 +86,48 @@ type Bound struct {
 // missFunc replays window w alone on r replicas and counts misses.
 type missFunc func(w, r int) float64
 
-// boundWindow is L for the pool: ⌊(C − SLO)/2⌋ s, at most 60 s.
-func boundWindow(cfg PoolConfig) float64 {
-	c := cfg.ColdStart
+// coldMin is the shortest cold start, seconds.
+func coldMin(cfg PoolConfig) float64 {
 	if len(cfg.ColdStartSamples) > 0 {
-		c = slices.Min(cfg.ColdStartSamples)
+		return slices.Min(cfg.ColdStartSamples).Seconds()
 	}
-	return math.Min(60, math.Floor((c.Seconds()-cfg.SLO.Seconds())/2))
+	return cfg.ColdStart.Seconds()
 }
 
-// computeBound builds the window tables and maximises the dual.
-func computeBound(cfg PoolConfig, nWin int, arrivals func(w int) float64, miss missFunc, totalWorkS, requests float64) *Bound {
-	b := &Bound{WorkReplicaSeconds: totalWorkS / float64(cfg.Slots)}
-	b.ReplicaSeconds = b.WorkReplicaSeconds
-	L := boundWindow(cfg)
-	if L < 1 {
-		return b
+// boundWindow is L for K: ⌊(C − SLO)/(K+1)⌋ s, at most 60 s.
+func boundWindow(cfg PoolConfig, k int) float64 {
+	return math.Min(60, math.Floor((coldMin(cfg)-cfg.SLO.Seconds())/float64(k+1)))
+}
+
+// bestBound computes the bound for K = 1, 2, 3 and keeps the largest.
+func bestBound(cfg PoolConfig, windows func(L float64) (int, func(int) float64, missFunc), totalWorkS, requests float64) *Bound {
+	best := &Bound{WorkReplicaSeconds: totalWorkS / float64(cfg.Slots)}
+	best.ReplicaSeconds = best.WorkReplicaSeconds
+	for k := 1; k <= 3; k++ {
+		L := boundWindow(cfg, k)
+		if L < 1 {
+			break
+		}
+		n, arr, miss := windows(L)
+		b := computeBound(cfg, k, L, n, arr, miss, totalWorkS, requests)
+		if b == nil {
+			break
+		}
+		if b.CoverReplicaSeconds > best.CoverReplicaSeconds {
+			best = b
+		}
 	}
-	b.WindowS = L
-	cmin := cfg.ColdStart.Seconds()
-	if len(cfg.ColdStartSamples) > 0 {
-		cmin = slices.Min(cfg.ColdStartSamples).Seconds()
-	}
+	return best
+}
+
+// dpStates caps Σ_w (candidates)^K, the dynamic programme's work per λ.
+const dpStates = 4_000_000
+
+// computeBound builds the window tables for L and maximises the dual; nil
+// when the dynamic programme for K would be too large.
+func computeBound(cfg PoolConfig, k int, L float64, nWin int, arrivals func(w int) float64, miss missFunc, totalWorkS, requests float64) *Bound {
+	b := &Bound{WorkReplicaSeconds: totalWorkS / float64(cfg.Slots), WindowS: L, K: k}
+	cmin := coldMin(cfg)
 	slo := cfg.SLO.Seconds()
 	b.tables = make([]windowTable, nWin)
 	for w := range nWin {
@@ -111,58 +137,53 @@ func computeBound(cfg PoolConfig, nWin int, arrivals func(w int) float64, miss m
 		if float64(w+1)*L+slo < cmin {
 			t.cap = max(cfg.InitialReplicas, cfg.MinReplicas)
 		}
-		if t.n == 0 {
-			continue
-		}
-		// Smallest miss-free count, by doubling then bisection.
-		hi := 1
-		for hi < cfg.MaxReplicas && miss(w, hi) > 0 {
-			hi = min(cfg.MaxReplicas, 2*hi)
-		}
-		lo := hi / 2
-		for lo+1 < hi {
-			mid := (lo + hi) / 2
-			if miss(w, mid) > 0 {
-				lo = mid
-			} else {
-				hi = mid
+		if t.n > 0 {
+			// Smallest miss-free count, by doubling then bisection.
+			hi := 1
+			for hi < cfg.MaxReplicas && miss(w, hi) > 0 {
+				hi = min(cfg.MaxReplicas, 2*hi)
+			}
+			lo := hi / 2
+			for lo+1 < hi {
+				mid := (lo + hi) / 2
+				if miss(w, mid) > 0 {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			if miss(w, hi) > 0 { // even MaxReplicas misses
+				hi++
+			}
+			t.lo = max(0, hi-boundScanDepth)
+			for r := t.lo; r < hi; r++ {
+				t.miss = append(t.miss, miss(w, r))
 			}
 		}
-		if miss(w, hi) > 0 { // even MaxReplicas misses
-			hi++
+		t.cand = []int{0}
+		for r := max(1, t.lo); r <= min(t.cap, t.lo+len(t.miss)); r++ {
+			t.cand = append(t.cand, r)
 		}
-		t.lo = max(0, hi-boundScanDepth)
-		for r := t.lo; r < hi; r++ {
-			t.miss = append(t.miss, miss(w, r))
+	}
+	if k > 1 {
+		work := 0
+		for w := range b.tables {
+			work += int(math.Pow(float64(len(b.tables[w].cand)), float64(k)))
+			if work > dpStates {
+				return nil
+			}
 		}
 	}
 	budget := (1 - cfg.SLOTarget) * requests
-	dual := func(lambda float64) (float64, float64) {
-		var v, m float64
-		for w := range b.tables {
-			t := &b.tables[w]
-			cov := math.Min(L, float64(w)*L)
-			best, bm := math.Inf(1), 0.0
-			top := min(t.cap, t.lo+len(t.miss))
-			for r := 0; r <= top; r++ {
-				if c := float64(r)*cov + lambda*t.m(r); c < best {
-					best, bm = c, t.m(r)
-				}
-			}
-			v += best
-			m += bm
-		}
-		return v - lambda*budget, m - budget
-	}
 	lo, hi := math.Log(1e-9), math.Log(1e9)
 	bestV, bestL := 0.0, 0.0
 	for range 80 {
 		mid := (lo + hi) / 2
-		v, g := dual(math.Exp(mid))
-		if v > bestV {
-			bestV, bestL = v, math.Exp(mid)
+		v, m, _ := b.solve(math.Exp(mid), false)
+		if v-math.Exp(mid)*budget > bestV {
+			bestV, bestL = v-math.Exp(mid)*budget, math.Exp(mid)
 		}
-		if g > 0 {
+		if m > budget {
 			lo = mid
 		} else {
 			hi = mid
@@ -173,20 +194,188 @@ func computeBound(cfg PoolConfig, nWin int, arrivals func(w int) float64, miss m
 	return b
 }
 
-// choose returns the per-window counts minimising R·L_w + λ·m_w(R).
-func (b *Bound) choose(lambda float64) []int {
-	out := make([]int, len(b.tables))
-	for w := range b.tables {
-		t := &b.tables[w]
-		cov := math.Max(1, math.Min(b.WindowS, float64(w)*b.WindowS))
-		best := math.Inf(1)
-		top := min(t.cap, t.lo+len(t.miss))
-		for r := 0; r <= top; r++ {
-			if c := float64(r)*cov + lambda*t.m(r); c < best {
-				best, out[w] = c, r
+// solve minimises Σ_v L·max(R_v…R_{v+K−1}) + λ·Σ_w m_w(R_w) exactly by
+// dynamic programming over windows; it returns the minimum, the misses of
+// the minimiser and, with path, the minimiser.
+func (b *Bound) solve(lambda float64, path bool) (float64, float64, []int) {
+	W := len(b.tables)
+	if W == 0 {
+		return 0, 0, nil
+	}
+	L := b.WindowS
+	// piece(v, ...) is the cost of piece v ≥ 1 given the counts of windows
+	// v..v+K−1; windows past the end count 0.
+	type state struct{ a, c int } // candidate indices of R_{w} and R_{w−1} (K = 3)
+	switch b.K {
+	case 1:
+		var v, m float64
+		out := make([]int, W)
+		for w := range b.tables {
+			t := &b.tables[w]
+			cov := 0.0
+			if w >= 1 {
+				cov = L
+			}
+			best, bm, br := math.Inf(1), 0.0, 0
+			for _, r := range t.cand {
+				if c := float64(r)*cov + lambda*t.m(r); c < best || c == best && r > br {
+					best, bm, br = c, t.m(r), r
+				}
+			}
+			v += best
+			m += bm
+			out[w] = br
+		}
+		return v, m, out
+	case 2:
+		// f[i] = best cost of windows 0..w with R_w = cand[i], pieces
+		// 1..w−1 paid (piece v = w−1 needs R_{w−1}, R_w).
+		t0 := &b.tables[0]
+		f := make([]float64, len(t0.cand))
+		mm := make([]float64, len(t0.cand))
+		var back [][]int32
+		for i, r := range t0.cand {
+			f[i], mm[i] = lambda*t0.m(r), t0.m(r)
+		}
+		for w := 1; w < W; w++ {
+			t, tp := &b.tables[w], &b.tables[w-1]
+			nf := make([]float64, len(t.cand))
+			nm := make([]float64, len(t.cand))
+			bk := make([]int32, len(t.cand))
+			for i, r := range t.cand {
+				best, bj := math.Inf(1), 0
+				for j, rp := range tp.cand {
+					c := f[j]
+					if w-1 >= 1 {
+						c += L * float64(max(rp, r))
+					}
+					if c < best {
+						best, bj = c, j
+					}
+				}
+				nf[i], nm[i], bk[i] = best+lambda*t.m(r), mm[bj]+t.m(r), int32(bj)
+			}
+			f, mm = nf, nm
+			if path {
+				back = append(back, bk)
 			}
 		}
+		// Last piece v = W−1 (if ≥ 1) bills R_{W−1}.
+		tl := &b.tables[W-1]
+		best, bi := math.Inf(1), 0
+		for i, r := range tl.cand {
+			c := f[i]
+			if W-1 >= 1 {
+				c += L * float64(r)
+			}
+			if c < best {
+				best, bi = c, i
+			}
+		}
+		miss := mm[bi]
+		var out []int
+		if path {
+			out = make([]int, W)
+			i := bi
+			for w := W - 1; w >= 0; w-- {
+				out[w] = b.tables[w].cand[i]
+				if w > 0 {
+					i = int(back[w-1][i])
+				}
+			}
+		}
+		return best, miss, out
+	default: // K = 3: state (R_w, R_{w−1}); piece v = w−2 needs R_{w−2..w}.
+		_ = state{}
+		t0 := &b.tables[0]
+		if W == 1 {
+			best, bm, br := math.Inf(1), 0.0, 0
+			for _, r := range t0.cand {
+				if c := lambda * t0.m(r); c < best {
+					best, bm, br = c, t0.m(r), r
+				}
+			}
+			return best, bm, []int{br}
+		}
+		t1 := &b.tables[1]
+		n0, n1 := len(t0.cand), len(t1.cand)
+		// f[i*nPrev+j]: R_w = cand_w[i], R_{w−1} = cand_{w−1}[j].
+		f := make([]float64, n1*n0)
+		mm := make([]float64, n1*n0)
+		for i, r := range t1.cand {
+			for j, rp := range t0.cand {
+				f[i*n0+j] = lambda * (t0.m(rp) + t1.m(r))
+				mm[i*n0+j] = t0.m(rp) + t1.m(r)
+			}
+		}
+		var back [][]int32
+		nPrev, nPrev2 := n1, n0
+		for w := 2; w < W; w++ {
+			t := &b.tables[w]
+			tp, tpp := &b.tables[w-1], &b.tables[w-2]
+			nc := len(t.cand)
+			nf := make([]float64, nc*nPrev)
+			nm := make([]float64, nc*nPrev)
+			bk := make([]int32, nc*nPrev)
+			for i, r := range t.cand {
+				for j, rp := range tp.cand {
+					best, bl := math.Inf(1), 0
+					for l, rpp := range tpp.cand {
+						c := f[j*nPrev2+l]
+						if w-2 >= 1 {
+							c += L * float64(max(rpp, rp, r))
+						}
+						if c < best {
+							best, bl = c, l
+						}
+					}
+					nf[i*nPrev+j] = best + lambda*t.m(r)
+					nm[i*nPrev+j] = mm[j*nPrev2+bl] + t.m(r)
+					bk[i*nPrev+j] = int32(bl)
+				}
+			}
+			f, mm = nf, nm
+			nPrev, nPrev2 = nc, nPrev
+			if path {
+				back = append(back, bk)
+			}
+		}
+		// Remaining pieces: v = W−2 (R_{W−2}, R_{W−1}) and v = W−1 (R_{W−1}).
+		tl, tp := &b.tables[W-1], &b.tables[W-2]
+		best, bi, bj := math.Inf(1), 0, 0
+		for i, r := range tl.cand {
+			for j, rp := range tp.cand {
+				c := f[i*nPrev2+j]
+				if W-2 >= 1 {
+					c += L * float64(max(rp, r))
+				}
+				c += L * float64(r)
+				if c < best {
+					best, bi, bj = c, i, j
+				}
+			}
+		}
+		miss := mm[bi*nPrev2+bj]
+		var out []int
+		if path {
+			out = make([]int, W)
+			i, j := bi, bj
+			for w := W - 1; w >= 1; w-- {
+				out[w] = b.tables[w].cand[i]
+				out[w-1] = b.tables[w-1].cand[j]
+				if w >= 2 {
+					l := int(back[w-2][i*len(b.tables[w-1].cand)+j])
+					i, j = j, l
+				}
+			}
+		}
+		return best, miss, out
 	}
+}
+
+// choose returns the per-window counts minimising the Lagrangian at λ.
+func (b *Bound) choose(lambda float64) []int {
+	_, _, out := b.solve(lambda, true)
 	return out
 }
 
@@ -308,18 +497,30 @@ func planFromWindows(r []int, L, slo, lead float64, seconds int) []int {
 	return spec
 }
 
-// searchOptimum looks for the cheapest plan meeting the SLO: plans from
-// the bound's per-window choice at λ·f for growing f (more replicas where
-// misses cost more), the first that meets the SLO refined by bisection on
-// f; if none does, the largest plan is repaired by adding a replica to
-// every window (and the one before it) that still misses, up to 40 times.
-// Each plan is replayed through the same simulator as the policies.
-func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Result, opt runOptions, seconds int) (Result, int) {
+// searchOptimum looks for the cheapest plan meeting the SLO. Plans come
+// from the bound's per-window choice R_w(λ·f), raised to a headroom δ over
+// each window's mean load where needed: R_w = max(R_w(λ·f),
+// ⌈(1+δ)·work_w ÷ (L·slots)⌉). First f = 1.5^k (k = 0…24) at δ = 0, until
+// a plan meets the SLO, refined by bisection on f; if none does (the
+// per-window choice may run a window slightly overloaded, and the backlog
+// it leaves carries on), δ doubles from 1 % at the largest f until a plan
+// meets the SLO, refined by bisection on δ; failing that, windows that
+// still miss (and the one before each) get one replica more, up to 20
+// times. Then a local search. Every plan is replayed through the same
+// simulator as the policies. workS is work arriving per second.
+func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Result, opt runOptions, seconds int, workS []float64) (Result, int) {
 	lead := cfg.ColdStart.Seconds()
 	if len(cfg.ColdStartSamples) > 0 {
 		lead = slices.Max(cfg.ColdStartSamples).Seconds()
 	}
 	slo := cfg.SLO.Seconds()
+	L := b.WindowS
+	load := make([]float64, len(b.tables))
+	for t, v := range workS {
+		if w := int(float64(t) / L); w < len(load) {
+			load[w] += v / (L * float64(cfg.Slots))
+		}
+	}
 	runs := 0
 	var bestR, cur []int
 	eval := func(r []int) Result {
@@ -327,8 +528,7 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 		cur = r
 		o := opt
 		o.windowS = b.WindowS
-		res := run(&scheduleCtl{spec: planFromWindows(r, b.WindowS, slo, lead, seconds)}, o)
-		return res
+		return run(&scheduleCtl{spec: planFromWindows(r, b.WindowS, slo, lead, seconds)}, o)
 	}
 	var best Result
 	found := false
@@ -341,16 +541,27 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 			best = res
 		}
 	}
-	lambda := math.Max(b.Lambda, 1e-6)
+	plan := func(f, delta float64) []int {
+		r := b.choose(math.Max(b.Lambda, 1e-6) * f)
+		if delta > 0 {
+			for w := range r {
+				r[w] = min(b.tables[w].cap, max(r[w], int(math.Ceil((1+delta)*load[w]-1e-9))))
+			}
+		}
+		return r
+	}
+	name := func(f, delta float64) string {
+		return fmt.Sprintf("offline plan, L=%gs, K=%d, λ×%.3g, headroom %g%%", L, b.K, f, 100*delta)
+	}
+	try := func(f, delta float64) bool {
+		res := eval(plan(f, delta))
+		consider(res, name(f, delta))
+		return res.MeetsSLO
+	}
 	prevF, hitF := 0.0, 0.0
-	var lastR []int
-	for k := range 40 {
+	for k := range 25 {
 		f := math.Pow(1.5, float64(k))
-		r := b.choose(lambda * f)
-		lastR = r
-		res := eval(r)
-		consider(res, fmt.Sprintf("offline plan, L=%gs, λ×%.3g", b.WindowS, f))
-		if res.MeetsSLO {
+		if try(f, 0) {
 			hitF = f
 			break
 		}
@@ -360,9 +571,7 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 		lo, hi := prevF, hitF
 		for range 6 {
 			mid := math.Sqrt(lo * hi)
-			res := eval(b.choose(lambda * mid))
-			consider(res, fmt.Sprintf("offline plan, L=%gs, λ×%.3g", b.WindowS, mid))
-			if res.MeetsSLO {
+			if try(mid, 0) {
 				hi = mid
 			} else {
 				lo = mid
@@ -370,13 +579,36 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 		}
 	}
 	if !found {
-		r := slices.Clone(lastR)
-		for it := range 40 {
+		f := math.Pow(1.5, 24)
+		prevD, hitD := 0.0, 0.0
+		for d := 0.01; d <= 2.6; d *= 2 {
+			if try(f, d) {
+				hitD = d
+				break
+			}
+			prevD = d
+		}
+		if hitD > 0 {
+			lo, hi := prevD, hitD
+			for range 5 {
+				mid := (lo + hi) / 2
+				if try(f, mid) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+		}
+	}
+	if !found {
+		r := plan(math.Pow(1.5, 24), 0)
+		for it := range 20 {
 			res := eval(r)
-			consider(res, fmt.Sprintf("offline plan, L=%gs, repaired ×%d", b.WindowS, it))
+			consider(res, fmt.Sprintf("offline plan, L=%gs, K=%d, repaired ×%d", L, b.K, it))
 			if res.MeetsSLO {
 				break
 			}
+			r = slices.Clone(r)
 			for w := range r {
 				if w < len(res.windowArrivals) && res.windowArrivals[w]-res.windowMet[w] > 0 {
 					r[w]++
@@ -389,24 +621,25 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 	}
 	// Local search: lower one window at a time, largest counts first,
 	// keeping a change while the plan still meets the SLO; at most
-	// localSearchRuns replays.
+	// localSearchRuns replays, fewer on long traces (localSearchWork).
+	limit := runs + min(localSearchRuns, localSearchWork/max(1, seconds))
 	if found {
 		r := slices.Clone(bestR)
 		order := make([]int, len(r))
 		for i := range order {
 			order[i] = i
 		}
-		for pass := 0; pass < 3 && runs < localSearchRuns; pass++ {
+		for pass := 0; pass < 3 && runs < limit; pass++ {
 			slices.SortStableFunc(order, func(a, b int) int { return r[b] - r[a] })
 			improved := false
 			for _, w := range order {
-				if r[w] == 0 || runs >= localSearchRuns {
+				if r[w] == 0 || runs >= limit {
 					continue
 				}
 				r[w]--
 				res := eval(r)
 				if res.MeetsSLO && res.ReplicaSeconds < best.ReplicaSeconds {
-					consider(res, fmt.Sprintf("offline plan, L=%gs, local search", b.WindowS))
+					consider(res, fmt.Sprintf("offline plan, L=%gs, K=%d, local search", L, b.K))
 					improved = true
 				} else {
 					r[w]++
@@ -420,5 +653,10 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 	return best, runs
 }
 
-// localSearchRuns caps the replays of the optimum's local search.
-const localSearchRuns = 400
+// localSearchRuns caps the replays of the optimum's local search;
+// localSearchWork ÷ the trace's seconds caps them on long traces (about
+// 400 on a 1-hour trace, 30 on a 14-day one).
+const (
+	localSearchRuns = 400
+	localSearchWork = 40_000_000
+)

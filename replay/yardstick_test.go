@@ -191,10 +191,11 @@ func TestWorstHour(t *testing.T) {
 
 // TestBoundBurst: 8 requests of 10 s arrive at t = 100 s on 1-slot
 // replicas, SLO 2 s for all of them, cold start 60 s. Any schedule needs 8
-// ready replicas during window 3 ([87, 116) s, L = 29 s), each billed at
-// least the 29 s before the window: the bound is 8 × 29 = 232
-// replica-seconds, above Σ service ÷ slots = 80. The optimum meets the SLO
-// and costs at least the bound.
+// ready replicas during the window holding t = 100 s. With K = 1 (L = 29
+// s) each is billed at least the 29 s before the window: 8 × 29 = 232
+// replica-seconds; with K = 3 (L = ⌊58/4⌋ = 14 s) the three 14 s pieces
+// before it: 8 × 42 = 336, the bound kept. Both exceed Σ service ÷ slots
+// = 80. The optimum meets the SLO and costs at least the bound.
 func TestBoundBurst(t *testing.T) {
 	w := &Workload{ArrivalS: slices.Repeat([]float64{100}, 8), ServiceS: slices.Repeat([]float64{10}, 8)}
 	cfg := DefaultPoolConfig()
@@ -203,8 +204,12 @@ func TestBoundBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bound.WindowS != 29 || c.Bound.WorkReplicaSeconds != 80 || math.Abs(c.Bound.ReplicaSeconds-232) > 1e-6 {
-		t.Errorf("bound: window %g s, work %g, bound %g replica-s; want 29, 80, 232", c.Bound.WindowS, c.Bound.WorkReplicaSeconds, c.Bound.ReplicaSeconds)
+	if c.Bound.WindowS != 14 || c.Bound.K != 3 || c.Bound.WorkReplicaSeconds != 80 || math.Abs(c.Bound.ReplicaSeconds-336) > 1e-6 {
+		t.Errorf("bound: window %g s, K %d, work %g, bound %g replica-s; want 14, 3, 80, 336", c.Bound.WindowS, c.Bound.K, c.Bound.WorkReplicaSeconds, c.Bound.ReplicaSeconds)
+	}
+	n, arr, miss := requestMiss(cfg, w, 29)
+	if b := computeBound(cfg, 1, 29, n, arr, miss, w.TotalWorkS(), 8); math.Abs(b.CoverReplicaSeconds-232) > 1e-6 {
+		t.Errorf("K = 1 bound %g replica-s, want 232", b.CoverReplicaSeconds)
 	}
 	if !c.Optimum.MeetsSLO || c.Optimum.ReplicaSeconds < c.Bound.ReplicaSeconds {
 		t.Errorf("optimum meets %v at %g replica-s; want met and ≥ the bound %g", c.Optimum.MeetsSLO, c.Optimum.ReplicaSeconds, c.Bound.ReplicaSeconds)
