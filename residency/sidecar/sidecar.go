@@ -58,9 +58,13 @@ type Device struct {
 // ResolveBudget decides the pod's budget. open is gpu.System, or nil when cfg.NVML is
 // "off"; visible is $NVIDIA_VISIBLE_DEVICES. Order: --budget-bytes when set (NVML, if it
 // opens, still supplies the device's used memory); else NVML's reading of the device; else the
-// profile table entry for --mig-profile. The profile is --mig-profile, or the MIG device's own.
-// The reserve is cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
-func ResolveBudget(cfg residency.Config, open gpu.Opener, visible string, log *slog.Logger) (plan.Budget, Device, error) {
+// profile table entry for --mig-profile. The profile is --mig-profile, or the MIG device's own
+// resolved to cat's name for the same slice (gpu.ResolveProfile: NVML's name can carry another
+// memory figure than the catalog's, e.g. 1g.12gb for 1g.10gb); a resolution that changes the
+// name is logged, and a MIG device that no catalog profile matches is refused (ErrNoBudget
+// wrapping gpu.ErrNoProfileMatch) rather than run with nothing loadable. The reserve is
+// cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
+func ResolveBudget(cfg residency.Config, cat plan.Catalog, open gpu.Opener, visible string, log *slog.Logger) (plan.Budget, Device, error) {
 	reserve := max(cfg.ReserveBytes, 0)
 	dev := Device{Close: func() {}}
 	var nvmlDev *gpu.Device
@@ -82,7 +86,20 @@ func ResolveBudget(cfg residency.Config, open gpu.Opener, visible string, log *s
 		b = plan.Budget{Profile: cfg.MIGProfile, TotalBytes: cfg.BudgetBytes, ReserveBytes: reserve}
 		dev.Source = "--budget-bytes"
 	case nvmlDev != nil:
-		nb, err := nvmlDev.Budget(cfg.MIGProfile, reserve)
+		profile := cfg.MIGProfile
+		if profile == "" && nvmlDev.MIG {
+			m, err := gpu.ResolveProfile(nvmlDev.Profile, cat.Profiles())
+			if err != nil {
+				dev.Close()
+				return plan.Budget{}, Device{}, fmt.Errorf("%w: device %s (%s): %w (or set --mig-profile)", ErrNoBudget, nvmlDev.UUID, nvmlDev.Name, err)
+			}
+			if !m.Exact {
+				log.Info("MIG profile resolved to the catalog's name", "reported", m.Reported, "profile", m.Profile,
+					"device", nvmlDev.UUID, "total_bytes", nvmlDev.TotalBytes)
+			}
+			profile = m.Profile
+		}
+		nb, err := nvmlDev.Budget(profile, reserve)
 		if err != nil {
 			dev.Close()
 			return plan.Budget{}, Device{}, fmt.Errorf("%w: %w (set --mig-profile on a whole GPU)", ErrNoBudget, err)
@@ -123,7 +140,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if cfg.NVML != "off" {
 		open = gpu.System
 	}
-	budget, dev, err := ResolveBudget(cfg, open, os.Getenv("NVIDIA_VISIBLE_DEVICES"), log)
+	budget, dev, err := ResolveBudget(cfg, cat, open, os.Getenv("NVIDIA_VISIBLE_DEVICES"), log)
 	if err != nil {
 		return err
 	}

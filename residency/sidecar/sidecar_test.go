@@ -49,7 +49,7 @@ func TestResolveBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, dev, err := ResolveBudget(tt.cfg, gpu.NVMLOpener(tt.lib), tt.visible, discard)
+			b, dev, err := ResolveBudget(tt.cfg, plan.Catalog{}, gpu.NVMLOpener(tt.lib), tt.visible, discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,20 +69,20 @@ func TestResolveBudget(t *testing.T) {
 
 func TestResolveBudgetErrors(t *testing.T) {
 	c := residency.DefaultConfig()
-	if _, _, err := ResolveBudget(c, nil, "", discard); !errors.Is(err, ErrNoBudget) {
+	if _, _, err := ResolveBudget(c, plan.Catalog{}, nil, "", discard); !errors.Is(err, ErrNoBudget) {
 		t.Errorf("no source: err = %v, want ErrNoBudget", err)
 	}
 	c.MIGProfile = "9g.1tb"
-	if _, _, err := ResolveBudget(c, nil, "", discard); !errors.Is(err, ErrNoBudget) {
+	if _, _, err := ResolveBudget(c, plan.Catalog{}, nil, "", discard); !errors.Is(err, ErrNoBudget) {
 		t.Errorf("unknown profile: err = %v, want ErrNoBudget", err)
 	}
 	c = residency.DefaultConfig()
 	c.NVML = "on"
-	if _, _, err := ResolveBudget(c, gpu.NVMLOpener(dgxh100.New()), "none", discard); err == nil {
+	if _, _, err := ResolveBudget(c, plan.Catalog{}, gpu.NVMLOpener(dgxh100.New()), "none", discard); err == nil {
 		t.Error("--nvml=on without a device: no error")
 	}
 	c.NVML = "auto"
-	if _, _, err := ResolveBudget(c, gpu.NVMLOpener(dgxh100.New()), "0", discard); !errors.Is(err, ErrNoBudget) {
+	if _, _, err := ResolveBudget(c, plan.Catalog{}, gpu.NVMLOpener(dgxh100.New()), "0", discard); !errors.Is(err, ErrNoBudget) {
 		t.Errorf("whole GPU without a profile: err = %v, want ErrNoBudget", err)
 	}
 }
