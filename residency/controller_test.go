@@ -863,3 +863,43 @@ func TestControllerNeverEvictsBusyModel(t *testing.T) {
 		t.Fatalf("after busy went idle: busy %q, want %q; want UNAVAILABLE and READY", h.state("busy"), h.state("want"))
 	}
 }
+
+// TestControllerAlternatingDemandBounded: two 6 GiB models on a 10 GiB slice, demand moving from
+// one to the other every 30 s for an hour, the loop every 5 s. Each model's catalog load time is
+// L = 45 s (the fake loads instantly), so the anti-thrash rule — a model stays at least
+// plan.AntiThrashFactor × L — allows at most one load per 45 s: 80 per hour, where following
+// every switch would load 120 times. The controller must stay within the rule's bound and still
+// follow the demand.
+func TestControllerAlternatingDemandBounded(t *testing.T) {
+	const load = 45 * time.Second
+	cat := catalog(model("a", plan.TierP1, 6, load), model("b", plan.TierP1, 6, load))
+	cat.MinResidency = 0 // the rule alone
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}, StartupModels: []string{"a"}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	for s := 0; s < 3600; s += 5 {
+		hot, cold := "a", "b"
+		if (s/30)%2 == 1 {
+			hot, cold = "b", "a"
+		}
+		h.demand.set(cold, 0)
+		if h.state(hot) == triton.StateReady {
+			h.demand.set(hot, 0)
+			h.requests(hot, 5) // 1 req/s
+		} else {
+			h.demand.set(hot, 1) // seen by the gateway while not loaded here
+		}
+		h.step()
+		h.clock.Advance(5 * time.Second)
+	}
+	sa, _ := h.srv.Model("a")
+	sb, _ := h.srv.Model("b")
+	loads := sa.Loads + sb.Loads - 1 // a's startup load is not the controller's
+	bound := int(time.Hour / (plan.AntiThrashFactor * load))
+	if loads > bound || loads < 10 {
+		t.Errorf("loads in an hour = %d, want 10..%d (one per %s at most; 120 if every switch loaded)", loads, bound, plan.AntiThrashFactor*load)
+	}
+	if h.srv.MaxDeviceUsedBytes() > 10*gi {
+		t.Errorf("device peaked at %d > budget", h.srv.MaxDeviceUsedBytes())
+	}
+	t.Logf("loads per hour: %d (bound %d)", loads, bound)
+}
