@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
 )
@@ -34,6 +36,8 @@ type modelFile struct {
 	PeakMemoryBytes   map[string]resource.Quantity `json:"peakMemoryBytes"`
 	SwapOverheadBytes *resource.Quantity           `json:"swapOverheadBytes,omitempty"`
 	LoadTime          *metav1.Duration             `json:"loadTime,omitempty"`
+	// Record is the model's admission record (cmd/capacity), relative to the catalog file.
+	Record string `json:"record,omitempty"`
 }
 
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
@@ -49,7 +53,7 @@ func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 	if err != nil {
 		return plan.Catalog{}, nil, fmt.Errorf("%w: read %s: %w", plan.ErrCatalog, path, err)
 	}
-	c, err := ParseCatalog(data)
+	c, err := ParseCatalog(data, record.Reader(filepath.Dir(path)))
 	if err != nil {
 		return plan.Catalog{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -60,8 +64,11 @@ func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 // their YAML path and line, e.g. "models[0].peakMemoryBytez: unknown field (line 7)"), fills
 // defaults (idleTimeout 10m, minResidency 2m, loadTime 10s, reserve and swap overhead 0) and
 // validates the result. Every violation is reported, each naming its field path
-// (models[3].tier) and the accepted range; the error wraps ErrCatalog.
-func ParseCatalog(data []byte) (plan.Catalog, error) {
+// (models[3].tier) and the accepted range; the error wraps ErrCatalog. A model's record (its
+// admission record) is read with readRecord, at most one given (ReadCatalog passes one that
+// resolves paths against the catalog's directory); its peak, swap overhead and load time beat
+// hand-typed ones, and a differing hand-typed value is an error naming both (plan.Model.Admit).
+func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog, error) {
 	var f catalogFile
 	if err := strictyaml.Unmarshal(data, &f); err != nil {
 		return plan.Catalog{}, fmt.Errorf("%w: %w", plan.ErrCatalog, err)
@@ -104,6 +111,19 @@ func ParseCatalog(data []byte) (plan.Catalog, error) {
 		for _, p := range slices.Sorted(maps.Keys(mf.PeakMemoryBytes)) {
 			q := mf.PeakMemoryBytes[p]
 			m.PeakMemoryBytes[p] = bytesOf(fmt.Sprintf("models[%d].peakMemoryBytes[%q]", i, p), &q, 1)
+		}
+		if mf.Record != "" {
+			if len(readRecord) == 0 {
+				errs = append(errs, fmt.Errorf("models[%d].record: %q needs the catalog file's directory to resolve; read the catalog with ReadCatalog", i, mf.Record))
+			} else if a, err := readRecord[0](mf.Record); err != nil {
+				errs = append(errs, fmt.Errorf("models[%d].record: %w", i, err))
+			} else {
+				_, typedPeak := mf.PeakMemoryBytes[a.Profile]
+				typed := plan.Typed{Peak: typedPeak, SwapOverhead: mf.SwapOverheadBytes != nil, LoadTime: mf.LoadTime != nil}
+				if m, err = m.Admit(fmt.Sprintf("models[%d]", i), typed, a); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 		c.Models = append(c.Models, m)
 	}
@@ -149,7 +169,7 @@ func (c *Controller) WatchCatalog(ctx context.Context, path string, loaded []byt
 		if bytes.Equal(data, last) || bytes.Equal(data, rejected) {
 			continue
 		}
-		cat, err := ParseCatalog(data)
+		cat, err := ParseCatalog(data, record.Reader(filepath.Dir(path)))
 		if err == nil {
 			err = c.SetCatalog(cat)
 		}

@@ -1,0 +1,84 @@
+package residency
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferscale/inferscale/capacity/record"
+)
+
+// writeRecord writes an allowed admission record for model on 1g.10gb under dir/records.
+func writeRecord(t *testing.T, dir, model string, peak, swapPeak int64, load float64) {
+	t.Helper()
+	b, err := record.Marshal(record.Record{Model: model, Digest: dgA, Profile: "1g.10gb", SLOThroughputRPS: 37.5, SuccessRate: 1,
+		Memory: record.Memory{SteadyBytes: peak, PeakBytes: peak, SwapPeakBytes: swapPeak}, LoadTimeSeconds: load,
+		Verdict: record.Verdict{Allowed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "records"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "records", record.FileName(model, "1g.10gb")), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCatalogRecord: a model entry referencing its admission record (relative to the catalog
+// file) takes the record's peak, swap overhead (swap peak − peak) and load time; a hand-typed
+// value that differs is an error naming both.
+func TestCatalogRecord(t *testing.T) {
+	dir := t.TempDir()
+	writeRecord(t, dir, "classifier-v5", 1100<<20, 2200<<20, 3.5)
+	path := filepath.Join(dir, "catalog.yaml")
+	write := func(extra string) {
+		t.Helper()
+		y := "models:\n  - name: classifier-v5\n    digest: " + dgA + "\n    tier: P1\n    record: records/classifier-v5.1g.10gb.yaml\n" + extra
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	c, err := LoadCatalog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := c.Model("classifier-v5")
+	if m.PeakMemoryBytes["1g.10gb"] != 1100<<20 || m.SwapOverheadBytes != 1100<<20 || m.LoadTime != 3500*time.Millisecond {
+		t.Errorf("model = %+v, want the record's peak 1100 MiB, swap overhead 1100 MiB, load time 3.5s", m)
+	}
+
+	write("    peakMemoryBytes: {1g.10gb: 1Gi}\n    loadTime: 3s\n")
+	_, err = LoadCatalog(path)
+	for _, want := range []string{
+		`models[0].peakMemoryBytes["1g.10gb"]: 1073741824 typed, record records/classifier-v5.1g.10gb.yaml measured 1153433600`,
+		"models[0].loadTime: 3s typed, record records/classifier-v5.1g.10gb.yaml measured 3.5s",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+
+	if _, err := ParseCatalog([]byte("models: [{name: a, digest: " + dgA + ", tier: P1, record: r.yaml}]")); err == nil || !strings.Contains(err.Error(), `models[0].record: "r.yaml" needs the catalog file's directory`) {
+		t.Errorf("record without a reader: err = %v", err)
+	}
+}
+
+// TestCatalogNamesAsWritten (issue 12): a model named on, y or no keeps its name, and a
+// profile key stays as written.
+func TestCatalogNamesAsWritten(t *testing.T) {
+	c, err := ParseCatalog([]byte("models:\n  - {name: on, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.10gb: 1Gi}}\n  - {name: y, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.10gb: 1Gi}}\n  - {name: no, digest: " + dgA + ", tier: P2, peakMemoryBytes: {1g.10gb: 1Gi}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range c.Models {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, ",") != "no,on,y" {
+		t.Errorf("names = %v, want no, on, y as written", names)
+	}
+}
