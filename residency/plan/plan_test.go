@@ -418,6 +418,11 @@ func TestPlanProperties(t *testing.T) {
 func FuzzPlan(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(42), uint64(7))
+	// Regressions of issue 16: a load refused while busy models (queued or executing) hold the
+	// memory it needs, and a load refused because it would evict more worth than it brings.
+	f.Add(uint64(9), uint64(9))
+	f.Add(uint64(25), uint64(25))
+	f.Add(uint64(43), uint64(43))
 	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
 		cat, b, obs, d, now := randomCase(rand.New(rand.NewPCG(s1, s2)))
 		checkPlan(t, cat, b, obs, d, now, plan.Plan(cat, b, obs, d, now))
