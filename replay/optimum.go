@@ -500,13 +500,13 @@ func planFromWindows(r []int, L, slo, lead float64, seconds int) []int {
 // searchOptimum looks for the cheapest plan meeting the SLO. Plans come
 // from the bound's per-window choice R_w(λ·f), raised to a headroom δ over
 // each window's mean load where needed: R_w = max(R_w(λ·f),
-// ⌈(1+δ)·work_w ÷ (L·slots)⌉). First f = 1.5^k (k = 0…24) at δ = 0, until
+// ⌈(1+δ)·work_w ÷ (L·slots)⌉). First f = 1.5^k (k = 0…39) at δ = 0, until
 // a plan meets the SLO, refined by bisection on f; if none does (the
 // per-window choice may run a window slightly overloaded, and the backlog
-// it leaves carries on), δ doubles from 1 % at the largest f until a plan
-// meets the SLO, refined by bisection on δ; failing that, windows that
-// still miss (and the one before each) get one replica more, up to 20
-// times. Then a local search. Every plan is replayed through the same
+// it leaves carries on), two repairs of the largest plan are tried and the
+// cheaper kept: δ doubling from 1 % until a plan meets the SLO, refined by
+// bisection on δ; and, up to 20 times, windows that still miss (and the
+// one before each) raised by max(1, 1 %). Then a local search. Every plan is replayed through the same
 // simulator as the policies. workS is work arriving per second.
 func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Result, opt runOptions, seconds int, workS []float64) (Result, int) {
 	lead := cfg.ColdStart.Seconds()
@@ -559,7 +559,7 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 		return res.MeetsSLO
 	}
 	prevF, hitF := 0.0, 0.0
-	for k := range 25 {
+	for k := range 40 {
 		f := math.Pow(1.5, float64(k))
 		if try(f, 0) {
 			hitF = f
@@ -579,7 +579,10 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 		}
 	}
 	if !found {
-		f := math.Pow(1.5, 24)
+		// Two repairs of the largest plan, both tried, the cheaper kept:
+		// headroom δ over every window's mean load, and raising the
+		// windows that still miss.
+		f := math.Pow(1.5, 39)
 		prevD, hitD := 0.0, 0.0
 		for d := 0.01; d <= 2.6; d *= 2 {
 			if try(f, d) {
@@ -599,9 +602,7 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 				}
 			}
 		}
-	}
-	if !found {
-		r := plan(math.Pow(1.5, 24), 0)
+		r := plan(f, 0)
 		for it := range 20 {
 			res := eval(r)
 			consider(res, fmt.Sprintf("offline plan, L=%gs, K=%d, repaired ×%d", L, b.K, it))
@@ -611,7 +612,7 @@ func searchOptimum(cfg PoolConfig, b *Bound, run func(Controller, runOptions) Re
 			r = slices.Clone(r)
 			for w := range r {
 				if w < len(res.windowArrivals) && res.windowArrivals[w]-res.windowMet[w] > 0 {
-					r[w]++
+					r[w] = min(b.tables[w].cap, r[w]+max(1, r[w]/100))
 					if w > 0 {
 						r[w-1] = max(r[w-1], r[w])
 					}
