@@ -206,8 +206,8 @@ func (f *Front) Close() error {
 // forwarded. When ctx ends first, the requests still held fail UNAVAILABLE and Drain returns
 // ctx's error; forwarded ones go on until Close.
 func (f *Front) Drain(ctx context.Context) error {
+	f.StartDrain()
 	f.mu.Lock()
-	f.draining = true
 	idle := f.idle
 	busy := f.active > 0
 	f.mu.Unlock()
@@ -225,6 +225,14 @@ func (f *Front) Drain(ctx context.Context) error {
 		f.mu.Unlock()
 		return fmt.Errorf("front: drain: %w", ctx.Err())
 	}
+}
+
+// StartDrain makes the front refuse new inference requests with UNAVAILABLE from now on,
+// without waiting (Drain waits).
+func (f *Front) StartDrain() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.draining = true
 }
 
 // Held returns the number of requests held now per model (models with none are left out): the

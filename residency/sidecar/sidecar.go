@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/front"
 	"github.com/inferscale/inferscale/residency/gpu"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
@@ -125,8 +126,12 @@ func ResolveBudget(cfg residency.Config, cat plan.Catalog, open gpu.Opener, visi
 
 // Run runs the sidecar until ctx is done (SIGTERM), then drains and returns. A drain requested
 // through POST /drain leaves the sidecar running, not ready, until ctx is done.
-func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
-	if err := cfg.Validate(); err != nil {
+//
+// With fc.Listen set, the inference front (residency/front) serves there: it holds requests
+// for catalog models that are not READY, counts them as the planner's queued work and wakes
+// the loop, and drains with the sidecar.
+func Run(ctx context.Context, cfg residency.Config, fc FrontConfig, log *slog.Logger) error {
+	if err := errors.Join(cfg.Validate(), fc.Validate()); err != nil {
 		return err
 	}
 	cat, catBytes, err := residency.ReadCatalog(cfg.CatalogPath)
@@ -192,16 +197,45 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		defer ev.Close()
 		deps.Events = ev
 	}
+	var fr *front.Front
+	if fc.Listen != "" {
+		deps.Held = func() map[string]int { return fr.Held() } // fr is set before the loop runs
+	}
 	ctl, err := residency.NewController(cfg, cat, budget, deps)
 	if err != nil {
 		return err
 	}
 	dr := residency.NewDrainer(cfg, ctl, nil)
+	var handler http.Handler = residency.NewHandler(ctl, dr, reg)
+	var fln net.Listener
+	if fc.Listen != "" {
+		fm, err := front.NewMetrics(reg)
+		if err != nil {
+			return err
+		}
+		fcfg := fc.Front
+		fcfg.Upstream = cfg.TritonAddress
+		fr, err = front.New(fcfg, front.Deps{Readiness: readiness{ctl: ctl, initial: cat},
+			OnHold: func(string) { ctl.Wake() }, Metrics: fm, Log: log})
+		if err != nil {
+			return err
+		}
+		defer fr.Close()
+		if fln, err = net.Listen("tcp", fc.Listen); err != nil {
+			return fmt.Errorf("listen %s (--inference-listen): %w", fc.Listen, err)
+		}
+		handler = drainFront(handler, fr)
+		log.Info("inference front", "addr", fln.Addr().String(), "hold_timeout", fcfg.HoldTimeout,
+			"hold_max_requests", fcfg.MaxHeldRequests, "hold_max_bytes", fcfg.MaxHeldBytes)
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
+		if fln != nil {
+			_ = fln.Close()
+		}
 		return fmt.Errorf("listen %s: %w", cfg.ListenAddress, err)
 	}
-	srv := &http.Server{Handler: residency.NewHandler(ctl, dr, reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("serving", "addr", ln.Addr().String(), "triton", cfg.TritonAddress)
 
 	loopCtx, stopLoop := context.WithCancel(context.Background())
@@ -220,15 +254,39 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		}
 		return nil
 	})
+	if fr != nil {
+		g.Go(func() error { return fr.Serve(fln) })
+	}
 	g.Go(func() error {
 		select {
 		case <-gctx.Done():
 			stopLoop()
+			if fr != nil {
+				_ = fr.Close()
+			}
 			return srv.Close()
 		case <-ctx.Done():
 		}
 		log.Info("terminating: draining")
+		frontDone := make(chan struct{})
+		go func() {
+			defer close(frontDone)
+			if fr == nil {
+				return
+			}
+			// New inference requests fail UNAVAILABLE at once; held and forwarded ones finish,
+			// within the drain's own bound.
+			fctx, cancel := context.WithTimeout(context.Background(), cfg.PropagationDelay+cfg.DrainTimeout)
+			defer cancel()
+			if err := fr.Drain(fctx); err != nil {
+				log.Warn("front drain incomplete: held requests failed UNAVAILABLE", "err", err)
+			}
+		}()
 		derr := dr.Drain(context.Background())
+		<-frontDone
+		if fr != nil {
+			_ = fr.Close()
+		}
 		stopLoop()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -1,0 +1,85 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/front"
+	"github.com/inferscale/inferscale/residency/plan"
+)
+
+// FrontConfig configures the sidecar's inference front (residency/front).
+type FrontConfig struct {
+	// Listen is the address clients' inference calls arrive at (--inference-listen), [host]:port;
+	// empty runs no front (clients call Triton directly, and a request for a model that is not
+	// loaded fails NOT_FOUND as Triton answers it).
+	Listen string
+	// Front configures holding and failing fast; its Upstream is --triton-address.
+	Front front.Config
+}
+
+// DefaultFrontConfig returns no listener and front.DefaultConfig's bounds.
+func DefaultFrontConfig() FrontConfig { return FrontConfig{Front: front.DefaultConfig()} }
+
+// Validate returns every violation, each naming the flag and its accepted range; with no
+// listener there is nothing to check.
+func (c FrontConfig) Validate() error {
+	if c.Listen == "" {
+		return nil
+	}
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--inference-listen: %q: want [host]:port or empty", c.Listen))
+	}
+	if err := c.Front.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// readiness is the front's view of the controller: the catalog, observation and unplaceable
+// models of its latest loop (Status), or the catalog read at start before the first loop.
+type readiness struct {
+	ctl     *residency.Controller
+	initial plan.Catalog
+}
+
+// Verdict implements front.Readiness: outside the catalog → NotInCatalog; unplaceable in this
+// pod → NeverFits; quarantined → Quarantined; READY at the last observation → Ready; else
+// NotReady (hold: the planner counts it as queued work and may load it).
+func (r readiness) Verdict(model string) front.Verdict {
+	st := r.ctl.Status()
+	cat := st.Catalog
+	if st.Observed.Models == nil { // not observed yet
+		cat = r.initial
+	}
+	if _, ok := cat.Model(model); !ok {
+		return front.NotInCatalog
+	}
+	if slices.Contains(st.Unplaceable, model) {
+		return front.NeverFits
+	}
+	ms := st.Observed.Models[model]
+	switch {
+	case ms.Quarantined:
+		return front.Quarantined
+	case ms.State == plan.StateReady:
+		return front.Ready
+	}
+	return front.NotReady
+}
+
+// drainFront makes a POST /drain also start the front's drain (new inference requests fail
+// UNAVAILABLE with a pushback, so clients retry on another pod) before h serves it.
+func drainFront(h http.Handler, fr *front.Front) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/drain" {
+			fr.StartDrain()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
