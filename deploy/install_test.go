@@ -2,6 +2,9 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // renderOn renders like render, on a cluster of the given Kubernetes version.
@@ -151,5 +156,90 @@ func TestToleranceState(t *testing.T) {
 				t.Errorf("NOTES do not say %q:\n%s", tt.wantNotes, notes)
 			}
 		})
+	}
+}
+
+// TestDocScaledObjectsMatchDefaultInstall: every ScaledObject in README.md and docs/scaler.md
+// names the scaler that the chart's default install (a release named "inferscale" in the
+// ScaledObject's own namespace) serves it from, so a reader who copies one gets answers, not
+// InvalidArgument from a scaler that serves another namespace.
+func TestDocScaledObjectsMatchDefaultInstall(t *testing.T) {
+	type so struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+		Spec struct {
+			Triggers []struct {
+				Metadata map[string]string `json:"metadata"`
+			} `json:"triggers"`
+		} `json:"spec"`
+	}
+	found := 0
+	for _, doc := range []string{"../README.md", "../docs/scaler.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range strings.Split(string(b), "```yaml\n")[1:] {
+			block, _, _ = strings.Cut(block, "```")
+			var o so
+			if err := yaml.Unmarshal([]byte(block), &o); err != nil || o.Kind != "ScaledObject" {
+				continue
+			}
+			found++
+			ns := o.Metadata.Namespace
+			inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+			inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+			inst.ReleaseName, inst.Namespace = "inferscale", ns
+			inst.KubeVersion = &kubeVersion
+			inst.APIVersions = chartutil.VersionSet{"keda.sh/v1alpha1"}
+			rel, err := inst.RunWithContext(context.Background(), loadChart(t), map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := decodeRelease(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := objs.services["inferscale-scaler"]
+			if svc == nil {
+				t.Fatalf("default install as release inferscale renders no Service inferscale-scaler: %v", objs.kinds)
+			}
+			want := fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Spec.Ports[0].Port)
+			for _, tr := range o.Spec.Triggers {
+				if got := tr.Metadata["scalerAddress"]; got != want {
+					t.Errorf("%s: ScaledObject %s/%s has scalerAddress %q; the default install in %s serves it at %q",
+						doc, ns, o.Metadata.Name, got, ns, want)
+				}
+			}
+			if d := objs.deployments["inferscale-scaler"]; d == nil || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--watch-namespace="+ns) {
+				t.Errorf("default install in %s: the scaler does not watch %s", ns, ns)
+			}
+		}
+	}
+	if found < 4 {
+		t.Errorf("found %d ScaledObjects in README.md and docs/scaler.md, want at least 4", found)
+	}
+}
+
+// TestScalerMonitorsHonorLabels: the scaler's PodMonitor and ServiceMonitor keep the
+// namespace label the scaler puts on its per-ScaledObject series (the ScaledObject's), so the
+// dashboard's namespace variable works when one scaler serves several namespaces.
+func TestScalerMonitorsHonorLabels(t *testing.T) {
+	o := renderObjects(t, renderCase{name: "monitoring", files: []string{"testdata/monitoring.yaml"}})
+	for id, field := range map[string]string{"PodMonitor/" + scalerName: "podMetricsEndpoints", "ServiceMonitor/" + scalerName: "endpoints"} {
+		m := o.monitors[id]
+		if m == nil {
+			t.Fatalf("%s not rendered", id)
+		}
+		eps, _, _ := unstructured.NestedSlice(m.Object, "spec", field)
+		if len(eps) != 1 {
+			t.Fatalf("%s: %d endpoints, want 1", id, len(eps))
+		}
+		if h, _ := eps[0].(map[string]any)["honorLabels"].(bool); !h {
+			t.Errorf("%s endpoint %v: want honorLabels: true", id, eps[0])
+		}
 	}
 }
