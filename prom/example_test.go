@@ -19,5 +19,5 @@ func ExampleConfine() {
 func ExamplePresetQuery() {
 	q, _ := prom.PresetQuery(prom.EngineTriton, prom.KindQueue, prom.Labels{Namespace: "namespace", Pod: "pod"})
 	fmt.Println(q)
-	// Output: sum by (namespace, model) (nv_inference_pending_request_count)
+	// Output: sum by (namespace, model) ({__name__=~"nv_inference_pending_request_count|inferscale_front_held_requests"})
 }

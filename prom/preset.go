@@ -53,6 +53,10 @@ type Preset struct {
 	Engine string
 	// QueueMetric is a gauge of requests waiting, one series per pod and model.
 	QueueMetric string
+	// HeldMetric, when set, is a gauge of requests held outside the engine (per pod and model)
+	// that the queue signal adds to QueueMetric: the residency sidecar's inference front holds
+	// requests for a model that is not loaded, where the engine cannot count them.
+	HeldMetric string
 	// RequestCounters are counters whose summed rate() is the pool's request rate.
 	RequestCounters []string
 	// ModelLabel is the label that carries the model name on the engine's series.
@@ -88,6 +92,7 @@ var Presets = map[string]Preset{
 	EngineTriton: {
 		Engine:          EngineTriton,
 		QueueMetric:     "nv_inference_pending_request_count",
+		HeldMetric:      "inferscale_front_held_requests",
 		RequestCounters: []string{"nv_inference_request_success", "nv_inference_request_failure"},
 		ModelLabel:      "model",
 		BusyTotal:       "nv_inference_request_duration_us",
@@ -153,6 +158,9 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 	pods := fmt.Sprintf("group by (%s, %s, %s) (%s)", ns, pod, model, p.QueueMetric)
 	switch kind {
 	case KindQueue:
+		if p.HeldMetric != "" { // one selector: the sum has a series wherever either gauge does
+			return fmt.Sprintf(`sum by (%s) ({__name__=~"%s|%s"})`, by, p.QueueMetric, p.HeldMetric), nil
+		}
 		return fmt.Sprintf("sum by (%s) (%s)", by, p.QueueMetric), nil
 	case KindRate:
 		// One sum per counter, then added: rate() drops the metric name, so a single

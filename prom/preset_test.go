@@ -17,7 +17,7 @@ func TestPresetQuery(t *testing.T) {
 		kind   Kind
 		want   string
 	}{
-		{EngineTriton, KindQueue, `sum by (namespace, model) (nv_inference_pending_request_count)`},
+		{EngineTriton, KindQueue, `sum by (namespace, model) ({__name__=~"nv_inference_pending_request_count|inferscale_front_held_requests"})`},
 		{EngineTriton, KindRate, `sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m]))`},
 		{EngineTriton, KindActivity, `avg by (namespace, model) (group by (namespace, pod, model) (nv_inference_pending_request_count) * on (namespace, pod) group_left () avg by (namespace, pod) (DCGM_FI_PROF_GR_ENGINE_ACTIVE))`},
 		{EngineTriton, KindReady, `count by (namespace, model) (group by (namespace, pod, model) (nv_inference_pending_request_count))`},
