@@ -146,8 +146,11 @@ type Level struct {
 	// Stable: the last StableWindows windows agree within Stability (perf_analyzer's rule).
 	Stable bool
 	// Exhausted: MaxWindows passed without the level turning stable; it still counts, judged
-	// on its last windows (the "or after a maximum duration").
+	// on its last windows (the "or after a maximum duration"), unless Growing.
 	Exhausted bool
+	// Growing: the last StableWindows windows' mean latency rose window after window, by more
+	// than Stability in all: a backlog building up, which no longer run would have absorbed.
+	Growing bool
 	// KeepsUp: completions are within Stability of arrivals over the counted windows (a
 	// backlog that grows is not a rate the model holds).
 	KeepsUp bool
@@ -168,7 +171,7 @@ type Level struct {
 // Passes reports whether the level counts toward μ: measured to the end (stable, or MaxWindows
 // exhausted), keeping up, within the SLO and not client-bound.
 func (l Level) Passes() bool {
-	return (l.Stable || l.Exhausted) && l.KeepsUp && l.MeetsSLO && !l.ClientBound
+	return (l.Stable || (l.Exhausted && !l.Growing)) && l.KeepsUp && l.MeetsSLO && !l.ClientBound
 }
 
 // Generator offers open-loop load to a Target.
@@ -181,10 +184,10 @@ type Generator struct {
 	mu       sync.Mutex
 	inFlight map[uint64]time.Time // scheduled send time of each request not yet recorded
 	nextID   uint64
-	done     []record
+	done     []sent
 }
 
-type record struct {
+type sent struct {
 	scheduled time.Time
 	out       Outcome
 }
@@ -314,7 +317,7 @@ func (g *Generator) send(ctx context.Context, wg *sync.WaitGroup, t time.Time, w
 		cancel()
 		g.mu.Lock()
 		delete(g.inFlight, id)
-		g.done = append(g.done, record{scheduled: t, out: out})
+		g.done = append(g.done, sent{scheduled: t, out: out})
 		g.mu.Unlock()
 	}()
 }
@@ -440,10 +443,21 @@ func (g *Generator) summarise(l *Level) {
 	for _, w := range l.Windows {
 		allSent += w.Sent
 	}
+	if n := len(l.Windows); n > StableWindows {
+		a, b, c := l.Windows[n-3].MeanLatency, l.Windows[n-2].MeanLatency, l.Windows[n-1].MeanLatency
+		l.Growing = a < b && b < c && c > (1+g.cfg.Stability)*a
+	}
+	// Little's law: a level meeting the SLO holds about rate × latency limit requests in
+	// flight; a cap at least that large is reached only because the server holds requests
+	// longer than the limit, which fails the level rather than the client.
+	sloInFlight := l.OfferedRPS * g.cfg.SLO.Latency.Seconds()
 	switch {
+	case dropped > 0 && float64(g.cfg.MaxInFlight) >= sloInFlight:
+		l.MeetsSLO, l.KeepsUp = false, false
 	case dropped > 0:
 		l.ClientBound = true
-		l.ClientBoundReason = fmt.Sprintf("%d of %d arrivals not sent: the generator's in-flight cap (%d) was reached", dropped, allSent, g.cfg.MaxInFlight)
+		l.ClientBoundReason = fmt.Sprintf("%d of %d arrivals not sent: the generator's in-flight cap (%d) was reached, below the %.0f in flight the rate needs at the SLO latency",
+			dropped, allSent, g.cfg.MaxInFlight, sloInFlight)
 	case allSent > 0 && float64(lagged) > clientBoundLagFraction*float64(allSent):
 		l.ClientBound = true
 		l.ClientBoundReason = fmt.Sprintf("%d of %d sends started more than %v late: the client cannot keep the schedule", lagged, allSent, g.cfg.MaxLag)

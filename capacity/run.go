@@ -1,0 +1,576 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/gpu"
+	"github.com/inferscale/inferscale/residency/plan"
+	"github.com/inferscale/inferscale/residency/triton"
+)
+
+// ErrRefused is returned by Run when the record's verdict is refused (the record is still
+// written).
+var ErrRefused = errors.New("admission refused")
+
+// ErrUnreachable is wrapped when the target does not answer.
+var ErrUnreachable = errors.New("target unreachable")
+
+// Protocols Run speaks.
+const (
+	ProtocolTriton = "triton-grpc"
+	ProtocolOpenAI = "openai"
+)
+
+// Config is one capacity measurement: what to measure, how, and where the record goes.
+type Config struct {
+	// Protocol is ProtocolTriton (Target host:port of Triton's gRPC endpoint) or
+	// ProtocolOpenAI (Target the server's base URL, http://host:port).
+	Protocol, Target string
+	// Model is the model's name on the server; Digest its immutable artifact digest ("" when
+	// unknown: the record says so).
+	Model, Digest string
+	// Profile is the MIG profile (or whole-GPU name) measured on.
+	Profile string
+	// BudgetBytes is the profile's usable memory; 0 means NVML's reading of the device, else
+	// the profile table (residency/plan). ReserveBytes is kept back from it. Range: >= 0.
+	BudgetBytes, ReserveBytes int64
+	// MetricsURL is Triton's Prometheus endpoint (nv_gpu_memory_used_bytes); "" means
+	// http://<target host>:8002/metrics.
+	MetricsURL string
+	// NVML is "auto" (use it when the device opens), "on" (fail without it) or "off".
+	NVML string
+	// Request is the ModelInfer request (Triton); built by InferRequest.
+	Request *inference.ModelInferRequest
+	// OpenAI is the request shape for ProtocolOpenAI (BaseURL and Model are filled from Target
+	// and Model).
+	OpenAI OpenAITarget
+	// Measure and Search configure the load search; Seed the arrival schedule.
+	Measure MeasureConfig
+	Search  SearchConfig
+	Seed    uint64
+	// SkipMemory leaves out the load/unload/reload steps (a server in default model-control
+	// mode, or an OpenAI endpoint, which has no repository API).
+	SkipMemory bool
+	// OutDir is the folder the record is written to, as <model>.<profile>.yaml.
+	OutDir string
+	// ConnectTimeout bounds the first contact with the target. Range: > 0.
+	ConnectTimeout time.Duration
+}
+
+// DefaultConfig measures a Triton model with DefaultMeasureConfig and DefaultSearchConfig,
+// the first rate probed (Search.StartRPS 0).
+func DefaultConfig() Config {
+	return Config{
+		Protocol: ProtocolTriton, NVML: "auto", ReserveBytes: 256 << 20,
+		Measure: DefaultMeasureConfig(), Search: probed(DefaultSearchConfig()), Seed: 1,
+		OpenAI:         OpenAITarget{PromptTokens: 128, MaxTokens: 128},
+		ConnectTimeout: 5 * time.Second, OutDir: ".",
+	}
+}
+
+// Validate returns every violation, each naming its flag and range.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	switch c.Protocol {
+	case ProtocolTriton:
+		if _, _, err := net.SplitHostPort(c.Target); err != nil {
+			bad("--target %q: want host:port of Triton's gRPC endpoint (e.g. localhost:8001)", c.Target)
+		}
+	case ProtocolOpenAI:
+		if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("--target %q: want the server's base URL (e.g. http://localhost:8000)", c.Target)
+		}
+		if c.OpenAI.PromptTokens < 1 || c.OpenAI.MaxTokens < 1 {
+			bad("--prompt-tokens %d and --max-tokens %d: want >= 1", c.OpenAI.PromptTokens, c.OpenAI.MaxTokens)
+		}
+	default:
+		bad("--protocol %q: want %s or %s", c.Protocol, ProtocolTriton, ProtocolOpenAI)
+	}
+	if c.Model == "" {
+		bad("--model is required: the model's name on the server")
+	}
+	if !plan.ValidProfile(c.Profile) {
+		bad("--mig-profile %q: want a profile name (lower case, e.g. 1g.10gb or h100-80gb)", c.Profile)
+	}
+	if c.BudgetBytes < 0 || c.BudgetBytes > plan.MaxMemoryBytes {
+		bad("--budget-bytes %d: want 0 (NVML or the profile table) to %d", c.BudgetBytes, plan.MaxMemoryBytes)
+	}
+	if c.BudgetBytes == 0 {
+		if _, ok := plan.ProfileBytes(c.Profile); !ok && c.NVML == "off" && plan.ValidProfile(c.Profile) {
+			bad("--mig-profile %q is not in the profile table (%s) and NVML is off: set --budget-bytes", c.Profile, strings.Join(plan.Profiles(), ", "))
+		}
+	}
+	if c.ReserveBytes < 0 || c.ReserveBytes > plan.MaxMemoryBytes {
+		bad("--reserve-bytes %d: want 0 to %d", c.ReserveBytes, plan.MaxMemoryBytes)
+	}
+	if c.NVML != "auto" && c.NVML != "on" && c.NVML != "off" {
+		bad("--nvml %q: want auto, on or off", c.NVML)
+	}
+	if c.MetricsURL != "" {
+		if u, err := url.Parse(c.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("--metrics-url %q: want http://host:port/metrics", c.MetricsURL)
+		}
+	}
+	if c.OutDir == "" {
+		bad("--out is empty: want the folder to write the record to")
+	}
+	if c.ConnectTimeout <= 0 {
+		bad("--connect-timeout %v: want > 0", c.ConnectTimeout)
+	}
+	search := c.Search
+	if search.StartRPS == 0 { // probed by Run
+		search.StartRPS = max(search.MinRPS, math.SmallestNonzeroFloat64)
+	}
+	return errors.Join(append(errs, c.Measure.Validate(), search.Validate())...)
+}
+
+// probeRequests is how many requests, one at a time, estimate the service time when
+// Search.StartRPS is 0.
+const probeRequests = 20
+
+// probeStart returns the search's first rate when none is given: half the rate one
+// execution slot serves, 0.5 ÷ S, with S the median latency of probeRequests requests sent one
+// after another (no queueing) — a rate any model handles, reached in few doublings.
+func probeStart(ctx context.Context, t Target, cfg SearchConfig, timeout time.Duration) (float64, error) {
+	lat := make([]float64, 0, probeRequests)
+	var codes []string
+	for range probeRequests {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		start := time.Now()
+		out := t.Send(rctx, time.Now)
+		cancel()
+		if out.Code != "" {
+			codes = append(codes, out.Code)
+			continue
+		}
+		lat = append(lat, out.Done.Sub(start).Seconds())
+	}
+	if len(lat) < probeRequests/2 {
+		return 0, fmt.Errorf("probe: %d of %d requests failed (%s): check --model and the request (--input, --input-data)", len(codes), probeRequests, strings.Join(codes, ", "))
+	}
+	slices.Sort(lat)
+	s := max(Quantile(lat, 0.5), 1e-6)
+	return min(max(cfg.MinRPS, 0.5/s), cfg.MaxRPS), nil
+}
+
+// Written is what Run produced.
+type Written struct {
+	Record record.Record
+	// Path is the record's file.
+	Path string
+}
+
+// Run measures cfg.Model, writes its admission record to cfg.OutDir and returns it. Progress
+// goes to log (one line per level). A record whose verdict is refused is written and Run
+// returns ErrRefused with it; a client-bound search writes no record and returns
+// ErrClientBound.
+func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
+	if err := cfg.Validate(); err != nil {
+		return Written{}, err
+	}
+	rec := record.Record{
+		Model: cfg.Model, Digest: cfg.Digest, Profile: cfg.Profile,
+		Runtime: record.Runtime{Target: cfg.Target, Protocol: cfg.Protocol, MIGProfile: cfg.Profile, MemorySource: "none",
+			MeasuredAt: time.Now().UTC().Format(time.RFC3339)},
+		LoadShape: record.LoadShape{Arrivals: "poisson", SLOLatencySeconds: cfg.Measure.SLO.Latency.Seconds(),
+			SLOQuantile: cfg.Measure.SLO.Quantile, MaxErrorRate: cfg.Measure.SLO.MaxErrorRate,
+			WindowSeconds: cfg.Measure.Window.Seconds(), MaxWindows: cfg.Measure.MaxWindows, Stability: cfg.Measure.Stability, Seed: cfg.Seed},
+	}
+	var limits []string
+	note := func(format string, args ...any) { limits = append(limits, fmt.Sprintf(format, args...)) }
+	if cfg.Digest == "" {
+		note("no --digest given: the record cannot be matched to an immutable artifact")
+	}
+	note("server, driver and CUDA versions are not readable through inferscale's Triton protocol subset")
+
+	mem := memSource{metricsURL: cfg.MetricsURL, client: &http.Client{Timeout: cfg.ConnectTimeout}}
+	if cfg.NVML != "off" {
+		dev, closeDev, err := gpu.System(os.Getenv("NVIDIA_VISIBLE_DEVICES"))
+		switch {
+		case err == nil:
+			defer closeDev()
+			mem.nvml = dev
+			rec.Runtime.GPUProduct = dev.Name
+			if dev.Profile != "" {
+				rec.Runtime.MIGProfile = dev.Profile
+			}
+			if cfg.BudgetBytes == 0 {
+				cfg.BudgetBytes = dev.TotalBytes
+			}
+		case cfg.NVML == "on":
+			return Written{}, fmt.Errorf("--nvml=on: %w", err)
+		}
+	}
+	if cfg.BudgetBytes == 0 {
+		b, ok := plan.ProfileBytes(cfg.Profile)
+		if !ok {
+			return Written{}, fmt.Errorf("%w: --mig-profile %q is not in the profile table and NVML is not available: set --budget-bytes", ErrInvalidConfig, cfg.Profile)
+		}
+		cfg.BudgetBytes = b
+	}
+
+	var target Target
+	var tc *triton.Client
+	switch cfg.Protocol {
+	case ProtocolTriton:
+		if mem.metricsURL == "" {
+			host, _, _ := net.SplitHostPort(cfg.Target)
+			mem.metricsURL = "http://" + net.JoinHostPort(host, "8002") + "/metrics"
+		}
+		conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return Written{}, fmt.Errorf("--target %s: %w", cfg.Target, err)
+		}
+		defer conn.Close()
+		tc, err = triton.New(conn, triton.DefaultConfig())
+		if err != nil {
+			return Written{}, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+		live, err := tc.ServerLive(cctx)
+		cancel()
+		if err != nil || !live {
+			return Written{}, fmt.Errorf("%w: --target %s: Triton's ServerLive did not answer true within %v: %v", ErrUnreachable, cfg.Target, cfg.ConnectTimeout, err)
+		}
+		req := cfg.Request
+		if req == nil {
+			req = &inference.ModelInferRequest{ModelName: cfg.Model}
+		}
+		target = TritonTarget{Client: inference.NewGRPCInferenceServiceClient(conn), Request: req}
+	case ProtocolOpenAI:
+		o := cfg.OpenAI
+		o.BaseURL, o.Model = cfg.Target, cfg.Model
+		if o.Client == nil {
+			o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Measure.MaxInFlight}}
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cfg.Target, "/")+"/v1/models", nil)
+		resp, err := o.Client.Do(req)
+		cancel()
+		if err != nil {
+			return Written{}, fmt.Errorf("%w: --target %s: GET /v1/models: %v", ErrUnreachable, cfg.Target, err)
+		}
+		resp.Body.Close()
+		target = o
+		cfg.SkipMemory = true
+		note("OpenAI-compatible endpoint: no repository API, so load time and swap peak are not measured")
+	}
+	rec.LoadShape.Request = target.Describe()
+
+	var baseline int64
+	var err error
+	if !cfg.SkipMemory {
+		fmt.Fprintf(log, "loading %s through Triton's repository API (EXPLICIT mode)\n", cfg.Model)
+		b, loadTime, steady, lerr := loadFresh(ctx, tc, &mem, cfg.Model)
+		if err = lerr; err != nil {
+			return Written{}, err
+		}
+		baseline = b
+		rec.LoadTimeSeconds = loadTime.Seconds()
+		rec.Memory.SteadyBytes = steady
+		rec.Runtime.MemorySource = mem.source
+	}
+
+	if cfg.Search.StartRPS == 0 {
+		if cfg.Search.StartRPS, err = probeStart(ctx, target, cfg.Search, cfg.Measure.RequestTimeout); err != nil {
+			return Written{}, err
+		}
+		fmt.Fprintf(log, "starting at %.4g req/s (half of one execution slot's rate, from %d probe requests)\n", cfg.Search.StartRPS, probeRequests)
+	}
+	gen, err := NewGenerator(target, nil, cfg.Measure, cfg.Seed)
+	if err != nil {
+		return Written{}, err
+	}
+	peak := startSampler(ctx, &mem)
+	res, err := Search(ctx, cfg.Search, func(ctx context.Context, r float64) (Level, error) {
+		l, err := gen.Measure(ctx, r)
+		if err == nil {
+			fmt.Fprintf(log, "%9.2f req/s offered: %9.2f served, p50 %.4fs p99 %.4fs, success %.4f, stable %v, passed %v (%d windows)\n",
+				l.OfferedRPS, l.ThroughputRPS, l.P50, l.P99, l.SuccessRate, l.Stable, l.Passes(), len(l.Windows))
+		}
+		return l, err
+	})
+	maxUsed := peak()
+	if err != nil {
+		return Written{}, err
+	}
+	limits = append(limits, res.Limits...)
+	fillFromSearch(&rec, res)
+	if !cfg.SkipMemory {
+		rec.Memory.PeakBytes = max(rec.Memory.SteadyBytes, maxUsed-baseline)
+		swap, returned, err := reloadAndUnload(ctx, tc, &mem, cfg.Model, baseline)
+		if err != nil {
+			return Written{}, err
+		}
+		rec.Memory.SwapPeakBytes = max(swap, rec.Memory.PeakBytes)
+		rec.Memory.ReturnedAfterUnload = returned
+		if !returned {
+			note("device memory did not return to its level before the load within 10 s of the unload")
+		}
+	}
+	rec.Verdict = Verdict(rec, cfg.BudgetBytes, cfg.ReserveBytes)
+	rec.Verdict.Limits = append(limits, rec.Verdict.Limits...)
+
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return Written{}, fmt.Errorf("--out: %w", err)
+	}
+	path := filepath.Join(cfg.OutDir, record.FileName(cfg.Model, cfg.Profile))
+	b, err := record.Marshal(rec)
+	if err != nil {
+		return Written{}, err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return Written{}, fmt.Errorf("--out: %w", err)
+	}
+	out := Written{Record: rec, Path: path}
+	if !rec.Verdict.Allowed {
+		return out, fmt.Errorf("%w: %s on %s: %s", ErrRefused, cfg.Model, cfg.Profile, strings.Join(rec.Verdict.Limits, "; "))
+	}
+	return out, nil
+}
+
+// fillFromSearch puts μ, the figures at μ, the curve and the scaler's k and S in rec.
+func fillFromSearch(rec *record.Record, res Result) {
+	rec.SLOThroughputRPS = res.MuRPS
+	rec.LatencySeconds = record.Latency{P50: res.Best.P50, P95: res.Best.P95, P99: res.Best.P99}
+	rec.SuccessRate = res.Best.SuccessRate
+	var maxThroughput float64
+	for _, l := range res.Curve {
+		rec.Curve = append(rec.Curve, record.Point{OfferedRPS: l.OfferedRPS, ThroughputRPS: l.ThroughputRPS,
+			P50: l.P50, P95: l.P95, P99: l.P99, TTFTP50: l.TTFTP50, TTFTP99: l.TTFTP99, SuccessRate: l.SuccessRate,
+			Stable: l.Stable, Passed: l.Passes(), Windows: len(l.Windows), ErrorsByCode: nonEmpty(l.ErrorsByCode)})
+		maxThroughput = max(maxThroughput, l.ThroughputRPS)
+	}
+	if len(res.Curve) > 0 {
+		rec.LoadShape.ServiceTimeSeconds = res.Curve[0].P50
+		rec.LoadShape.ReplicaConcurrency = max(1, int(math.Round(maxThroughput*rec.LoadShape.ServiceTimeSeconds)))
+	}
+}
+
+func nonEmpty(m map[string]int) map[string]int {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// Verdict judges rec against the profile's budget: allowed when μ > 0 and both the peak and
+// the swap peak, plus the reserve, fit budgetBytes; headroom = budget − reserve −
+// max(peak, swap peak).
+func Verdict(rec record.Record, budgetBytes, reserveBytes int64) record.Verdict {
+	v := record.Verdict{BudgetBytes: budgetBytes, ReserveBytes: reserveBytes, Allowed: true}
+	need := max(rec.Memory.PeakBytes, rec.Memory.SwapPeakBytes)
+	v.HeadroomBytes = budgetBytes - reserveBytes - need
+	if rec.Memory.PeakBytes+reserveBytes > budgetBytes {
+		v.Allowed = false
+		v.Limits = append(v.Limits, fmt.Sprintf("refused: peak %s + reserve %s exceeds the %s budget %s",
+			plan.FormatBytes(rec.Memory.PeakBytes), plan.FormatBytes(reserveBytes), rec.Profile, plan.FormatBytes(budgetBytes)))
+	} else if rec.Memory.SwapPeakBytes+reserveBytes > budgetBytes {
+		v.Allowed = false
+		v.Limits = append(v.Limits, fmt.Sprintf("refused: swap peak %s + reserve %s exceeds the %s budget %s (a reload would not fit)",
+			plan.FormatBytes(rec.Memory.SwapPeakBytes), plan.FormatBytes(reserveBytes), rec.Profile, plan.FormatBytes(budgetBytes)))
+	}
+	if rec.SLOThroughputRPS <= 0 {
+		v.Allowed = false
+		v.Limits = append(v.Limits, "refused: no rate met the SLO")
+	}
+	return v
+}
+
+// memSource reads the device memory in use: NVML when the device opened, else Triton's
+// nv_gpu_memory_used_bytes (summed over the GPUs the endpoint reports).
+type memSource struct {
+	nvml       *gpu.Device
+	metricsURL string
+	client     *http.Client
+	source     string
+}
+
+func (m *memSource) used(ctx context.Context) (int64, error) {
+	if m.nvml != nil {
+		m.source = "nvml"
+		return m.nvml.UsedBytes()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.metricsURL, nil)
+	if err != nil {
+		return 0, fmt.Errorf("--metrics-url %s: %w", m.metricsURL, err)
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("--metrics-url %s: %w", m.metricsURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("--metrics-url %s: HTTP %d", m.metricsURL, resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, fmt.Errorf("--metrics-url %s: %w", m.metricsURL, err)
+	}
+	f, ok := fams["nv_gpu_memory_used_bytes"]
+	if !ok {
+		return 0, fmt.Errorf("--metrics-url %s: no nv_gpu_memory_used_bytes (is Triton's GPU metrics collection on?)", m.metricsURL)
+	}
+	var sum float64
+	for _, mt := range f.GetMetric() {
+		sum += mt.GetGauge().GetValue()
+	}
+	m.source = "triton-metrics"
+	return int64(sum), nil
+}
+
+// startSampler reads used memory every 100 ms until the returned function is called, which
+// returns the highest reading (0 when none succeeded).
+func startSampler(ctx context.Context, m *memSource) func() int64 {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var peak int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if u, err := m.used(ctx); err == nil {
+				mu.Lock()
+				peak = max(peak, u)
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+// loadFresh unloads the model if loaded (waiting until Triton reports it UNAVAILABLE), reads
+// the baseline, loads it timing the call, and returns the baseline, the load time and the
+// steady memory (device use above the baseline; Triton's memory_usage where no device reading
+// is available).
+func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model string) (int64, time.Duration, int64, error) {
+	idx, err := tc.Index(ctx, false)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("repository index: %w", err)
+	}
+	found := false
+	for _, m := range idx {
+		if m.Name != model {
+			continue
+		}
+		found = true
+		if m.State == triton.StateReady || m.State == triton.StateLoading {
+			if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
+				return 0, 0, 0, fmt.Errorf("unload %s before measuring its load: %w", model, err)
+			}
+			if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
+				return 0, 0, 0, fmt.Errorf("unload %s: %w", model, err)
+			}
+		}
+	}
+	if !found {
+		return 0, 0, 0, fmt.Errorf("--model %q is not in Triton's model repository", model)
+	}
+	baseline, baseErr := mem.used(ctx)
+	start := time.Now()
+	if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
+		return 0, 0, 0, fmt.Errorf("load %s: %w", model, err)
+	}
+	loadTime := time.Since(start)
+	var steady int64
+	if u, err := mem.used(ctx); err == nil && baseErr == nil {
+		steady = u - baseline
+	} else if st, err := tc.Statistics(ctx, model); err == nil && len(st) > 0 {
+		steady = int64(st[0].GPUBytes())
+		mem.source = "triton-statistics"
+	}
+	return baseline, loadTime, steady, nil
+}
+
+// reloadAndUnload reloads the loaded model (Triton keeps the old copy serving while the new
+// one loads) sampling memory, then unloads it and checks the memory returns to baseline; it
+// loads the model again so that it is left as found (READY). It returns the swap peak above
+// baseline and whether the memory returned.
+func reloadAndUnload(ctx context.Context, tc *triton.Client, mem *memSource, model string, baseline int64) (int64, bool, error) {
+	peak := startSampler(ctx, mem)
+	err := tc.Load(ctx, model, triton.LoadOptions{})
+	maxUsed := peak()
+	if err != nil {
+		return 0, false, fmt.Errorf("reload %s: %w", model, err)
+	}
+	if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
+		return 0, false, fmt.Errorf("unload %s: %w", model, err)
+	}
+	if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
+		return 0, false, fmt.Errorf("unload %s: %w", model, err)
+	}
+	returned := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		u, err := mem.used(ctx)
+		if err != nil {
+			break
+		}
+		if u <= baseline {
+			returned = true
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
+		return 0, false, fmt.Errorf("load %s again after the measurement: %w", model, err)
+	}
+	return max(0, maxUsed-baseline), returned, nil
+}
+
+// ScaledObjectMetadata is the scaler trigger metadata a record implies, as the chart's values
+// take it (strings): replicaConcurrency k, replicaThroughput μ (req/s at the SLO), and the
+// measured service time S as a comment (the scaler measures S itself through
+// serviceTimeQuery; with only replicaThroughput it uses S = k/μ).
+func ScaledObjectMetadata(rec record.Record) string {
+	return fmt.Sprintf("# ScaledObject trigger metadata for %s on %s (from %s):\n"+
+		"replicaConcurrency: \"%d\"\nreplicaThroughput: \"%.4g\"\n# measured service time S ≈ %.4g s (median latency at the lowest rate)\n",
+		rec.Model, rec.Profile, record.FileName(rec.Model, rec.Profile),
+		rec.LoadShape.ReplicaConcurrency, rec.SLOThroughputRPS, rec.LoadShape.ServiceTimeSeconds)
+}
+
+func probed(c SearchConfig) SearchConfig {
+	c.StartRPS = 0
+	return c
+}
