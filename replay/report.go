@@ -308,11 +308,15 @@ func (c *Comparison) replicaPlot() (*plot.Plot, error) {
 	dl.StepStyle = plotter.PreStep
 	p.Add(dl)
 	p.Legend.Add("demand (work ÷ slots)", dl)
+	var peaks []float64
 	for i, r := range runs {
 		xy := make(plotter.XYs, len(r.Series))
+		peak := 0.0
 		for k, s := range r.Series {
 			xy[k] = plotter.XY{X: s.TimeS / 3600, Y: float64(s.Live)}
+			peak = math.Max(peak, float64(s.Live))
 		}
+		peaks = append(peaks, peak)
 		l, err := plotter.NewLine(xy)
 		if err != nil {
 			return nil, err
@@ -321,6 +325,17 @@ func (c *Comparison) replicaPlot() (*plot.Plot, error) {
 		p.Add(l)
 		p.Legend.Add(r.Policy, l)
 	}
+	// One policy far above the rest would flatten them: clip the axis at
+	// 1.2 × the second-highest peak when the highest is over twice it.
+	if len(peaks) > 1 {
+		s := slices.Clone(peaks)
+		slices.Sort(s)
+		if top, second := s[len(s)-1], s[len(s)-2]; second > 0 && top > 2*second {
+			p.Y.Min, p.Y.Max = 0, 1.2*second
+			p.Title.Text += fmt.Sprintf(" (axis clipped at %.0f; peak %.0f)", 1.2*second, top)
+		}
+	}
+	p.Legend.Left = false
 	return p, nil
 }
 
