@@ -486,7 +486,8 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
 				default:
 					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
-						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending)}
+						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending),
+							WaitingSince: t0.Add(time.Duration(m.pending[0] * 1e9))}
 					}
 				}
 			}

@@ -57,6 +57,9 @@ type ModelStatus struct {
 	// Executing is the number of requests executing (the controller's in-flight accounting).
 	// Negative reads as 0.
 	Executing int
+	// WaitingSince is when the oldest request still waiting for the model arrived (zero:
+	// unknown or none). Waiting work ages: see Decide.
+	WaitingSince time.Time
 }
 
 // Busy reports whether the model has work in flight (queued or executing requests): a busy
@@ -224,6 +227,16 @@ func density(m Model, profile string, worth float64) float64 {
 	return worth / (float64(peak) / gib)
 }
 
+// worth is Decide's worth of m: Worth at rate, plus its work in flight, plus the age of its
+// oldest waiting request in load times.
+func worth(m Model, rate float64, st ModelStatus, now time.Time) float64 {
+	w := Worth(m, rate) + float64(st.InFlight())
+	if st.InFlight() > 0 && !st.WaitingSince.IsZero() && now.After(st.WaitingSince) {
+		w += now.Sub(st.WaitingSince).Seconds() / m.LoadTime.Seconds()
+	}
+	return w
+}
+
 // Worth is the load stall that keeping m resident avoids, in request-seconds per second:
 // expected demand (req/s) × load time (s) — each future request would wait one load. A load pays
 // for itself when its Worth exceeds the Worth of the models it evicts.
@@ -298,8 +311,12 @@ type contender struct {
 // A model's worth here is Worth(rate) plus its work in flight (ModelStatus.InFlight: queued and
 // executing requests, or requests held for a model that is not loaded): a request that waits
 // accrues stall at one second per second until its model serves it, so each counts 1 req·s/s,
-// while a future arrival costs one load time at its expected rate. Its value is worth ÷ GiB. A
-// model with requests held for it is wanted even before its rate shows them.
+// while a future arrival costs one load time at its expected rate. Waiting work also ages: the
+// oldest waiting request adds its wait in load times (WaitingSince), so that, as with Highest
+// Response Ratio Next (Brinch Hansen, "Short-term scheduling in multiprogramming systems", SOSP
+// 1971), a model whose requests wait gains rank until it is served and none starves behind a
+// busier one. Its value is worth ÷ GiB. A model with requests held for it is wanted even before
+// its rate shows them.
 //
 // Admission pays for itself: walking the admitted P1/P2 loads in rank order, each takes free
 // memory first and then the evictions, lowest-ranked first; a load whose Worth does not exceed
@@ -371,7 +388,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idle timeout %s (freeIdle)", m.Tier, m.Name, since, timeout)})
 				continue
 			}
-			w := Worth(*m, rate) + float64(st.InFlight())
+			w := worth(*m, rate, st, now)
 			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: density(*m, budget.Profile, w),
 				worth: w, stale: stale})
 		case st.State.HoldsMemory(): // LOADING, UNLOADING: in flight, left alone.
@@ -381,7 +398,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			w := Worth(*m, rate) + float64(st.InFlight())
+			w := worth(*m, rate, st, now)
 			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: density(*m, budget.Profile, w), worth: w})
 		}
 	}

@@ -139,6 +139,18 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name: "waiting work ages: one request held 10 min outranks two just held (no starvation)",
+			cat:  catalog(model("old", plan.TierP1, 6, 10*time.Second), model("new", plan.TierP1, 6, 10*time.Second)),
+			// old: 1 held + 600 s / 10 s = worth 61; new: 2 held = worth 2. Only one fits.
+			budget: budget10,
+			obs: plan.Observed{Models: map[string]plan.ModelStatus{
+				"old": {State: plan.StateUnavailable, Queued: 1, WaitingSince: t0.Add(-10 * time.Minute)},
+				"new": {State: plan.StateUnavailable, Queued: 2, WaitingSince: t0}}},
+			want: []plan.Action{{Kind: plan.ActionLoad, Model: "old", Cause: plan.CauseDemand, At: t0, AccountedBytes: 6 * gi, PeakBytes: 6 * gi, Digest: dgA,
+				Reason: "load: P1 demand 0 req/s, value 10.2; needs 6.00GiB"}},
+			wantRefused: []string{"new: refused: needs 6.00GiB; fixed 0.0MiB + higher-ranked 6.00GiB leave 4.00GiB of 10.00GiB"},
+		},
+		{
 			name:        "a load worth less than its victim is refused, and says so",
 			cat:         catalog(model("tiny", plan.TierP1, 0.5, 10*time.Second), model("big", plan.TierP1, 9.75, 10*time.Second)),
 			budget:      budget10,
@@ -363,6 +375,9 @@ func randomCase(r *rand.Rand) (plan.Catalog, plan.Budget, plan.Observed, plan.De
 		st.Quarantined = r.IntN(10) == 0
 		if r.IntN(5) == 0 {
 			st.Queued, st.Executing = r.IntN(4), r.IntN(2)
+			if r.IntN(2) == 0 {
+				st.WaitingSince = now.Add(-time.Duration(r.IntN(900)) * time.Second)
+			}
 		}
 		if r.IntN(6) == 0 {
 			st.BackoffUntil = now.Add(time.Duration(r.IntN(120)-60) * time.Second)
