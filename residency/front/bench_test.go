@@ -2,6 +2,9 @@ package front_test
 
 import (
 	"context"
+	"io"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
@@ -89,20 +92,27 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
+// holdClientEnv carries the front's address to TestHoldClientProcess.
+const holdClientEnv = "INFERSCALE_FRONT_HOLD_CLIENT"
+
+// heldForMemory is how many requests BenchmarkHoldMemory holds (the issue's figure).
+const heldForMemory = 1000
+
 // BenchmarkHoldMemory holds 1,000 small ModelInfer requests for a model that is not loaded
-// and reports the memory in use (heap and goroutine stacks, after a GC) above the idle
-// baseline. Client and front share this process; the client sends each request on a stream
-// it does not wait on (no goroutine per call), so the figure is the front's cost plus the
-// client's HTTP/2 stream state: an upper bound on the front's share. Target (issue 17):
-// ≤ 16 MiB.
+// and reports the memory the front then uses (heap in use and goroutine stacks, after a GC)
+// above its idle baseline. The clients run in a child process (TestHoldClientProcess), so
+// only the front's memory (and an idle tritontest's) is counted. Target (issue 17): ≤ 16 MiB.
 func BenchmarkHoldMemory(b *testing.B) {
-	const held = 1000
 	for range b.N {
 		tc := tritontest.DefaultConfig()
 		tc.Models = []tritontest.Model{{Name: "small", MemoryBytes: 1 << 20}}
 		cfg := testConfig()
-		cfg.MaxHeldRequests = held
+		cfg.MaxHeldRequests = heldForMemory
 		h := start(b, tc, cfg, false, "small")
+		// The front's connection to Triton is part of its idle baseline.
+		if _, err := h.client.ServerReady(context.Background(), &inference.ServerReadyRequest{}); err != nil {
+			b.Fatal(err)
+		}
 		var stack uint64
 		inUse := func() uint64 {
 			runtime.GC()
@@ -111,31 +121,51 @@ func BenchmarkHoldMemory(b *testing.B) {
 			stack = ms.StackInuse - stack
 			return ms.HeapInuse + ms.StackInuse
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		// Warm the connections so their buffers are in the baseline.
-		if _, err := h.client.ServerReady(ctx, &inference.ServerReadyRequest{}); err != nil {
+		before := inUse()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHoldClientProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), holdClientEnv+"="+h.addr)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
 			b.Fatal(err)
 		}
-		before := inUse()
-		req := &inference.ModelInferRequest{ModelName: "small", Id: "1",
-			Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
-			RawInputContents: [][]byte{make([]byte, 16)}}
-		for range held {
-			cs, err := h.conn.NewStream(ctx, &grpc.StreamDesc{}, inference.GRPCInferenceService_ModelInfer_FullMethodName)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := cs.SendMsg(req); err != nil {
-				b.Fatal(err)
-			}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
 		}
-		waitHeld(b, h, "small", held)
+		waitHeld(b, h, "small", heldForMemory)
 		after := inUse()
-		cancel()
+		_ = stdin.Close() // the client cancels its calls and exits
+		_ = cmd.Wait()
 		waitHeld(b, h, "small", 0)
 		b.ReportMetric(float64(after-before)/(1<<20), "MiB_held")
-		b.ReportMetric(float64(after-before)/held, "B/held_request")
-		b.ReportMetric(float64(stack)/held, "stack_B/held_request")
+		b.ReportMetric(float64(after-before)/heldForMemory, "B/held_request")
+		b.ReportMetric(float64(stack)/heldForMemory, "stack_B/held_request")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestHoldClientProcess is BenchmarkHoldMemory's client, run by it as a child process: it
+// starts heldForMemory small ModelInfer calls to the front at $INFERSCALE_FRONT_HOLD_CLIENT
+// and keeps them open until its stdin closes. Skipped otherwise.
+func TestHoldClientProcess(t *testing.T) {
+	addr := os.Getenv(holdClientEnv)
+	if addr == "" {
+		t.Skip("the client process of BenchmarkHoldMemory")
+	}
+	cc := dial(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := &inference.ModelInferRequest{ModelName: "small", Id: "1",
+		Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
+		RawInputContents: [][]byte{make([]byte, 16)}}
+	for range heldForMemory {
+		cs, err := cc.NewStream(ctx, &grpc.StreamDesc{}, inference.GRPCInferenceService_ModelInfer_FullMethodName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.SendMsg(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }

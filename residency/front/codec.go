@@ -13,6 +13,9 @@ import (
 // which frees it once written) or frees it.
 type frame struct {
 	data mem.BufferSlice
+	// onSend, when set, is called once when gRPC marshals the frame to send it: the call's
+	// stream exists and the message is on its way.
+	onSend func()
 }
 
 func (f *frame) free() {
@@ -34,6 +37,10 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	d := f.data
 	f.data = nil // the reference passes to gRPC
+	if f.onSend != nil {
+		f.onSend()
+		f.onSend = nil
+	}
 	return d, nil
 }
 

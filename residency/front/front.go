@@ -127,8 +127,12 @@ type waiter struct {
 	released bool
 	err      *refusal
 	ready    chan struct{}
-	sent     chan struct{} // closed by the handler once its request went upstream, or it gave up
+	sent     chan struct{} // closed by markSent once its request went upstream, or it gave up
+	sentOnce sync.Once
 }
+
+// markSent tells the watcher releasing the queue that the next request may go.
+func (w *waiter) markSent() { w.sentOnce.Do(func() { close(w.sent) }) }
 
 // refusal is an answer the front gives itself.
 type refusal struct {
@@ -382,7 +386,11 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 // sent again after a NOT_FOUND; w, when not nil, is told once the frame is on its way.
 func (f *Front) sendable(req *frame, w *waiter) sendFrame {
 	req.data.Ref()
-	return sendFrame{f: &frame{data: req.data}, w: w}
+	out := sendFrame{f: &frame{data: req.data}, w: w}
+	if w != nil {
+		out.f.onSend = w.markSent
+	}
+	return out
 }
 
 type sendFrame struct {
@@ -390,50 +398,41 @@ type sendFrame struct {
 	w *waiter
 }
 
-// sent tells the waiter's watcher that the next held request may go.
+// sent tells the waiter's watcher that the next held request may go (again, harmlessly, when
+// the codec already did).
 func (s sendFrame) sent() {
 	if s.w != nil {
-		close(s.w.sent)
-		s.w = nil
+		s.w.markSent()
 	}
 }
 
-var unaryDesc = &grpc.StreamDesc{}
-
-// unary forwards one ModelInfer. again reports a NOT_FOUND from Triton for a model that
-// Triton's ModelReady says is not ready (the front's view was stale: the model was unloaded),
-// when mayHold: the caller holds the request instead of failing it.
+// unary forwards one ModelInfer (grpc.ClientConn.Invoke: no goroutine per call). again reports
+// a NOT_FOUND from Triton for a model that Triton's ModelReady says is not ready (the front's
+// view was stale: the model was unloaded), when mayHold: the caller holds the request instead
+// of failing it.
 func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, mayHold bool) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
-	cs, err := f.conn.NewStream(metadata.NewOutgoingContext(ctx, md), unaryDesc, method, grpc.ForceCodecV2(rawCodec{}))
-	if err != nil {
-		req.f.free()
-		req.sent()
-		return false, err
-	}
-	err = cs.SendMsg(req.f) // passes req.f's reference to gRPC
-	req.sent()
-	if err != nil && !errors.Is(err, io.EOF) { // io.EOF: the status comes from RecvMsg
-		return false, err
-	}
 	var resp frame
-	if err := cs.RecvMsg(&resp); err != nil {
+	var header, trailer metadata.MD
+	err = f.conn.Invoke(metadata.NewOutgoingContext(ctx, md), method, req.f, &resp,
+		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
+	req.sent()
+	req.f.free() // no-op once sent
+	if err != nil {
 		if mayHold && status.Code(err) == codes.NotFound && !f.modelReady(ctx, name) {
 			return true, nil
 		}
-		if h, herr := cs.Header(); herr == nil && len(h) > 0 {
-			_ = ss.SetHeader(h)
+		if len(header) > 0 {
+			_ = ss.SetHeader(header)
 		}
-		ss.SetTrailer(cs.Trailer())
+		ss.SetTrailer(trailer)
 		return false, err
 	}
-	if h, herr := cs.Header(); herr == nil {
-		_ = ss.SetHeader(h)
-	}
+	_ = ss.SetHeader(header)
 	err = ss.SendMsg(&resp)
 	resp.free() // no-op when sent
-	ss.SetTrailer(cs.Trailer())
+	ss.SetTrailer(trailer)
 	return false, err
 }
 

@@ -70,8 +70,9 @@ type harness struct {
 	reg    *prometheus.Registry
 	// client calls through the front; direct calls tritontest.
 	client, direct inference.GRPCInferenceServiceClient
-	// conn is the client's connection to the front.
+	// conn is the client's connection to the front at addr.
 	conn *grpc.ClientConn
+	addr string
 	// holds lists the models OnHold was called for, in order.
 	mu    sync.Mutex
 	holds []string
@@ -121,7 +122,8 @@ func startWith(t testing.TB, tcfg tritontest.Config, fcfg front.Config, load boo
 	}
 	served := make(chan error, 1)
 	go func() { served <- f.Serve(ln) }()
-	h.conn = dial(t, ln.Addr().String())
+	h.addr = ln.Addr().String()
+	h.conn = dial(t, h.addr)
 	h.client = inference.NewGRPCInferenceServiceClient(h.conn)
 	h.direct = inference.NewGRPCInferenceServiceClient(dial(t, ts.GRPCAddr()))
 	t.Cleanup(func() {
@@ -265,15 +267,15 @@ func waitHeld(t testing.TB, h *harness, model string, n int) {
 func TestReleaseInArrivalOrder(t *testing.T) {
 	var mu sync.Mutex
 	var sent []string
-	record := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	record := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if md, _ := metadata.FromOutgoingContext(ctx); method == inference.GRPCInferenceService_ModelInfer_FullMethodName {
 			mu.Lock()
 			sent = append(sent, md.Get("x-id")...)
 			mu.Unlock()
 		}
-		return streamer(ctx, desc, cc, method, opts...)
+		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	h := startWith(t, oneModel("bert", 0), testConfig(), false, []grpc.DialOption{grpc.WithChainStreamInterceptor(record)}, "bert")
+	h := startWith(t, oneModel("bert", 0), testConfig(), false, []grpc.DialOption{grpc.WithChainUnaryInterceptor(record)}, "bert")
 	var wg sync.WaitGroup
 	var want []string
 	for i := range 10 {
