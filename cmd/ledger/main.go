@@ -109,10 +109,11 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	var c Config
+// parseFlags parses the command line into a Config (not yet validated);
+// usage and parse errors go to out.
+func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err error) {
 	fs := flag.NewFlagSet("ledger", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(out)
 	fs.StringVar(&c.Spec, "spec", "", "spec file (YAML; docs/ledger.md)")
 	fs.StringVar(&c.Format, "format", "markdown", "output: markdown or json")
 	fs.StringVar(&c.Audit, "audit", "auto", "release audit: auto (exact when the spec is small enough, else heuristic), heuristic or exact")
@@ -130,11 +131,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "namespace of --configmap (default $POD_NAMESPACE)")
 	fs.StringVar(&c.Pushgateway, "pushgateway", "", "push the verdicts as inferscale_ledger_* gauges to this Prometheus Pushgateway")
 	fs.StringVar(&c.PushJob, "push-job", "inferscale-ledger", "Pushgateway job name")
-	showVersion := version.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	v := version.Flag(fs)
+	err = fs.Parse(args)
+	return c, *v, err
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	c, showVersion, err := parseFlags(args, stderr)
+	if err != nil {
 		return exitBad
 	}
-	if *showVersion {
+	if showVersion {
 		fmt.Fprintln(stdout, version.String("ledger"))
 		return 0
 	}
