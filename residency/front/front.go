@@ -105,7 +105,8 @@ type Front struct {
 	wg        sync.WaitGroup // watchers
 
 	mu       sync.Mutex
-	draining bool
+	noHolds  bool // StartDrain: requests that would be held fail at once
+	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
 	active   int           // inference requests held or being forwarded
 	idle     chan struct{} // closed when active drops to 0
@@ -205,13 +206,14 @@ func (f *Front) Close() error {
 	return err
 }
 
-// Drain makes the front refuse new inference requests with UNAVAILABLE (and a pushback, so the
-// client's next attempt goes to another pod) and waits until no request is held or being
-// forwarded. When ctx ends first, the requests still held fail UNAVAILABLE and Drain returns
-// ctx's error; forwarded ones go on until Close.
+// Drain makes the front refuse every new inference request with UNAVAILABLE (and a pushback,
+// so the client's next attempt goes to another pod) and waits until no request is held or
+// being forwarded. When ctx ends first, the requests still held fail UNAVAILABLE and Drain
+// returns ctx's error; forwarded ones go on until Close. Call it once the pod's endpoints are
+// gone (after the propagation delay): until then clients still send here.
 func (f *Front) Drain(ctx context.Context) error {
-	f.StartDrain()
 	f.mu.Lock()
+	f.noHolds, f.draining = true, true
 	idle := f.idle
 	busy := f.active > 0
 	f.mu.Unlock()
@@ -231,12 +233,14 @@ func (f *Front) Drain(ctx context.Context) error {
 	}
 }
 
-// StartDrain makes the front refuse new inference requests with UNAVAILABLE from now on,
-// without waiting (Drain waits).
+// StartDrain begins a drain: from now on a request that would be held (its model is not READY,
+// and a draining pod loads nothing) fails UNAVAILABLE with a pushback at once, while requests
+// for READY models are still forwarded — load balancers send here until the pod's endpoints
+// are removed. Requests already held keep waiting. Drain then refuses the rest.
 func (f *Front) StartDrain() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.draining = true
+	f.noHolds = true
 }
 
 // Held returns the number of requests held now per model (models with none are left out): the

@@ -513,3 +513,41 @@ func TestDrainDeadline(t *testing.T) {
 		t.Errorf("held request: %v, want Unavailable", err)
 	}
 }
+
+// TestStartDrain: while endpoints are being removed the front still forwards requests for READY
+// models, refuses at once those it would hold (a draining pod loads nothing), and keeps
+// holding what it held.
+func TestStartDrain(t *testing.T) {
+	tc := tritontest.DefaultConfig()
+	tc.Models = []tritontest.Model{{Name: "loaded", MemoryBytes: 1 << 30}, {Name: "cold", MemoryBytes: 1 << 30}}
+	tc.StartupModels = []string{"loaded"}
+	h := start(t, tc, testConfig(), false, "loaded", "cold")
+	heldDone := make(chan error, 1)
+	go func() {
+		_, err := infer(context.Background(), h.client, "cold", "held", nil)
+		heldDone <- err
+	}()
+	waitHeld(t, h, "cold", 1)
+	h.front.StartDrain()
+	if _, err := infer(context.Background(), h.client, "loaded", "1", nil); err != nil {
+		t.Errorf("READY model while draining: %v, want served", err)
+	}
+	var tr metadata.MD
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := infer(ctx, h.client, "cold", "2", &tr); status.Code(err) != codes.Unavailable || len(tr.Get(front.PushbackKey)) != 1 {
+		t.Errorf("model not READY while draining: %v, trailer %v; want Unavailable with pushback", err, tr)
+	}
+	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("cold", "draining")); got != 1 {
+		t.Errorf("fast_failed_total{cold,draining} = %v, want 1", got)
+	}
+	if n := h.front.Held()["cold"]; n != 1 {
+		t.Errorf("held cold = %d, want the request held before the drain still held", n)
+	}
+	if _, err := h.direct.RepositoryModelLoad(context.Background(), &inference.RepositoryModelLoadRequest{ModelName: "cold"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-heldDone; err != nil {
+		t.Errorf("request held before the drain: %v, want served", err)
+	}
+}

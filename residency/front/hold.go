@@ -44,6 +44,11 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 		return nil, f.unavailable("shutdown", "front is shutting down")
 	default:
 	}
+	if f.noHolds {
+		f.mu.Unlock()
+		f.m.FastFailed.WithLabelValues(name, "draining").Inc()
+		return nil, f.unavailable("draining", fmt.Sprintf("model %q is not ready and the pod is draining (it loads nothing more): retry on another replica", name))
+	}
 	if q == nil {
 		q = &queue{kick: make(chan struct{}, 1)}
 		f.queues[name] = q

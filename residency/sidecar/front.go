@@ -73,8 +73,9 @@ func (r readiness) Verdict(model string) front.Verdict {
 	return front.NotReady
 }
 
-// drainFront makes a POST /drain also start the front's drain (new inference requests fail
-// UNAVAILABLE with a pushback, so clients retry on another pod) before h serves it.
+// drainFront makes a POST /drain also start the front's drain (front.StartDrain: requests it
+// would hold fail UNAVAILABLE with a pushback, so clients retry on another pod; READY models
+// are still served until SIGTERM) before h serves it.
 func drainFront(h http.Handler, fr *front.Front) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/drain" {

@@ -274,9 +274,12 @@ func Run(ctx context.Context, cfg residency.Config, fc FrontConfig, log *slog.Lo
 			if fr == nil {
 				return
 			}
-			// New inference requests fail UNAVAILABLE at once; held and forwarded ones finish,
-			// within the drain's own bound.
-			fctx, cancel := context.WithTimeout(context.Background(), cfg.PropagationDelay+cfg.DrainTimeout)
+			// Until the endpoints are gone requests for READY models are still served (new
+			// holds fail at once: nothing loads now); then every new one fails UNAVAILABLE and
+			// the held and forwarded ones finish, within the drain's own deadline.
+			fr.StartDrain()
+			time.Sleep(cfg.PropagationDelay)
+			fctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 			defer cancel()
 			if err := fr.Drain(fctx); err != nil {
 				log.Warn("front drain incomplete: held requests failed UNAVAILABLE", "err", err)
