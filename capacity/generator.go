@@ -46,13 +46,22 @@ type MeasureConfig struct {
 	// sent and the level is client-bound. Range: >= 1.
 	MaxInFlight int
 	// MaxLag is how late a send may start after its scheduled time; a level where more than 1 %
-	// of sends start later is client-bound. Range: > 0.
+	// of sends start later is client-bound. 0 means a tenth of SLO.Latency: a lag within that
+	// cannot move a level across the latency limit (latency is counted from the schedule
+	// anyway). Range: >= 0.
 	MaxLag time.Duration
 	// RequestTimeout bounds each request (a timed-out request is an error,
 	// "DeadlineExceeded"), and the drain of in-flight requests after a level. Range: > 0.
 	RequestTimeout time.Duration
 	// SLO is what a level must meet to pass.
 	SLO SLO
+}
+
+func (c MeasureConfig) maxLag() time.Duration {
+	if c.MaxLag > 0 {
+		return c.MaxLag
+	}
+	return c.SLO.Latency / 10
 }
 
 // StableWindows is how many consecutive windows must agree (perf_analyzer: "the recent 3
@@ -63,12 +72,12 @@ const StableWindows = 3
 const clientBoundLagFraction = 0.01
 
 // DefaultMeasureConfig: 1 s windows of at least 50 requests, at most 10 windows, 10 %
-// stability, 4096 requests in flight, 10 ms lag, 30 s request timeout; the SLO is 1 s at the
-// 0.99 quantile with a 0.1 % error ceiling.
+// stability, 4096 requests in flight, a lag of a tenth of the SLO latency, 30 s request
+// timeout; the SLO is 1 s at the 0.99 quantile with a 0.1 % error ceiling.
 func DefaultMeasureConfig() MeasureConfig {
 	return MeasureConfig{
 		Window: time.Second, MinWindowRequests: 50, MaxWindows: 10, Stability: 0.10,
-		MaxInFlight: 4096, MaxLag: 10 * time.Millisecond, RequestTimeout: 30 * time.Second,
+		MaxInFlight: 4096, RequestTimeout: 30 * time.Second,
 		SLO: SLO{Latency: time.Second, Quantile: 0.99, MaxErrorRate: 0.001},
 	}
 }
@@ -94,8 +103,8 @@ func (c MeasureConfig) Validate() error {
 	if c.MaxInFlight < 1 || c.MaxInFlight > 1<<20 {
 		bad("maxInFlight (--max-in-flight) is %d, want 1..%d", c.MaxInFlight, 1<<20)
 	}
-	if c.MaxLag <= 0 {
-		bad("maxLag (--max-lag) is %v, want > 0", c.MaxLag)
+	if c.MaxLag < 0 {
+		bad("maxLag (--max-lag) is %v, want >= 0 (0: a tenth of --slo-latency)", c.MaxLag)
 	}
 	if c.RequestTimeout <= 0 {
 		bad("requestTimeout (--request-timeout) is %v, want > 0", c.RequestTimeout)
@@ -148,6 +157,9 @@ type Level struct {
 	// Exhausted: MaxWindows passed without the level turning stable; it still counts, judged
 	// on its last windows (the issue's "or after a maximum duration"), unless Growing.
 	Exhausted bool
+	// Failed: the last StableWindows windows each missed the SLO, which ends the level early
+	// (it counts, and fails).
+	Failed bool
 	// Growing: the last StableWindows windows' mean latency rose window after window, by more
 	// than Stability in all: a backlog building up, which no longer run would have absorbed.
 	Growing bool
@@ -171,7 +183,7 @@ type Level struct {
 // Passes reports whether the level counts toward μ: measured to the end (stable, or MaxWindows
 // exhausted), keeping up, within the SLO and not client-bound.
 func (l Level) Passes() bool {
-	return (l.Stable || (l.Exhausted && !l.Growing)) && l.KeepsUp && l.MeetsSLO && !l.ClientBound
+	return !l.Failed && (l.Stable || (l.Exhausted && !l.Growing)) && l.KeepsUp && l.MeetsSLO && !l.ClientBound
 }
 
 // Generator offers open-loop load to a Target.
@@ -267,6 +279,10 @@ func (g *Generator) Measure(ctx context.Context, rateRPS float64) (Level, error)
 			lvl.Stable = true
 			break
 		}
+		if len(lvl.Windows) > StableWindows && !slices.ContainsFunc(lvl.Windows[len(lvl.Windows)-StableWindows:], g.windowMeetsSLO) {
+			lvl.Failed = true // three windows in a row over the limit: more would not pass it
+			break
+		}
 		if len(lvl.Windows) >= g.cfg.MaxWindows {
 			lvl.Exhausted = true
 			break
@@ -296,7 +312,7 @@ func (g *Generator) interArrival(rateRPS float64) time.Duration {
 
 // send starts the request scheduled at t, unless the in-flight cap is reached.
 func (g *Generator) send(ctx context.Context, wg *sync.WaitGroup, t time.Time, w *Window) {
-	if g.clock.Now().Sub(t) > g.cfg.MaxLag {
+	if g.clock.Now().Sub(t) > g.cfg.maxLag() {
 		w.LaggedSends++
 	}
 	g.mu.Lock()
@@ -365,6 +381,14 @@ func (g *Generator) closeWindow(w *Window, from, to time.Time, byCode map[string
 	w.P50, w.P95, w.P99 = Quantile(w.latencies, 0.50), Quantile(w.latencies, 0.95), Quantile(w.latencies, 0.99)
 	w.PSLO = Quantile(w.latencies, g.cfg.SLO.Quantile)
 	w.TTFTP50, w.TTFTP99 = Quantile(w.ttft, 0.50), Quantile(w.ttft, 0.99)
+}
+
+// windowMeetsSLO reports whether w alone meets the SLO (latency quantile, late requests
+// included, and error rate).
+func (g *Generator) windowMeetsSLO(w Window) bool {
+	total := len(w.latencies) + w.Late
+	return total > 0 && float64(w.SLOMisses+w.Late) <= (1-g.cfg.SLO.Quantile)*float64(total) &&
+		(w.Completed == 0 || float64(w.Errors)/float64(w.Completed) <= g.cfg.SLO.MaxErrorRate)
 }
 
 // stable is perf_analyzer's rule over ws: max ÷ min of throughput and of the mean latency
@@ -460,7 +484,7 @@ func (g *Generator) summarise(l *Level) {
 			dropped, allSent, g.cfg.MaxInFlight, sloInFlight)
 	case allSent > 0 && float64(lagged) > clientBoundLagFraction*float64(allSent):
 		l.ClientBound = true
-		l.ClientBoundReason = fmt.Sprintf("%d of %d sends started more than %v late: the client cannot keep the schedule", lagged, allSent, g.cfg.MaxLag)
+		l.ClientBoundReason = fmt.Sprintf("%d of %d sends started more than %v late: the client cannot keep the schedule", lagged, allSent, g.cfg.maxLag())
 	}
 }
 

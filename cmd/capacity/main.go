@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.IntVar(&cfg.Measure.MaxWindows, "max-windows", cfg.Measure.MaxWindows, "windows after which an unstable level ends (the first is warm-up)")
 	fs.Float64Var(&cfg.Measure.Stability, "stability", cfg.Measure.Stability, "allowed spread of the last 3 windows (perf_analyzer's rule), (0, 1]")
 	fs.IntVar(&cfg.Measure.MaxInFlight, "max-in-flight", cfg.Measure.MaxInFlight, "the generator's own concurrency bound (reaching it: client-bound)")
-	fs.DurationVar(&cfg.Measure.MaxLag, "max-lag", cfg.Measure.MaxLag, "sends later than this after their schedule (over 1 %): client-bound")
+	fs.DurationVar(&cfg.Measure.MaxLag, "max-lag", cfg.Measure.MaxLag, "sends later than this after their schedule (over 1 %): client-bound; 0: a tenth of --slo-latency")
 	fs.DurationVar(&cfg.Measure.RequestTimeout, "request-timeout", cfg.Measure.RequestTimeout, "per-request timeout")
 	fs.Float64Var(&cfg.Search.StartRPS, "start-rate", 0, "first rate (req/s); 0: half of one execution slot's rate, probed")
 	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, > 1")
