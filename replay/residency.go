@@ -139,9 +139,9 @@ type ResidencyResult struct {
 	Loads       int
 	BytesLoaded int64
 	// WaitS is the load stall: the total request time spent waiting for
-	// loads, seconds; Unserved requests (model never loaded by the end, an
-	// hour's grace included) count until the end and are the requests failed
-	// or dropped. No policy evicts a model with a request in flight (replayed
+	// loads, seconds; Unserved requests (model never loaded: every policy runs
+	// until nothing waits, inferscale at most a week past the trace's end)
+	// count until the end and are the requests failed or dropped. No policy evicts a model with a request in flight (replayed
 	// requests take no time once their model is ready), so none fails by an
 	// eviction.
 	WaitS    float64
@@ -459,7 +459,9 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 		for m := range active {
 			waiting = waiting || len(s.models[m].pending) > 0
 		}
-		if i >= n && s.loading < 0 && (!waiting || t > end+3600) {
+		// As the cache policies, run until nothing waits (a week past the end at most: a
+		// request still waiting then is counted unserved).
+		if i >= n && s.loading < 0 && (!waiting || t > end+7*86400) {
 			return s.finish(math.Max(end, t)), nil
 		}
 		next := t + loop
