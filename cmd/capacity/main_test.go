@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "required flags", args: nil, want: []string{`--target ""`, "--model is required", `--mig-profile ""`}},
+		{name: "ranges", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--slo-quantile=1.5", "--slo-latency=-1s", "--step-factor=1", "--window=0s"},
+			want: []string{"--slo-quantile", "--slo-latency", "--step-factor", "--window"}},
+		{name: "target without port", args: []string{"--target=localhost", "--model=m", "--mig-profile=1g.10gb"}, want: []string{`--target "localhost": want host:port`}},
+		{name: "bad input tensor", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP33:1"}, want: []string{`--input "X:FP33:1": datatype "FP33"`}},
+		{name: "openai target must be a URL", args: []string{"--protocol=openai", "--target=localhost:8000", "--model=m", "--mig-profile=1g.10gb"}, want: []string{"want the server's base URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit code %d, want 2 (stderr %s)", code, stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q does not contain %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestUnreachableNamesTheAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--target=" + addr, "--model=m", "--mig-profile=1g.10gb", "--nvml=off", "--connect-timeout=500ms", "--out=" + t.TempDir()}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "target unreachable: --target "+addr) {
+		t.Errorf("exit %d, stderr %q; want 1 naming --target %s", code, stderr.String(), addr)
+	}
+}
+
+// short are flags that keep a run against the fake to a few seconds: 200 ms windows of at
+// least 20 requests, at most 6 windows, a 20 % bisection.
+var short = []string{"--window=200ms", "--min-window-requests=20", "--max-windows=6", "--precision=0.2", "--nvml=off"}
+
+func startFake(t *testing.T, m tritontest.Model) *tritontest.Server {
+	t.Helper()
+	return tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30,
+		Models: []tritontest.Model{m}, StartupModels: []string{m.Name}})
+}
+
+// TestRecordEndToEnd: against the fake (1 GiB model, 300 ms load (three 100 ms memory samples), 5 ms × 4), the command writes
+// records/<model>.<profile>.yaml with every field, the swap peak shows both copies, and the
+// residency catalog takes its peak and load time through record:.
+func TestRecordEndToEnd(t *testing.T) {
+	srv := startFake(t, tritontest.Model{Name: "on", MemoryBytes: 1 << 30, LoadTime: 300 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4})
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + srv.MetricsURL(), "--model=on", "--mig-profile=1g.10gb",
+		"--slo-latency=500ms", "--out=" + filepath.Join(dir, "records"), "--digest=sha256:1ddc87c7174a6290c013f11b6ced738b0f7855bc240a12904ca65b0ed85d22dc"}, short...)
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	path := filepath.Join(dir, "records", "on.1g.10gb.yaml")
+	rec, err := record.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Model != "on" || rec.SLOThroughputRPS <= 0 || rec.SLOThroughputRPS > 800 || rec.Memory.SteadyBytes != 1<<30 ||
+		rec.Memory.PeakBytes != 1<<30 || rec.Memory.SwapPeakBytes != 2<<30 || !rec.Memory.ReturnedAfterUnload ||
+		rec.LoadTimeSeconds < 0.3 || !rec.Verdict.Allowed || len(rec.Curve) < 2 || rec.LatencySeconds.P99 <= 0 || rec.Runtime.MemorySource != "triton-metrics" {
+		t.Errorf("record = %+v", rec)
+	}
+	// Every top-level key, as other tools read them.
+	data, _ := os.ReadFile(path)
+	for _, key := range []string{"model", "digest", "profile", "runtime", "loadShape", "latencySeconds", "successRate", "sloThroughputRPS", "memory", "loadTimeSeconds", "verdict", "curve"} {
+		if !bytes.Contains(data, []byte("\n"+key+":")) && !bytes.HasPrefix(data, []byte(key+":")) {
+			t.Errorf("record has no top-level key %s", key)
+		}
+	}
+	for _, want := range []string{`replicaConcurrency: "`, `replicaThroughput: "`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout %q lacks %s", stdout.String(), want)
+		}
+	}
+	if st, _ := srv.Model("on"); st.State != "READY" {
+		t.Errorf("model left %s, want READY as found", st.State)
+	}
+	catalog := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(catalog, []byte("models:\n  - name: on\n    digest: sha256:1ddc87c7174a6290c013f11b6ced738b0f7855bc240a12904ca65b0ed85d22dc\n    tier: P1\n    record: records/on.1g.10gb.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := residency.LoadCatalog(catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("on")
+	if m.PeakMemoryBytes["1g.10gb"] != 1<<30 || m.SwapOverheadBytes != 1<<30 || m.LoadTime != time.Duration(rec.LoadTimeSeconds*float64(time.Second)) {
+		t.Errorf("catalog model %+v, want the record's figures", m)
+	}
+}
+
+// TestPeakOverBudgetIsRefused: a 2 GiB model on a profile given 1 GiB gets a record with
+// verdict refused, and the command exits 1.
+func TestPeakOverBudgetIsRefused(t *testing.T) {
+	srv := startFake(t, tritontest.Model{Name: "big", MemoryBytes: 2 << 30, LoadTime: 300 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4})
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + srv.MetricsURL(), "--model=big", "--mig-profile=1g.10gb",
+		"--budget-bytes=1073741824", "--reserve-bytes=0", "--out=" + dir}, short...)
+	if code := run(context.Background(), args, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
+	}
+	rec, err := record.Read(filepath.Join(dir, "big.1g.10gb.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verdict.Allowed || rec.Verdict.HeadroomBytes != -(3<<30) || !strings.Contains(strings.Join(rec.Verdict.Limits, ";"), "refused: peak 2.00GiB + reserve 0.0MiB exceeds the 1g.10gb budget 1.00GiB") {
+		t.Errorf("verdict %+v, want refused with headroom −3 GiB (swap peak 4 GiB in 1 GiB)", rec.Verdict)
+	}
+	if !strings.Contains(stderr.String(), "admission refused") {
+		t.Errorf("stderr %q does not say refused", stderr.String())
+	}
+}
