@@ -9,7 +9,10 @@
 // model holds its memory until its in-flight requests finish, a reload during
 // which old and new copy both hold memory, per-model queues with a number of
 // concurrent executions, statistics, and injectable faults (failing, hanging
-// and leaking loads, slow responses, restarts).
+// and leaking loads, slow responses, restarts). Each model's service time follows a documented
+// distribution (Distribution: deterministic, exponential, or lognormal with a coefficient of
+// variation), drawn from a generator seeded by Config.Seed, so that a load test's answer can
+// be checked against queueing theory (M/D/c, M/M/c, M/G/c).
 //
 // All time comes from Config.Clock: the real clock for processes
 // (cmd/tritonfake), a FakeClock in tests, which the test advances with
