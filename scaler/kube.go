@@ -78,7 +78,7 @@ func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
 		return Target{}, false
 	}
 	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown,
-		CurrentReplicas: t.Current, CurrentKnown: t.CurrentKnown}, true
+		CurrentReplicas: t.Current, CurrentKnown: t.CurrentKnown, ColdStart: t.ColdStart, ColdStartKnown: t.ColdStartKnown}, true
 }
 
 // watchScope names what the informers watch, for errors.

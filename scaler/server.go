@@ -62,6 +62,10 @@ type Target struct {
 	ReadyKnown      bool
 	CurrentReplicas int32
 	CurrentKnown    bool
+	// ColdStart is the scale target's measured cold start (pod creation to Ready), meaningful
+	// only when ColdStartKnown; the policy's coldStart overrides it.
+	ColdStart      time.Duration
+	ColdStartKnown bool
 }
 
 // Targets looks up ScaledObjects in Kubernetes (scaler/kube's informers).
@@ -315,6 +319,7 @@ func (s *Server) observe(tr *trigger) decision.Observation {
 			o.MinReplicas, o.MaxReplicas, o.BoundsKnown = t.MinReplicas, t.MaxReplicas, true
 			o.ReadyReplicas, o.ReadyKnown = t.ReadyReplicas, t.ReadyKnown
 			o.CurrentReplicas, o.CurrentKnown = t.CurrentReplicas, t.CurrentKnown
+			o.ColdStart, o.ColdStartKnown = t.ColdStart, t.ColdStartKnown
 		}
 	}
 	return o

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
@@ -139,5 +140,36 @@ inferscale_scaler_triggers_degraded 0
 `
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(notDegraded), "inferscale_scaler_triggers_degraded"); err != nil {
 		t.Errorf("a missing service time or dispersion that never existed is not degradation: %v", err)
+	}
+}
+
+// TestColdStartFromKubernetes: H comes from the scale target's measured pod starts unless
+// coldStart overrides it; /metrics says which.
+func TestColdStartFromKubernetes(t *testing.T) {
+	h := newHarness(t, fakeTargets{
+		"team-a/measured": {MaxReplicas: 10, ReadyReplicas: 1, ReadyKnown: true, ColdStart: 95 * time.Second, ColdStartKnown: true},
+		"team-a/override": {MaxReplicas: 10, ReadyReplicas: 1, ReadyKnown: true, ColdStart: 95 * time.Second, ColdStartKnown: true},
+		"team-a/unknown":  {MaxReplicas: 10, ReadyReplicas: 1, ReadyKnown: true},
+	})
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 1, EvaluatedAt: t0})
+	metas := map[string]map[string]string{
+		"measured": sloMeta("replicaThroughput", "1"),
+		"override": sloMeta("replicaThroughput", "1", "coldStart", "30s"),
+		"unknown":  sloMeta("replicaThroughput", "1"),
+	}
+	want := "# HELP inferscale_scaler_cold_start_seconds H as used: from a scale-up decision to a ready replica, seconds.\n" +
+		"# TYPE inferscale_scaler_cold_start_seconds gauge\n"
+	for _, c := range []struct {
+		name, source string
+		seconds      float64
+	}{{"measured", "measured", 95}, {"override", "coldStart", 30}, {"unknown", "default", 60}} {
+		if _, err := h.metrics(t, ref("team-a", c.name, metas[c.name])); err != nil {
+			t.Fatal(err)
+		}
+		want += fmt.Sprintf("inferscale_scaler_cold_start_seconds{metric=%q,namespace=\"team-a\",scaledobject=%q,source=%q} %g\n",
+			MetricName("team-a", c.name, metas[c.name]), c.name, c.source, c.seconds)
+	}
+	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "inferscale_scaler_cold_start_seconds"); err != nil {
+		t.Error(err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 func fakeCluster(t *testing.T, watchNamespace string, objs ...runtime.Object) Targets {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		kube.ScaledObjects: "ScaledObjectList", kube.Deployments: "DeploymentList", kube.StatefulSets: "StatefulSetList",
+		kube.ScaledObjects: "ScaledObjectList", kube.Deployments: "DeploymentList", kube.StatefulSets: "StatefulSetList", kube.Pods: "PodList",
 	}, objs...)
 	kc := kube.DefaultConfig()
 	kc.Namespace = watchNamespace

@@ -1,8 +1,10 @@
 // Package kube reads, from the Kubernetes API through client-go informers, what the scaler
 // needs about each KEDA ScaledObject: the replica bounds (spec.minReplicaCount, KEDA default 0;
 // spec.maxReplicaCount, KEDA default 100) and the replicas of its scale target
-// (status.readyReplicas and spec.replicas of a Deployment or StatefulSet). Reads come from informer caches and
-// never call the API server.
+// (status.readyReplicas and spec.replicas of a Deployment or StatefulSet), and the target's
+// measured cold start: pod creation to Ready over its recent pods (selected by the target's
+// spec.selector.matchLabels; needs list/watch on pods, and is simply absent without it). Reads
+// come from informer caches and never call the API server.
 //
 // Memory: the package links only client-go's dynamic client and tools/cache, not the typed
 // clientset, its informer factory or KEDA's API types, whose scheme registration (every
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +41,14 @@ var (
 	ScaledObjects = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
 	Deployments   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	StatefulSets  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	Pods          = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
+
+// Cold-start measurement: H is the ColdStartQuantile (nearest rank) of the creation → Ready
+// times of the ColdStartSamples most recently created ready pods of the scale target.
+const (
+	ColdStartSamples  = 20
+	ColdStartQuantile = 0.9
 )
 
 // KEDA's defaults for bounds the ScaledObject leaves unset.
@@ -95,6 +106,13 @@ type Target struct {
 	ReadyKnown bool
 	// CurrentKnown is true when ReadyKnown and the scale target has spec.replicas.
 	CurrentKnown bool
+	// ColdStart is the measured time from a pod's creation to its Ready condition for the
+	// scale target's pods: the ColdStartQuantile of the ColdStartSamples most recently created
+	// ready pods selected by the target's spec.selector.matchLabels. ColdStartKnown is false
+	// without such a pod, with a selector using matchExpressions, or before the pod cache has
+	// synced (the scaler may lack RBAC for pods: the measurement is then absent, not an error).
+	ColdStart      time.Duration
+	ColdStartKnown bool
 	// Problem says why Known or ReadyKnown is false, for logs and metrics; empty otherwise.
 	Problem string
 	// UID is the ScaledObject's metadata.uid, for the events written on it.
@@ -117,9 +135,12 @@ type scaledObject struct {
 // meta.Accessor (k8s.io/apimachinery/pkg/api/meta), which accepts a [metav1.ObjectMetaAccessor].
 type object struct {
 	namespace, name, resourceVersion string
-	ready                            int32         // status.readyReplicas (Deployment, StatefulSet)
-	current                          int32         // spec.replicas (Deployment, StatefulSet); -1 unset
-	so                               *scaledObject // ScaledObjects only
+	ready                            int32             // status.readyReplicas (Deployment, StatefulSet)
+	current                          int32             // spec.replicas (Deployment, StatefulSet); -1 unset
+	so                               *scaledObject     // ScaledObjects only
+	selector                         map[string]string // spec.selector.matchLabels (Deployment, StatefulSet); nil: none usable
+	labels                           map[string]string // Pods: metadata.labels
+	created, readyAt                 time.Time         // Pods: creationTimestamp and the Ready=True condition's lastTransitionTime
 }
 
 // GetObjectMeta implements [metav1.ObjectMetaAccessor] for client-go's key functions.
@@ -139,6 +160,7 @@ type Cluster struct {
 	cfg                Config
 	log                *slog.Logger
 	sos, deploys, sets cache.SharedIndexInformer
+	pods               cache.SharedIndexInformer // not waited for: cold-start measurement only
 	infs               []cache.SharedIndexInformer
 }
 
@@ -168,6 +190,7 @@ func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster
 		{&c.sos, ScaledObjects, c.fillScaledObject},
 		{&c.deploys, Deployments, fillReplicas},
 		{&c.sets, StatefulSets, fillReplicas},
+		{&c.pods, Pods, fillPod},
 	} {
 		inf := newInformer(dyn, w.gvr, cfg)
 		if err := inf.SetTransform(transform(w.fill)); err != nil {
@@ -191,8 +214,11 @@ func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, cfg Con
 			return r.Watch(ctx, o)
 		},
 	}, dyn)
-	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
-		cache.SharedIndexInformerOptions{ResyncPeriod: cfg.Resync, ObjectDescription: gvr.String()})
+	opts := cache.SharedIndexInformerOptions{ResyncPeriod: cfg.Resync, ObjectDescription: gvr.String()}
+	if gvr == Pods { // pods are read per namespace (the scale target's)
+		opts.Indexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	}
+	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, opts)
 }
 
 // transform returns the informer transform: an *unstructured.Unstructured becomes an *object
@@ -220,6 +246,29 @@ func fillReplicas(u *unstructured.Unstructured, o *object) {
 	if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n >= 0 && n <= math.MaxInt32 {
 		o.current = int32(n)
 	}
+	_, exprs, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "selector", "matchExpressions")
+	if ml, found, err := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels"); found && err == nil && len(ml) > 0 && !exprs {
+		o.selector = ml
+	}
+}
+
+// fillPod reads a Pod's labels, creationTimestamp and the lastTransitionTime of its
+// Ready=True condition (zero while not ready).
+func fillPod(u *unstructured.Unstructured, o *object) {
+	o.labels = u.GetLabels()
+	o.created = u.GetCreationTimestamp().Time
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" || m["status"] != "True" {
+			continue
+		}
+		if s, ok := m["lastTransitionTime"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				o.readyAt = t
+			}
+		}
+	}
 }
 
 // fillScaledObject parses the ScaledObject; an unusable one is logged here, once per add or
@@ -244,7 +293,8 @@ func (c *Cluster) Run(ctx context.Context) error {
 	return nil
 }
 
-// WaitForSync blocks until every cache has synced (true) or ctx is done (ErrNotSynced).
+// WaitForSync blocks until every cache has synced (true) or ctx is done (ErrNotSynced). The
+// pod cache, which only measures cold starts, is not waited for.
 func (c *Cluster) WaitForSync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.sos.HasSynced, c.deploys.HasSynced, c.sets.HasSynced) {
 		return ErrNotSynced
@@ -297,7 +347,52 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	if w.current >= 0 {
 		t.Current, t.CurrentKnown = w.current, true
 	}
+	t.ColdStart, t.ColdStartKnown = c.coldStart(namespace, w.selector)
 	return t, true
+}
+
+// coldStart measures the scale target's cold start from the pod cache (Target.ColdStart).
+func (c *Cluster) coldStart(namespace string, selector map[string]string) (time.Duration, bool) {
+	if selector == nil || !c.pods.HasSynced() {
+		return 0, false
+	}
+	objs, err := c.pods.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return 0, false
+	}
+	type start struct {
+		created time.Time
+		d       time.Duration
+	}
+	var starts []start
+	for _, v := range objs {
+		p, ok := v.(*object)
+		if !ok || p.readyAt.IsZero() || p.created.IsZero() || !p.readyAt.After(p.created) || !matches(selector, p.labels) {
+			continue
+		}
+		starts = append(starts, start{p.created, p.readyAt.Sub(p.created)})
+	}
+	if len(starts) == 0 {
+		return 0, false
+	}
+	slices.SortFunc(starts, func(a, b start) int { return b.created.Compare(a.created) }) // newest first
+	starts = starts[:min(len(starts), ColdStartSamples)]
+	ds := make([]time.Duration, len(starts))
+	for i, s := range starts {
+		ds[i] = s.d
+	}
+	slices.Sort(ds)
+	return ds[max(0, int(math.Ceil(ColdStartQuantile*float64(len(ds))))-1)], true
+}
+
+// matches reports whether labels carry every key and value of selector.
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // parse reads the fields of a ScaledObject (KEDA v1alpha1: spec.minReplicaCount and

@@ -55,7 +55,7 @@ type env struct {
 }
 
 var listKinds = map[schema.GroupVersionResource]string{
-	ScaledObjects: "ScaledObjectList", Deployments: "DeploymentList", StatefulSets: "StatefulSetList",
+	ScaledObjects: "ScaledObjectList", Deployments: "DeploymentList", StatefulSets: "StatefulSetList", Pods: "PodList",
 }
 
 func start(t *testing.T, objs ...runtime.Object) env {
@@ -284,6 +284,9 @@ func TestWatchNamespace(t *testing.T) {
 		t.Error("Lookup(b/late) found an object outside the watched namespace")
 	}
 
+	if !cache.WaitForCacheSync(t.Context().Done(), e.c.pods.HasSynced) { // not part of WaitForSync
+		t.Fatal("pod cache not synced")
+	}
 	seen := map[string]bool{}
 	for _, a := range e.dyn.Actions() {
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" {
@@ -295,7 +298,7 @@ func TestWatchNamespace(t *testing.T) {
 		seen[a.GetVerb()+" "+a.GetResource().Resource] = true
 	}
 	want := map[string]bool{}
-	for _, r := range []string{"scaledobjects", "deployments", "statefulsets"} {
+	for _, r := range []string{"scaledobjects", "deployments", "statefulsets", "pods"} {
 		want["list "+r], want["watch "+r] = true, true
 	}
 	if diff := cmp.Diff(want, seen); diff != "" {
@@ -383,4 +386,72 @@ func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+func pod(ns, name string, labels map[string]any, created time.Time, ready time.Duration, isReady bool) *unstructured.Unstructured {
+	status := "False"
+	if isReady {
+		status = "True"
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"namespace": ns, "name": name, "labels": labels,
+			"creationTimestamp": created.UTC().Format(time.RFC3339)},
+		"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "PodScheduled", "status": "True", "lastTransitionTime": created.UTC().Format(time.RFC3339)},
+			map[string]any{"type": "Ready", "status": status, "lastTransitionTime": created.Add(ready).UTC().Format(time.RFC3339)},
+		}},
+	}}
+}
+
+// TestColdStartMeasured: H is the 0.9 quantile (nearest rank) of creation → Ready over the
+// target's 20 most recently created ready pods; other pods, pods not ready and selectors
+// with matchExpressions do not count.
+func TestColdStartMeasured(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	sel := func(d *unstructured.Unstructured, selector map[string]any) *unstructured.Unstructured {
+		d.Object["spec"].(map[string]any)["selector"] = selector
+		return d
+	}
+	objs := []runtime.Object{
+		newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "triton"}}),
+		newScaledObject("a", "exprs", map[string]any{"scaleTargetRef": map[string]any{"name": "exprs"}}),
+		newScaledObject("a", "nopods", map[string]any{"scaleTargetRef": map[string]any{"name": "nopods"}}),
+		sel(deployment("a", "triton", 3), map[string]any{"matchLabels": map[string]any{"app": "triton"}}),
+		sel(deployment("a", "exprs", 1), map[string]any{"matchLabels": map[string]any{"app": "triton"},
+			"matchExpressions": []any{map[string]any{"key": "tier", "operator": "In", "values": []any{"gpu"}}}}),
+		sel(deployment("a", "nopods", 1), map[string]any{"matchLabels": map[string]any{"app": "none"}}),
+	}
+	// 22 starts of the target, oldest first: the two oldest (600 s each) fall out of the 20.
+	// The 20 kept take 10 s, 20 s, …, 200 s: the 0.9 quantile (18th of 20) is 180 s.
+	objs = append(objs,
+		pod("a", "old-0", map[string]any{"app": "triton"}, base, 600*time.Second, true),
+		pod("a", "old-1", map[string]any{"app": "triton"}, base.Add(time.Minute), 600*time.Second, true))
+	for i := range 20 {
+		objs = append(objs, pod("a", fmt.Sprintf("p-%d", i), map[string]any{"app": "triton", "pod-template-hash": "x"},
+			base.Add(time.Hour+time.Duration(i)*time.Minute), time.Duration(10*(i+1))*time.Second, true))
+	}
+	objs = append(objs,
+		pod("a", "starting", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second, false),
+		pod("a", "other", map[string]any{"app": "vllm"}, base.Add(2*time.Hour), 900*time.Second, true),
+		pod("b", "elsewhere", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second, true))
+	e := start(t, objs...)
+	if !cache.WaitForCacheSync(t.Context().Done(), e.c.pods.HasSynced) {
+		t.Fatal("pod cache not synced")
+	}
+	tests := []struct {
+		name  string
+		want  time.Duration
+		known bool
+	}{
+		{"pool", 180 * time.Second, true},
+		{"exprs", 0, false},
+		{"nopods", 0, false},
+	}
+	for _, tt := range tests {
+		got, _ := e.c.Lookup("a", tt.name)
+		if got.ColdStart != tt.want || got.ColdStartKnown != tt.known {
+			t.Errorf("%s: cold start %v known %v, want %v %v", tt.name, got.ColdStart, got.ColdStartKnown, tt.want, tt.known)
+		}
+	}
 }

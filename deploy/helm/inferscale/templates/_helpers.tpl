@@ -68,8 +68,9 @@ app.kubernetes.io/component: scaler
 {{- end }}
 {{- end }}
 
-{{/* The scaler's read rules: ScaledObjects (bounds, scale target) and the scale targets
-(ready replicas). A Role with --watch-namespace, a ClusterRole with scaler.watchAllNamespaces. */}}
+{{/* The scaler's read rules: ScaledObjects (bounds, scale target), the scale targets
+(ready replicas) and their pods (measured cold start: creation to Ready). A Role with
+--watch-namespace, a ClusterRole with scaler.watchAllNamespaces. */}}
 {{- define "inferscale.scaler.readRules" -}}
 - apiGroups: ["keda.sh"]
   resources: ["scaledobjects"]
@@ -77,6 +78,9 @@ app.kubernetes.io/component: scaler
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets"]
   verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch"]
 {{- end }}
 
 {{/* Cluster-scoped names must be unique across namespaces: prefix the namespace. */}}
