@@ -50,6 +50,7 @@ var Images = []Image{
 	{Name: "scaler", Package: "./cmd/scaler", Description: "inferscale KEDA external scaler"},
 	{Name: "residency", Package: "./cmd/residency", Description: "inferscale residency sidecar for Triton (NVML budget needs the cgo build; this image takes the budget from --mig-profile or --budget-bytes)"},
 	{Name: "tritonfake", Package: "./cmd/tritonfake", Description: "inferscale fake Triton Inference Server for tests and demos"},
+	{Name: "ledger", Package: "./cmd/ledger", Description: "inferscale capacity ledger and node release audit (the chart's optional CronJob)"},
 }
 
 // Platform is one OS/architecture pair. Only linux is built.
