@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/residency/front"
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -78,15 +79,41 @@ type Config struct {
 	// DrainPollInterval is the period between drain's reads of Triton's queue and counters
 	// (--drain-poll-interval). Range [10ms, 1m].
 	DrainPollInterval time.Duration
+	// InferenceListen is where the inference front (residency/front) serves clients' gRPC
+	// inference calls, [host]:port (--inference-listen); empty runs none.
+	InferenceListen string
+	// HoldTimeout, HoldMaxRequests and HoldMaxBytes bound the front's holds and RetryPushback
+	// is its grpc-retry-pushback-ms (--hold-timeout, --hold-max-requests, --hold-max-bytes,
+	// --retry-pushback): front.Config's HoldTimeout, MaxHeldRequests, MaxHeldBytes and
+	// RetryPushback, with their ranges, checked only with InferenceListen.
+	HoldTimeout     time.Duration
+	HoldMaxRequests int
+	HoldMaxBytes    int64
+	RetryPushback   time.Duration
+}
+
+// FrontConfig is the inference front's configuration: upstream Triton at TritonAddress, the
+// hold bounds and pushback of c, front.DefaultConfig's re-check interval.
+func (c Config) FrontConfig() front.Config {
+	f := front.DefaultConfig()
+	f.Upstream = c.TritonAddress
+	f.HoldTimeout, f.MaxHeldRequests, f.MaxHeldBytes, f.RetryPushback = c.HoldTimeout, c.HoldMaxRequests, c.HoldMaxBytes, c.RetryPushback
+	return f
 }
 
 // DefaultConfig returns the defaults: Triton at localhost:8001 (metrics at
 // http://localhost:8002/metrics), catalog at /etc/inferscale/catalog.yaml, NVML auto, listen
 // on :8090, reserve from the catalog only (-1), 5s loop,
 // 1m demand window, 1 load at a time, 10s backoff doubling to 5m, quarantine after 3
-// failures, 5s propagation delay, 60s drain timeout, 1s drain poll.
+// failures, 5s propagation delay, 60s drain timeout, 1s drain poll; no inference front, with
+// front.DefaultConfig's hold bounds and pushback for when one is listened for.
 func DefaultConfig() Config {
+	fd := front.DefaultConfig()
 	return Config{
+		HoldTimeout:        fd.HoldTimeout,
+		HoldMaxRequests:    fd.MaxHeldRequests,
+		HoldMaxBytes:       fd.MaxHeldBytes,
+		RetryPushback:      fd.RetryPushback,
 		TritonAddress:      "localhost:8001",
 		TritonMetricsURL:   "http://localhost:8002/metrics",
 		CatalogPath:        "/etc/inferscale/catalog.yaml",
@@ -167,6 +194,14 @@ func (c Config) Validate() error {
 	inRange("DrainTimeout (--drain-timeout)", c.DrainTimeout, time.Second, time.Hour)
 	inRange("PropagationDelay (--propagation-delay)", c.PropagationDelay, 0, 5*time.Minute)
 	inRange("DrainPollInterval (--drain-poll-interval)", c.DrainPollInterval, 10*time.Millisecond, time.Minute)
+	if c.InferenceListen != "" {
+		if _, _, err := net.SplitHostPort(c.InferenceListen); err != nil {
+			add("InferenceListen (--inference-listen): %q: want [host]:port or empty", c.InferenceListen)
+		}
+		if err := c.FrontConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}

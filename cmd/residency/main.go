@@ -27,11 +27,9 @@ func main() {
 	}
 }
 
-// parseFlags fills a Config and the inference front's FrontConfig from args; defaults are
-// DefaultConfig's and DefaultFrontConfig's.
-func parseFlags(args []string, errOut io.Writer) (residency.Config, sidecar.FrontConfig, string, error) {
+// parseFlags fills a Config from args; defaults are DefaultConfig's.
+func parseFlags(args []string, errOut io.Writer) (residency.Config, string, error) {
 	c := residency.DefaultConfig()
-	fc := sidecar.DefaultFrontConfig()
 	c.Namespace = os.Getenv("POD_NAMESPACE")
 	c.PodName = os.Getenv("POD_NAME")
 	fs := flag.NewFlagSet("residency", flag.ContinueOnError)
@@ -57,29 +55,28 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, sidecar.Fron
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "drain deadline after the propagation delay")
 	fs.DurationVar(&c.PropagationDelay, "propagation-delay", c.PropagationDelay, "wait after turning not-ready, for endpoint removal to propagate")
 	fs.DurationVar(&c.DrainPollInterval, "drain-poll-interval", c.DrainPollInterval, "period of drain's reads of Triton's queue and counters")
-	fs.StringVar(&fc.Listen, "inference-listen", fc.Listen, "address of the inference front (Triton's gRPC inference service, held through model loads); empty: no front")
-	fs.DurationVar(&fc.Front.HoldTimeout, "hold-timeout", fc.Front.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner)")
-	fs.IntVar(&fc.Front.MaxHeldRequests, "hold-max-requests", fc.Front.MaxHeldRequests, "requests held per model; more fail UNAVAILABLE at once")
-	fs.Int64Var(&fc.Front.MaxHeldBytes, "hold-max-bytes", fc.Front.MaxHeldBytes, "request bytes held per model; more fail UNAVAILABLE at once")
-	fs.DurationVar(&fc.Front.RetryPushback, "retry-pushback", fc.Front.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers")
+	fs.StringVar(&c.InferenceListen, "inference-listen", c.InferenceListen, "address of the inference front (Triton's gRPC inference service, held through model loads); empty: no front")
+	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner)")
+	fs.IntVar(&c.HoldMaxRequests, "hold-max-requests", c.HoldMaxRequests, "requests held per model; more fail UNAVAILABLE at once")
+	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once")
+	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
-		return c, fc, "", err
+		return c, "", err
 	}
 	if *showVersion {
-		return c, fc, "", version.ErrRequested
+		return c, "", version.ErrRequested
 	}
 	if fs.NArg() > 0 {
-		return c, fc, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+		return c, "", fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fc.Front.Upstream = c.TritonAddress
-	return c, fc, *logLevel, errors.Join(c.Validate(), fc.Validate())
+	return c, *logLevel, c.Validate()
 }
 
 // run returns nil after -h/--help: the flag package has printed the usage to errOut.
 func run(args []string, errOut io.Writer) error {
-	cfg, fc, level, err := parseFlags(args, errOut)
+	cfg, level, err := parseFlags(args, errOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -97,5 +94,5 @@ func run(args []string, errOut io.Writer) error {
 	log := residency.NewLogger(os.Stderr, lv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return sidecar.Run(ctx, cfg, fc, log)
+	return sidecar.Run(ctx, cfg, log)
 }

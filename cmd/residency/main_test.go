@@ -12,7 +12,7 @@ import (
 func TestParseFlagsDefaults(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "ml")
 	t.Setenv("POD_NAME", "triton-0")
-	c, _, level, err := parseFlags(nil, io.Discard)
+	c, level, err := parseFlags(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	c, _, _, err := parseFlags([]string{"--triton-address=triton:8001", "--catalog=c.yaml", "--budget-bytes=10307921510",
+	c, _, err := parseFlags([]string{"--triton-address=triton:8001", "--catalog=c.yaml", "--budget-bytes=10307921510",
 		"--mig-profile=1g.10gb", "--prometheus-address=http://prom:9090", "--namespace=ml", "--listen=:9000",
 		"--drain-timeout=2m", "--max-concurrent-loads=2"}, io.Discard)
 	if err != nil {
@@ -37,12 +37,12 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsErrors(t *testing.T) {
-	_, _, _, err := parseFlags([]string{"--max-concurrent-loads=0", "--drain-timeout=0s"}, io.Discard)
+	_, _, err := parseFlags([]string{"--max-concurrent-loads=0", "--drain-timeout=0s"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "MaxConcurrentLoads (--max-concurrent-loads): 0 out of range [1, 16]") ||
 		!strings.Contains(err.Error(), "DrainTimeout (--drain-timeout): 0s out of range") {
 		t.Errorf("err = %v", err)
 	}
-	if _, _, _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
+	if _, _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
 		t.Error("positional argument accepted")
 	}
 }

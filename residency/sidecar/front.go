@@ -1,9 +1,6 @@
 package sidecar
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"slices"
 
@@ -11,35 +8,6 @@ import (
 	"github.com/inferscale/inferscale/residency/front"
 	"github.com/inferscale/inferscale/residency/plan"
 )
-
-// FrontConfig configures the sidecar's inference front (residency/front).
-type FrontConfig struct {
-	// Listen is the address clients' inference calls arrive at (--inference-listen), [host]:port;
-	// empty runs no front (clients call Triton directly, and a request for a model that is not
-	// loaded fails NOT_FOUND as Triton answers it).
-	Listen string
-	// Front configures holding and failing fast; its Upstream is --triton-address.
-	Front front.Config
-}
-
-// DefaultFrontConfig returns no listener and front.DefaultConfig's bounds.
-func DefaultFrontConfig() FrontConfig { return FrontConfig{Front: front.DefaultConfig()} }
-
-// Validate returns every violation, each naming the flag and its accepted range; with no
-// listener there is nothing to check.
-func (c FrontConfig) Validate() error {
-	if c.Listen == "" {
-		return nil
-	}
-	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("--inference-listen: %q: want [host]:port or empty", c.Listen))
-	}
-	if err := c.Front.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
 
 // readiness is the front's view of the controller: the catalog, observation and unplaceable
 // models of its latest loop (Status), or the catalog read at start before the first loop.

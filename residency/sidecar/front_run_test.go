@@ -54,11 +54,10 @@ func TestRunHoldsThroughOnDemandLoad(t *testing.T) {
 	cfg.TritonAddress, cfg.TritonMetricsURL, cfg.CatalogPath = ts.GRPCAddr(), ts.MetricsURL(), catPath
 	cfg.MIGProfile, cfg.BudgetBytes, cfg.NVML = "1g.10gb", 10307921510, "off"
 	cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
-	fc := DefaultFrontConfig()
-	fc.Listen = freeAddr(t)
+	cfg.InferenceListen = freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, fc, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -66,7 +65,7 @@ func TestRunHoldsThroughOnDemandLoad(t *testing.T) {
 		}
 	}()
 
-	cc, err := grpc.NewClient(fc.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(cfg.InferenceListen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestRunFailsFast(t *testing.T) {
 			tt.give(&c)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			err := Run(ctx, c, FrontConfig{}, discard)
+			err := Run(ctx, c, discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
 			}
@@ -68,7 +68,7 @@ func TestRunFailsFast(t *testing.T) {
 	}
 	c := base
 	c.CatalogPath = "missing.yaml"
-	if err := Run(context.Background(), c, FrontConfig{}, discard); !errors.Is(err, plan.ErrCatalog) {
+	if err := Run(context.Background(), c, discard); !errors.Is(err, plan.ErrCatalog) {
 		t.Errorf("err = %v, want ErrCatalog", err)
 	}
 }

@@ -127,11 +127,11 @@ func ResolveBudget(cfg residency.Config, cat plan.Catalog, open gpu.Opener, visi
 // Run runs the sidecar until ctx is done (SIGTERM), then drains and returns. A drain requested
 // through POST /drain leaves the sidecar running, not ready, until ctx is done.
 //
-// With fc.Listen set, the inference front (residency/front) serves there: it holds requests
+// With cfg.InferenceListen set, the inference front (residency/front) serves there: it holds requests
 // for catalog models that are not READY, counts them as the planner's queued work and wakes
 // the loop, and drains with the sidecar.
-func Run(ctx context.Context, cfg residency.Config, fc FrontConfig, log *slog.Logger) error {
-	if err := errors.Join(cfg.Validate(), fc.Validate()); err != nil {
+func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	cat, catBytes, err := residency.ReadCatalog(cfg.CatalogPath)
@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg residency.Config, fc FrontConfig, log *slog.Lo
 		deps.Events = ev
 	}
 	var fr *front.Front
-	if fc.Listen != "" {
+	if cfg.InferenceListen != "" {
 		deps.Held = func() map[string]int { return fr.Held() } // fr is set before the loop runs
 	}
 	ctl, err := residency.NewController(cfg, cat, budget, deps)
@@ -208,21 +208,20 @@ func Run(ctx context.Context, cfg residency.Config, fc FrontConfig, log *slog.Lo
 	dr := residency.NewDrainer(cfg, ctl, nil)
 	var handler http.Handler = residency.NewHandler(ctl, dr, reg)
 	var fln net.Listener
-	if fc.Listen != "" {
+	if cfg.InferenceListen != "" {
 		fm, err := front.NewMetrics(reg)
 		if err != nil {
 			return err
 		}
-		fcfg := fc.Front
-		fcfg.Upstream = cfg.TritonAddress
+		fcfg := cfg.FrontConfig()
 		fr, err = front.New(fcfg, front.Deps{Readiness: readiness{ctl: ctl, initial: cat},
 			OnHold: func(string) { ctl.Wake() }, Metrics: fm, Log: log})
 		if err != nil {
 			return err
 		}
 		defer fr.Close()
-		if fln, err = net.Listen("tcp", fc.Listen); err != nil {
-			return fmt.Errorf("listen %s (--inference-listen): %w", fc.Listen, err)
+		if fln, err = net.Listen("tcp", cfg.InferenceListen); err != nil {
+			return fmt.Errorf("listen %s (--inference-listen): %w", cfg.InferenceListen, err)
 		}
 		handler = drainFront(handler, fr)
 		log.Info("inference front", "addr", fln.Addr().String(), "hold_timeout", fcfg.HoldTimeout,
