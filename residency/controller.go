@@ -375,12 +375,17 @@ func (c *Controller) record(cat plan.Catalog, now time.Time, o observation, res 
 			p0NotReady = append(p0NotReady, m.Name)
 		}
 	}
+	busy := 0
 	for _, st := range o.obs.Models {
 		if st.State == plan.StateReady {
 			resident++
+			if st.Busy() {
+				busy++
+			}
 		}
 	}
 	c.m.ResidentModels.Set(float64(resident))
+	c.m.BusyModels.Set(float64(busy))
 	c.m.AccountedBytes.Set(float64(res.StartBytes))
 	if o.usedBytes >= 0 {
 		c.m.MeasuredBytes.Set(float64(o.usedBytes))

@@ -835,6 +835,9 @@ func TestControllerNeverEvictsBusyModel(t *testing.T) {
 	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Reason(), "busy (3 queued, 1 executing, 6.00GiB)") {
 		t.Fatalf("refused %+v; want want refused naming busy with 3 queued, 1 executing", res.Refused)
 	}
+	if got := testutil.ToFloat64(h.m.BusyModels); got != 1 {
+		t.Errorf("busy_models = %v, want 1", got)
+	}
 	for done := 0; done < 4; {
 		st, _ := h.srv.Model("busy")
 		if st.State != triton.StateReady || st.Unloads != 0 {

@@ -24,6 +24,7 @@ type Metrics struct {
 	UnplaceableModels prometheus.Gauge
 	LoopErrors        prometheus.Counter
 	DeviceReadErrors  prometheus.Counter
+	BusyModels        prometheus.Gauge
 }
 
 // NewMetrics builds the collectors and registers them on reg.
@@ -57,10 +58,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		LoopErrors:        c("loop_errors_total", "Loops that could not observe Triton."),
 		DeviceReadErrors: c("device_memory_read_errors_total",
 			"Loops that could not read the device's used memory (NVML, or Triton's nv_gpu_memory_used_bytes) and planned on the accounting alone."),
+		BusyModels: g("busy_models", "READY models with queued or executing requests in the last loop: never evicted."),
 	}
 	for _, col := range []prometheus.Collector{m.Ready, m.ResidentModels, m.AccountedBytes, m.MeasuredBytes, m.BudgetBytes,
 		m.Loads, m.Unloads, m.Evictions, m.RefusedLoads, m.LoadSeconds, m.DrainSeconds, m.OverPeak, m.Quarantined,
-		m.UnplaceableModels, m.LoopErrors, m.DeviceReadErrors} {
+		m.UnplaceableModels, m.LoopErrors, m.DeviceReadErrors, m.BusyModels} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
