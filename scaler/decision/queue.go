@@ -42,6 +42,11 @@ type queueModel struct {
 	a     float64 // offered load, Erlangs (λ·S or running requests), ≥ 0, may be +Inf
 	theta float64 // T/(S·β), per server of headroom: the tail's exponent per unit of c − a; > 0
 	k     int64   // servers per replica, ≥ 1
+
+	// memo is where leastReplicas left the recurrence, B(memoN) = memoB, so that
+	// tail at the answer (or above it) continues from there instead of starting again.
+	memoN int64
+	memoB float64
 }
 
 // start returns the recurrence's starting point n₀ and B(n₀) (see above).
@@ -76,7 +81,7 @@ func (m queueModel) boundReplicas(logEps float64) float64 {
 // takes at most maxQueueSteps steps; when it has not found N by then it
 // answers the closed-form bound ⌈(⌊a⌋ + 1 + ⌈ln(1/ε)/θ⌉)/k⌉, which meets
 // the SLO (C ≤ 1), with the tail ε.
-func (m queueModel) leastReplicas(logEps float64, maxN int64) (float64, float64) {
+func (m *queueModel) leastReplicas(logEps float64, maxN int64) (float64, float64) {
 	if m.a == 0 {
 		return 0, 0
 	}
@@ -89,6 +94,7 @@ func (m queueModel) leastReplicas(logEps float64, maxN int64) (float64, float64)
 	if float64(last) > float64(n)+maxQueueSteps {
 		last = n + maxQueueSteps
 	}
+	defer func() { m.memoN, m.memoB = n, b }()
 	for n < last {
 		n++
 		b = m.a * b / (float64(n) + m.a*b)
@@ -117,6 +123,9 @@ func (m queueModel) tail(replicas int64) float64 {
 		return 1
 	}
 	n, b := m.start()
+	if last := replicas * m.k; m.memoN > n && m.memoN <= last {
+		n, b = m.memoN, m.memoB
+	}
 	if c-float64(n) > maxQueueSteps {
 		return math.Exp(-(c - m.a) * m.theta)
 	}
