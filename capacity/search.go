@@ -8,9 +8,12 @@ import (
 	"slices"
 )
 
-// ErrClientBound is returned by Search when a level was client-bound: the generator could not
-// offer the rate, so no capacity is claimed.
+// ErrClientBound is returned by Search when a level was client-bound before any level passed:
+// the generator could not offer the rate, so no capacity is claimed.
 var ErrClientBound = errors.New("client-bound: the load generator could not offer the rate")
+
+// errStop ends a search early without an error (a client-bound level after a passing one).
+var errStop = errors.New("stop")
 
 // SearchConfig is how Search walks the rates.
 type SearchConfig struct {
@@ -73,8 +76,9 @@ type Result struct {
 // Search finds μ with measure: it steps the rate up by StepFactor from StartRPS while levels
 // pass (Level.Passes), then bisects between the highest passing and the lowest failing rate
 // until they are within Precision; a failing StartRPS steps down instead. A client-bound level
-// ends the search with ErrClientBound (and the curve so far); a measure error ends it with
-// that error.
+// ends the search: with ErrClientBound (and the curve so far) when no level has passed yet,
+// else with μ the highest passing rate so far and a limit saying it is a lower bound. A
+// measure error ends it with that error.
 func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Context, rateRPS float64) (Level, error)) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -87,6 +91,10 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 		}
 		res.Curve = append(res.Curve, l)
 		if l.ClientBound {
+			if res.MuRPS > 0 {
+				res.Limits = append(res.Limits, fmt.Sprintf("client-bound at %.4g req/s (%s): μ is the highest rate measured before, a lower bound", rate, l.ClientBoundReason))
+				return false, errStop
+			}
 			return false, fmt.Errorf("%w at %.4g req/s: %s", ErrClientBound, rate, l.ClientBoundReason)
 		}
 		if l.Passes() && rate > res.MuRPS {
@@ -95,6 +103,9 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 		return l.Passes(), nil
 	}
 	finish := func(err error) (Result, error) {
+		if errors.Is(err, errStop) {
+			err = nil
+		}
 		slices.SortStableFunc(res.Curve, func(a, b Level) int {
 			switch {
 			case a.OfferedRPS < b.OfferedRPS:

@@ -108,3 +108,15 @@ func TestClientBound(t *testing.T) {
 		t.Errorf("result μ %v, curve %+v; want no capacity and one client-bound level naming the cap", res.MuRPS, res.Curve)
 	}
 }
+
+// TestSearchClientBoundAfterPass: a client-bound level above a passing one ends the search
+// with that μ as a lower bound (a limit says so), not with an error.
+func TestSearchClientBoundAfterPass(t *testing.T) {
+	res, err := capacity.Search(context.Background(), capacity.SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 1e5, MinRPS: 1},
+		func(_ context.Context, r float64) (capacity.Level, error) {
+			return capacity.Level{OfferedRPS: r, Stable: true, KeepsUp: true, MeetsSLO: true, ClientBound: r > 30, ClientBoundReason: "lagging"}, nil
+		})
+	if err != nil || res.MuRPS != 20 || len(res.Limits) != 1 || !strings.Contains(res.Limits[0], "client-bound at 40 req/s (lagging)") {
+		t.Errorf("μ %v, limits %q, err %v; want μ 20 with a client-bound limit", res.MuRPS, res.Limits, err)
+	}
+}
