@@ -120,6 +120,8 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		want := residency.DefaultConfig()
 		// Deliberate differences: per pod, from the pool and the downward API.
 		want.MIGProfile, want.PrometheusAddress, want.Namespace = "1g.10gb", chartProm, namespace
+		// The inference front takes the pool's gRPC port; Triton's gRPC moves behind it.
+		want.InferenceListen, want.TritonAddress = ":8001", "127.0.0.1:8101"
 		if diff := cmp.Diff(want, residencyConfig(t, decls, sc)); diff != "" {
 			t.Errorf("rendered sidecar flags differ from residency.DefaultConfig() (-want +got):\n%s", diff)
 		}
@@ -432,10 +434,14 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 				"tls-client-ca-file": "only with scaler.tls.clientAuth",
 			}},
 		{"residency", residencyFlagDecls(t), sc.Args, map[string]string{
-			"namespace":    "defaults to $POD_NAMESPACE, which the chart sets from the downward API",
-			"pod-name":     "defaults to $POD_NAME, which the chart sets from the downward API",
-			"budget-bytes": "only with pools[].residency.budgetBytes; otherwise the MIG profile's table entry",
-			"demand-query": "only with pools[].residency.demandQuery; otherwise Triton's preset",
+			"namespace":         "defaults to $POD_NAMESPACE, which the chart sets from the downward API",
+			"pod-name":          "defaults to $POD_NAME, which the chart sets from the downward API",
+			"budget-bytes":      "only with pools[].residency.budgetBytes; otherwise the MIG profile's table entry",
+			"demand-query":      "only with pools[].residency.demandQuery; otherwise Triton's preset",
+			"hold-timeout":      "the inference front's bounds keep cmd/residency's defaults (docs/residency.md, Hold and fail fast); residency.extraArgs overrides them",
+			"hold-max-requests": "as hold-timeout",
+			"hold-max-bytes":    "as hold-timeout",
+			"retry-pushback":    "as hold-timeout",
 		}},
 	}
 	for _, tt := range tests {

@@ -37,7 +37,8 @@ type pairLauncher interface {
 // pair is one pod's running processes and addresses.
 type pair struct {
 	triton, sidecar *proc
-	grpcAddr        string // Triton gRPC, host:port (the load generator's endpoint)
+	grpcAddr        string // Triton gRPC, host:port
+	frontAddr       string // the sidecar's inference front, host:port; "" when it runs none
 	metricsAddr     string // Triton /metrics, host:port
 	sidecarAddr     string // residency HTTP: /readyz, /metrics, POST /drain
 	dir             string
@@ -345,6 +346,15 @@ type endpoint struct {
 	grpcAddr string
 }
 
+// clientAddr is where the pod's clients send inference requests (the load generator's
+// endpoint): the sidecar's front when it runs one, as the chart's Service does, else Triton.
+func (p *pair) clientAddr() string {
+	if p.frontAddr != "" {
+		return p.frontAddr
+	}
+	return p.grpcAddr
+}
+
 // endpoints returns the pods traffic may go to, sorted by name.
 func (k *kubelet) endpoints() []endpoint {
 	k.mu.Lock()
@@ -352,7 +362,7 @@ func (k *kubelet) endpoints() []endpoint {
 	var out []endpoint
 	for _, rt := range k.pods {
 		if rt.pair != nil && rt.ready.Load() && !rt.stopping.Load() {
-			out = append(out, endpoint{pod: rt.name, grpcAddr: rt.pair.grpcAddr})
+			out = append(out, endpoint{pod: rt.name, grpcAddr: rt.pair.clientAddr()})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })

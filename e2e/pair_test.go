@@ -45,11 +45,12 @@ func (l *pairLauncherImpl) launch(ctx context.Context, pod *corev1.Pod) (*pair, 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	pr := &pair{dir: dir, grpcAddr: addr(ports[0]), metricsAddr: addr(ports[1]), sidecarAddr: addr(ports[2])}
+	frontAddr := addr(ports[3])
 
 	// Triton: explicit model control, nothing loaded at start; the sidecar
 	// loads the P0 model (the pod is not Ready until it has).
@@ -83,7 +84,7 @@ func (l *pairLauncherImpl) launch(ctx context.Context, pod *corev1.Pod) (*pair, 
 		return nil, err
 	}
 
-	args, env, err := l.sidecarArgs(ctx, pod, pr)
+	args, env, err := l.sidecarArgs(ctx, pod, pr, frontAddr)
 	if err != nil {
 		pr.triton.kill()
 		return nil, err
@@ -98,7 +99,7 @@ func (l *pairLauncherImpl) launch(ctx context.Context, pod *corev1.Pod) (*pair, 
 
 // sidecarArgs takes the residency container's args and env from the pod
 // spec (the chart's rendering) and rewrites the pod-local parts.
-func (l *pairLauncherImpl) sidecarArgs(ctx context.Context, pod *corev1.Pod, pr *pair) ([]string, []string, error) {
+func (l *pairLauncherImpl) sidecarArgs(ctx context.Context, pod *corev1.Pod, pr *pair, frontAddr string) ([]string, []string, error) {
 	var ctr *corev1.Container
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
@@ -122,6 +123,9 @@ func (l *pairLauncherImpl) sidecarArgs(ctx context.Context, pod *corev1.Pod, pr 
 			a = "--listen=" + pr.sidecarAddr
 		case "--triton-address":
 			a = "--triton-address=" + pr.grpcAddr
+		case "--inference-listen": // the chart routes the pool's gRPC port through the front
+			pr.frontAddr = frontAddr
+			a = "--inference-listen=" + frontAddr
 		case "--triton-metrics-url":
 			a = "--triton-metrics-url=http://" + pr.metricsAddr + "/metrics"
 		case "--catalog":

@@ -16,8 +16,9 @@ import (
 
 // TestResidency moves demand between two models that do not fit the pod's
 // budget together: the sidecar must follow the demand (load the wanted
-// model, unload the other), and the fake Triton's device memory must never
-// exceed the budget on the way.
+// model, unload the other), the fake Triton's device memory must never
+// exceed the budget on the way, and no request fails: the sidecar's front
+// holds requests for a model through its load.
 func TestResidency(t *testing.T) {
 	const gib = int64(1) << 30
 	p := defaultPoolParams()
@@ -107,9 +108,13 @@ func TestResidency(t *testing.T) {
 	if peak < 6*gib {
 		t.Errorf("device memory peaked at %d bytes; base + one 5 GiB model (6 GiB) was expected to be resident", peak)
 	}
+	// The load generator calls the sidecar's inference front (the chart's Service does): a
+	// request for a model that is not loaded yet is held through its load, not failed as
+	// Triton alone fails it (92 of 100 failed NOT_FOUND before the front).
 	sent, ok, failed, fails := env.gw.snapshot()
-	logf("residency: sent=%d ok=%d failed=%d (requests for a model not yet loaded fail, as on Triton)", sent, ok, failed)
-	if len(fails) > 0 {
-		logf("residency: first failures:\n%s", joinLines(fails[:min(5, len(fails))]))
+	logf("residency: sent=%d ok=%d failed=%d", sent, ok, failed)
+	if failed > 0 || ok == 0 {
+		t.Errorf("%d of %d requests failed (ok %d), want 0 through the front; first failures:\n%s",
+			failed, sent, ok, joinLines(fails[:min(5, len(fails))]))
 	}
 }

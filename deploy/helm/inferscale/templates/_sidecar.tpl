@@ -11,7 +11,10 @@ Its flags are cmd/residency's. */}}
   image: {{ include "inferscale.image" (dict "image" $r.image "root" $root) }}
   imagePullPolicy: {{ $r.image.pullPolicy }}
   args:
-    - --triton-address=localhost:{{ $ports.grpc }}
+    {{- /* The inference front (docs/residency.md "Hold and fail fast") takes the pool's gRPC port;
+    Triton's own gRPC listens on 127.0.0.1 at that port + 100, inside the pod only. */}}
+    - --triton-address=127.0.0.1:{{ add $ports.grpc 100 }}
+    - --inference-listen=:{{ $ports.grpc }}
     - --triton-metrics-url=http://localhost:{{ $ports.metrics }}/metrics
     - --catalog=/etc/inferscale/catalog.yaml
     {{- if $res.budgetBytes }}
@@ -56,6 +59,9 @@ Its flags are cmd/residency's. */}}
   ports:
     - name: residency
       containerPort: {{ $rc.port }}
+      protocol: TCP
+    - name: grpc
+      containerPort: {{ $ports.grpc }}
       protocol: TCP
   livenessProbe:
     httpGet:
