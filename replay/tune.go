@@ -154,7 +154,7 @@ const settingsHeader = `# One setting per policy family, used unchanged on every
 #   written by ` + "`go run ./cmd/replay tune`" + `; source says how it was chosen.
 #
 # What the value means per family (replay/settings.go, FamilySpecs):
-#   inferscale  targetUtilization ρ of decision.Policy (everything else at its default)
+#   inferscale  targetUtilization ρ of decision.Policy, an optional cap (1: none, the default; everything else at its default)
 #   hpa-gpu     HPA target average GPU engine activity (0..1)
 #   keda-queue  KEDA Prometheus scaler threshold on vllm:num_requests_waiting per replica
 #   knative     KPA target utilisation of containerConcurrency (= slots)
