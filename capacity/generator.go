@@ -193,6 +193,11 @@ type Generator struct {
 	cfg    MeasureConfig
 	rng    *rand.Rand
 
+	// gaps, when set, are inter-arrival times of mean 1 (a trace's shape) used in turn, from a
+	// seeded offset, instead of exponential draws; pos is the next one.
+	gaps []float64
+	pos  int
+
 	mu       sync.Mutex
 	inFlight map[uint64]time.Time // scheduled send time of each request not yet recorded
 	nextID   uint64
@@ -307,7 +312,42 @@ func (g *Generator) drain(ctx context.Context) error {
 }
 
 func (g *Generator) interArrival(rateRPS float64) time.Duration {
+	if len(g.gaps) > 0 {
+		gap := g.gaps[g.pos%len(g.gaps)]
+		g.pos++
+		return time.Duration(gap / rateRPS * float64(time.Second))
+	}
 	return time.Duration(g.rng.ExpFloat64() / rateRPS * float64(time.Second))
+}
+
+// UseTraceShape makes the generator replay the inter-arrival shape of a trace instead of
+// Poisson: arrivals are a trace's request times (non-decreasing), its gaps scaled so that
+// their mean is 1 ÷ the offered rate, taken in order from a seeded starting point and
+// wrapping around (burstiness kept, rate set by the search). It needs at least two distinct
+// times.
+func (g *Generator) UseTraceShape(arrivals []time.Duration) error {
+	if len(arrivals) < 2 {
+		return fmt.Errorf("%w: trace shape needs at least 2 arrivals, got %d", ErrInvalidConfig, len(arrivals))
+	}
+	gaps := make([]float64, 0, len(arrivals)-1)
+	var sum float64
+	for i := 1; i < len(arrivals); i++ {
+		d := (arrivals[i] - arrivals[i-1]).Seconds()
+		if d < 0 {
+			return fmt.Errorf("%w: trace arrival %d (%v) is before arrival %d (%v)", ErrInvalidConfig, i, arrivals[i], i-1, arrivals[i-1])
+		}
+		gaps = append(gaps, d)
+		sum += d
+	}
+	if sum <= 0 {
+		return fmt.Errorf("%w: every trace arrival is at the same time", ErrInvalidConfig)
+	}
+	mean := sum / float64(len(gaps))
+	for i := range gaps {
+		gaps[i] /= mean
+	}
+	g.gaps, g.pos = gaps, int(g.rng.Uint64N(uint64(len(gaps))))
+	return nil
 }
 
 // send starts the request scheduled at t, unless the in-flight cap is reached.

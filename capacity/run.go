@@ -25,6 +25,7 @@ import (
 	"github.com/inferscale/inferscale/proto/inference"
 	"github.com/inferscale/inferscale/residency/gpu"
 	"github.com/inferscale/inferscale/residency/plan"
+	"github.com/inferscale/inferscale/replay"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
@@ -64,6 +65,9 @@ type Config struct {
 	// OpenAI is the request shape for ProtocolOpenAI (BaseURL and Model are filled from Target
 	// and Model).
 	OpenAI OpenAITarget
+	// Trace, when set, is a request trace (any format package replay reads) whose
+	// inter-arrival shape replaces Poisson arrivals (Generator.UseTraceShape).
+	Trace string
 	// Measure and Search configure the load search; Seed the arrival schedule.
 	Measure MeasureConfig
 	Search  SearchConfig
@@ -303,6 +307,23 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	gen, err := NewGenerator(target, nil, cfg.Measure, cfg.Seed)
 	if err != nil {
 		return Written{}, err
+	}
+	if cfg.Trace != "" {
+		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
+		if err != nil {
+			return Written{}, fmt.Errorf("--trace: %w", err)
+		}
+		if l.Trace == nil {
+			return Written{}, fmt.Errorf("--trace %s: a %s trace has no per-request arrival times", cfg.Trace, l.Format)
+		}
+		at := make([]time.Duration, len(l.Trace.Requests))
+		for i, r := range l.Trace.Requests {
+			at[i] = r.At
+		}
+		if err := gen.UseTraceShape(at); err != nil {
+			return Written{}, fmt.Errorf("--trace %s: %w", cfg.Trace, err)
+		}
+		rec.LoadShape.Arrivals = "trace " + l.Name
 	}
 	peak := startSampler(ctx, &mem)
 	res, err := Search(ctx, cfg.Search, func(ctx context.Context, r float64) (Level, error) {

@@ -265,3 +265,34 @@ func TestFaultMidLevelIsNotStable(t *testing.T) {
 			l.Stable, l.Passes(), l.Exhausted, l.Failed, l.P99, len(l.Windows))
 	}
 }
+
+// TestTraceShapeKeepsTheRate: with a bursty trace shape (gaps 0, 0, 0, 4 s: bursts of four),
+// the offered rate is still the one asked for, and the bursts queue where Poisson would not:
+// 4 arrivals at once on a model of 2 executions × 100 ms wait 100 ms in half the cases.
+func TestTraceShapeKeepsTheRate(t *testing.T) {
+	cfg := simMeasure()
+	cfg.MaxWindows = 5
+	s := startSim(t, tritontest.Model{Name: "m", ServiceTime: 100 * time.Millisecond, Concurrency: 2}, cfg)
+	if err := s.gen.UseTraceShape([]time.Duration{0, 0, 0, 0, 4 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.gen.Measure(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent int
+	var secs float64
+	for _, w := range l.Windows {
+		sent += w.Sent
+		secs += l.WindowSeconds
+	}
+	if got := float64(sent) / secs; math.Abs(got/4-1) > 0.05 {
+		t.Errorf("offered %.2f req/s, want 4 ± 5 %%", got)
+	}
+	if l.P50 < 0.099 || l.P99 < 0.199 {
+		t.Errorf("p50 %.3f s, p99 %.3f s; want bursts of 4 on 2 slots: p50 ≥ 0.1, p99 ≥ 0.2", l.P50, l.P99)
+	}
+	if err := s.gen.UseTraceShape([]time.Duration{time.Second, time.Second}); err == nil {
+		t.Error("a trace with all arrivals at one time was accepted")
+	}
+}

@@ -70,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.Float64Var(&cfg.Search.MaxRPS, "max-rate", cfg.Search.MaxRPS, "highest rate tried (req/s)")
 	fs.Float64Var(&cfg.Search.MinRPS, "min-rate", cfg.Search.MinRPS, "lowest rate tried when stepping down (req/s)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the Poisson arrival schedule")
+	fs.StringVar(&cfg.Trace, "trace", "", "a request trace (formats of cmd/replay) whose inter-arrival shape replaces Poisson arrivals, scaled to each rate")
 	fs.Var(&inputs, "input", "triton-grpc input tensor NAME:DATATYPE:DIM,DIM (zero-filled); repeat per input")
 	fs.StringVar(&inputData, "input-data", "", "triton-grpc: a ModelInferRequest in protobuf JSON to send")
 	fs.IntVar(&cfg.OpenAI.PromptTokens, "prompt-tokens", cfg.OpenAI.PromptTokens, "openai: prompt length in tokens")
