@@ -23,9 +23,9 @@ import (
 
 	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/replay"
 	"github.com/inferscale/inferscale/residency/gpu"
 	"github.com/inferscale/inferscale/residency/plan"
-	"github.com/inferscale/inferscale/replay"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
