@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,6 +53,15 @@ func measure(b *testing.B, c inference.GRPCInferenceServiceClient, n int) ([]tim
 	return lat, float64(n) / time.Since(start).Seconds()
 }
 
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
@@ -78,12 +88,15 @@ func BenchmarkOverhead(b *testing.B) {
 			var dLat, fLat []time.Duration
 			var dSec, fSec float64
 			b.ResetTimer()
+			var dCPU, fCPU time.Duration // process CPU time (client, front and tritontest together)
 			for done := 0; done < b.N; done += block {
 				n := min(block, b.N-done)
+				c0 := cpuTime(b)
 				l, r := measure(b, h.direct, n)
-				dLat, dSec = append(dLat, l...), dSec+float64(n)/r
+				c1 := cpuTime(b)
+				dLat, dSec, dCPU = append(dLat, l...), dSec+float64(n)/r, dCPU+c1-c0
 				l, r = measure(b, h.client, n)
-				fLat, fSec = append(fLat, l...), fSec+float64(n)/r
+				fLat, fSec, fCPU = append(fLat, l...), fSec+float64(n)/r, fCPU+cpuTime(b)-c1
 			}
 			b.StopTimer()
 			dRPS, fRPS := float64(b.N)/dSec, float64(b.N)/fSec
@@ -97,6 +110,8 @@ func BenchmarkOverhead(b *testing.B) {
 			b.ReportMetric(dRPS, "direct_rps")
 			b.ReportMetric(fRPS, "front_rps")
 			b.ReportMetric(fRPS/dRPS, "rps_ratio")
+			b.ReportMetric(us(dCPU)/float64(b.N), "direct_cpu_us/req")
+			b.ReportMetric(us(fCPU)/float64(b.N), "front_cpu_us/req")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
