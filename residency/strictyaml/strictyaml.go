@@ -81,20 +81,30 @@ func Unmarshal(data []byte, out any) error {
 	if len(root.Content) == 0 {
 		return nil
 	}
-	c := converter{}
+	c := converter{fields: map[reflect.Type]map[string]reflect.Type{}}
 	var buf bytes.Buffer
+	c.value(&buf, root.Content[0], rv.Type().Elem(), "")
+	var err error
+	if len(c.errs) == 0 {
+		dec := json.NewDecoder(&buf)
+		dec.DisallowUnknownFields()
+		if err = dec.Decode(out); err == nil {
+			return nil
+		}
+	}
+	// Convert again, decoding every leaf on its own, to name each field that fails.
+	c = converter{fields: c.fields, check: true}
+	buf.Reset()
 	c.value(&buf, root.Content[0], rv.Type().Elem(), "")
 	if len(c.errs) > 0 {
 		return errors.Join(c.errs...)
 	}
-	dec := json.NewDecoder(&buf)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		// Every leaf decoded on its own; a failure only the whole document shows (none known)
-		// is reported as encoding/json words it.
-		return errors.New(clean(err))
+	// A failure only the whole document shows (none known) is reported as encoding/json
+	// words it.
+	if err == nil {
+		err = errors.New("does not decode")
 	}
-	return nil
+	return errors.New(clean(err))
 }
 
 var (
@@ -104,7 +114,10 @@ var (
 
 // converter writes a node tree as JSON for a target type, collecting every field error.
 type converter struct {
-	errs  []error
+	// check decodes every leaf on its own to report it (the second pass, after a failure).
+	check  bool
+	fields map[reflect.Type]map[string]reflect.Type // jsonFields, per struct type
+	errs   []error
 	nodes int
 	stop  bool // MaxNodes reached: reported once, the rest skipped
 }
@@ -172,6 +185,9 @@ func (c *converter) leaf(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, p
 	var b bytes.Buffer
 	write(&b, node, path)
 	buf.Write(b.Bytes())
+	if !c.check {
+		return
+	}
 	err := json.Unmarshal(b.Bytes(), reflect.New(t).Interface())
 	if err == nil {
 		return
@@ -322,7 +338,11 @@ func (c *converter) pairs(node *yamlv3.Node, path string) [][2]*yamlv3.Node {
 // object writes a mapping as the JSON object of struct t, each key matched to a json field
 // name (exactly, else case-insensitively as encoding/json does).
 func (c *converter) object(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
-	fields := jsonFields(t)
+	fields, ok := c.fields[t]
+	if !ok {
+		fields = jsonFields(t)
+		c.fields[t] = fields
+	}
 	buf.WriteByte('{')
 	n := 0
 	for _, p := range c.pairs(node, path) {
