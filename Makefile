@@ -28,6 +28,10 @@ test: ## Run unit and integration tests (needs Debian's prometheus on PATH).
 	$(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s; CI runs this after make test).
+	FUZZTIME=$${FUZZTIME:-10s} ./hack/fuzz.sh
+
 .PHONY: bench
 bench: ## Run Go benchmarks and replay comparisons; figures go in BENCHMARKS.md.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
