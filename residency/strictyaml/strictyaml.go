@@ -118,8 +118,8 @@ type converter struct {
 	check  bool
 	fields map[reflect.Type]map[string]reflect.Type // jsonFields, per struct type
 	errs   []error
-	nodes int
-	stop  bool // MaxNodes reached: reported once, the rest skipped
+	nodes  int
+	stop   bool // MaxNodes reached: reported once, the rest skipped
 }
 
 func (c *converter) fail(path string, line int, msg string) {
