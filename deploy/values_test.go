@@ -81,7 +81,7 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 	t.Run("scaling keys", func(t *testing.T) {
 		// Every metadata key the scaler accepts is either a chart default or per-pool only.
 		perPool := []string{"engine", "model", "prometheusAddress", "queueQuery", "rateQuery", "activityQuery", "readyQuery", "replicaThroughput", "zeroWhenAbsent",
-			"runningQuery", "serviceTimeQuery", "dispersionQuery", "coldStart", "targetUtilization"}
+			"runningQuery", "serviceTimeQuery", "dispersionQuery", "coldStart", "targetUtilization", "uniqueRateQuery", "retryBudget"}
 		keys := slices.Collect(mapKeys(loadChart(t).Values["scaling"].(map[string]any)))
 		keys = append(keys, perPool...)
 		sort.Strings(keys)

@@ -27,14 +27,17 @@ const (
 	// KindDispersion is I: the index of dispersion (variance ÷ mean) of the pool's arrival
 	// counts in one-minute windows; 1 for Poisson arrivals, more for bursts.
 	KindDispersion Kind = "dispersion"
+	// KindUniqueRate is the arrival rate of original requests (first attempts) at a gateway;
+	// no engine sees it, so it has no preset and is not in Kinds.
+	KindUniqueRate Kind = "uniqueRate"
 )
 
-// Kinds lists every Kind in a fixed order.
+// Kinds lists every Kind the presets serve, in a fixed order.
 var Kinds = []Kind{KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion}
 
 func (k Kind) valid() bool {
 	switch k {
-	case KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion:
+	case KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion, KindUniqueRate:
 		return true
 	}
 	return false

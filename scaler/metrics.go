@@ -32,6 +32,7 @@ type decisionCollector struct {
 	nActive, nDegraded, nNoData, exported        *prometheus.Desc
 
 	lambdaH, load, service, dispersion, horizon, pWait, saturated *prometheus.Desc
+	amplification, retryCapped                                    *prometheus.Desc
 }
 
 var triggerLabels = []string{"namespace", "scaledobject", "metric"}
@@ -44,37 +45,39 @@ func newDecisionCollector(s *Server) *decisionCollector {
 		return prometheus.NewDesc("inferscale_scaler_"+name, help, nil, nil)
 	}
 	return &decisionCollector{
-		s:            s,
-		perObject:    true,
-		desired:      d("desired_replicas", "Replica count answered to KEDA (GetMetrics value, target 1)."),
-		raw:          d("raw_replicas", "N_raw = clamp(N_demand + warm, min, max), before windows."),
-		active:       d("active", "IsActive answer (1 active, 0 inactive)."),
-		degraded:     d("degraded", "1 when a signal that was once valid is out past staleAfter."),
-		ready:        d("ready_replicas", "R as used by the decision (absent when unknown)."),
-		term:         d("term_replicas", "Formula terms: slo, drain, cap, occupancy, activity, warm, demand (absent when not computed; slo reads max + 1 when the bound cannot meet the SLO).", "term"),
-		lambdaH:      d("forecast_rate_rps", "λ_H: the arrival rate forecast over the cold-start horizon, requests per second (absent without a rate)."),
-		load:         d("offered_load_erlangs", "a = max(λ_H·S, running): the offered load N_slo is sized for, Erlangs (absent when not computed)."),
-		service:      d("service_time_seconds", "S as used: mean seconds of service per request, measured or k/μ (absent when unknown).", "source"),
-		dispersion:   d("arrival_dispersion", "I as used: index of dispersion of arrival counts (1 when not measured: Poisson)."),
-		horizon:      d("cold_start_seconds", "H as used: from a scale-up decision to a ready replica, seconds.", "source"),
-		pWait:        d("predicted_wait_probability", "Predicted P(wait > sloWaitSeconds) at the answered replica count (absent when not computed)."),
-		saturated:    d("saturated", "1 when engine activity is at activityCeiling: the pool does not scale down."),
-		signal:       d("signal_value", "Signal value used by the decision (last good value when held).", "signal"),
-		signalStatus: d("signal_status", "1 for the signal's status (fresh, zero, held, out, never).", "signal", "status"),
-		info:         d("decision_info", "1, labelled with what decided the number: the demand term and the shaping limit (empty: none); the reason text is in the logs.", "term", "limit"),
-		noData:       d("no_data", "1 when the last evaluation had no usable signal (RPCs answer Unavailable)."),
-		triggers:     agg("triggers", "Registered ScaledObject triggers."),
-		nActive:      agg("triggers_active", "Triggers whose IsActive answer is true."),
-		nDegraded:    agg("triggers_degraded", "Triggers whose decision is degraded (a once-valid signal out past staleAfter)."),
-		nNoData:      agg("triggers_no_data", "Triggers with no usable signal (RPCs answer Unavailable)."),
-		exported:     agg("object_metrics", "1 when this scrape carries per-ScaledObject series; 0 when --object-metrics is off or more than --object-metrics-max-triggers triggers are registered."),
+		s:             s,
+		perObject:     true,
+		desired:       d("desired_replicas", "Replica count answered to KEDA (GetMetrics value, target 1)."),
+		raw:           d("raw_replicas", "N_raw = clamp(N_demand + warm, min, max), before windows."),
+		active:        d("active", "IsActive answer (1 active, 0 inactive)."),
+		degraded:      d("degraded", "1 when a signal that was once valid is out past staleAfter."),
+		ready:         d("ready_replicas", "R as used by the decision (absent when unknown)."),
+		term:          d("term_replicas", "Formula terms: slo, drain, cap, occupancy, activity, warm, demand (absent when not computed; slo reads max + 1 when the bound cannot meet the SLO).", "term"),
+		lambdaH:       d("forecast_rate_rps", "λ_H: the arrival rate forecast over the cold-start horizon, requests per second (absent without a rate)."),
+		load:          d("offered_load_erlangs", "a = max(λ_H·S, running): the offered load N_slo is sized for, Erlangs (absent when not computed)."),
+		service:       d("service_time_seconds", "S as used: mean seconds of service per request, measured or k/μ (absent when unknown).", "source"),
+		dispersion:    d("arrival_dispersion", "I as used: index of dispersion of arrival counts (1 when not measured: Poisson)."),
+		horizon:       d("cold_start_seconds", "H as used: from a scale-up decision to a ready replica, seconds.", "source"),
+		pWait:         d("predicted_wait_probability", "Predicted P(wait > sloWaitSeconds) at the answered replica count (absent when not computed)."),
+		saturated:     d("saturated", "1 when engine activity is at activityCeiling: the pool does not scale down."),
+		amplification: d("retry_amplification", "Retry amplification: rate ÷ uniqueRateQuery's unique rate (absent without a unique rate; alert above 1.5)."),
+		retryCapped:   d("retry_capped", "1 when the amplification exceeded retryBudget and the load was sized on unique rate × retryBudget."),
+		signal:        d("signal_value", "Signal value used by the decision (last good value when held).", "signal"),
+		signalStatus:  d("signal_status", "1 for the signal's status (fresh, zero, held, out, never).", "signal", "status"),
+		info:          d("decision_info", "1, labelled with what decided the number: the demand term and the shaping limit (empty: none); the reason text is in the logs.", "term", "limit"),
+		noData:        d("no_data", "1 when the last evaluation had no usable signal (RPCs answer Unavailable)."),
+		triggers:      agg("triggers", "Registered ScaledObject triggers."),
+		nActive:       agg("triggers_active", "Triggers whose IsActive answer is true."),
+		nDegraded:     agg("triggers_degraded", "Triggers whose decision is degraded (a once-valid signal out past staleAfter)."),
+		nNoData:       agg("triggers_no_data", "Triggers with no usable signal (RPCs answer Unavailable)."),
+		exported:      agg("object_metrics", "1 when this scrape carries per-ScaledObject series; 0 when --object-metrics is off or more than --object-metrics-max-triggers triggers are registered."),
 	}
 }
 
 func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.desired, c.raw, c.active, c.degraded, c.ready, c.term, c.signal, c.signalStatus, c.info, c.noData,
 		c.triggers, c.nActive, c.nDegraded, c.nNoData, c.exported,
-		c.lambdaH, c.load, c.service, c.dispersion, c.horizon, c.pWait, c.saturated} {
+		c.lambdaH, c.load, c.service, c.dispersion, c.horizon, c.pWait, c.saturated, c.amplification, c.retryCapped} {
 		ch <- d
 	}
 }
@@ -150,7 +153,7 @@ func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trig
 	for _, v := range []struct {
 		d *prometheus.Desc
 		v float64
-	}{{c.lambdaH, rec.LambdaH}, {c.load, rec.Load}, {c.pWait, rec.PWait}} {
+	}{{c.lambdaH, rec.LambdaH}, {c.load, rec.Load}, {c.pWait, rec.PWait}, {c.amplification, rec.Amplification}} {
 		if v.v >= 0 && !math.IsInf(v.v, 0) {
 			g(v.d, v.v)
 		}
@@ -163,6 +166,9 @@ func (c *decisionCollector) collectTrigger(ch chan<- prometheus.Metric, tr *trig
 	}
 	g(c.horizon, rec.Horizon.Seconds(), rec.HorizonSource)
 	g(c.saturated, b2f(rec.Saturated))
+	if rec.Amplification >= 0 {
+		g(c.retryCapped, b2f(rec.RetryCapped))
+	}
 	g(c.info, 1, string(rec.Term), string(rec.Limit))
 }
 

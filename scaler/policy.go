@@ -34,6 +34,8 @@ const (
 	KeyRunningQuery         = "runningQuery"
 	KeyServiceTimeQuery     = "serviceTimeQuery"
 	KeyDispersionQuery      = "dispersionQuery"
+	KeyUniqueRateQuery      = "uniqueRateQuery"
+	KeyRetryBudget          = "retryBudget"
 	KeySLOWaitSeconds       = "sloWaitSeconds"
 	KeySLOQuantile          = "sloQuantile"
 	KeyReplicaConcurrency   = "replicaConcurrency"
@@ -259,6 +261,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 		{KeyRunningQuery, &p.RunningQuery},
 		{KeyServiceTimeQuery, &p.ServiceTimeQuery},
 		{KeyDispersionQuery, &p.DispersionQuery},
+		{KeyUniqueRateQuery, &p.UniqueRateQuery},
 	} {
 		s, ok := get(q.key)
 		if !ok {
@@ -280,6 +283,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	float(KeySLOQuantile, &p.SLOQuantile, "a number in [0.5, 0.9999]", func(f float64) bool { return f >= 0.5 && f <= 0.9999 })
 	integer(KeyReplicaConcurrency, &p.ReplicaConcurrency, fmt.Sprintf("an integer in [1, %d]", maxConcurrencyLimit), func(n int64) bool { return n >= 1 && n <= maxConcurrencyLimit })
 	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
+	float(KeyRetryBudget, &p.RetryBudget, "a number in [1, 10] (rate ÷ unique rate)", func(f float64) bool { return f >= 1 && f <= 10 })
 	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number > 0 (requests per second)", positive)
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)
 	float(KeyDrainSeconds, &p.DrainSeconds, "a number of seconds > 0", positive)
@@ -346,7 +350,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 var allKeys = []string{
 	KeyEngine, KeyModel, KeyPrometheusAddress,
 	KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery,
-	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery,
+	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery, KeyUniqueRateQuery, KeyRetryBudget,
 	KeySLOWaitSeconds, KeySLOQuantile, KeyReplicaConcurrency, KeyColdStart,
 	KeyReplicaThroughput, KeyTargetUtilization, KeyDrainSeconds,
 	KeyActivityTarget, KeyActivityCeiling, KeyWarmReplicas, KeyWarmFraction,

@@ -189,11 +189,11 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 
 // kinds maps Signal to the poller's Kind.
 var kinds = [decision.NumSignals]prom.Kind{prom.KindQueue, prom.KindRate, prom.KindActivity, prom.KindReady,
-	prom.KindRunning, prom.KindServiceTime, prom.KindDispersion}
+	prom.KindRunning, prom.KindServiceTime, prom.KindDispersion, prom.KindUniqueRate}
 
 // metadataKeyOf names the metadata key of a signal's query for errors.
 var metadataKeyOf = [decision.NumSignals]string{KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery,
-	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery}
+	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery, KeyUniqueRateQuery}
 
 // ensure returns the trigger for ref, registering it (parse, subscribe,
 // first evaluation) the first time on one of a bounded number of workers:

@@ -39,6 +39,9 @@ func TestSLOKeysBadValuesAreInvalidArgument(t *testing.T) {
 		{KeyDispersionQuery, "", "dispersionQuery must be a PromQL expression"},
 		{KeyTargetUtilization, "0", "targetUtilization must be a number in (0, 1]"},
 		{KeyReplicaThroughput, "0x10", "replicaThroughput must be a number > 0"},
+		{KeyRetryBudget, "0.9", "retryBudget must be a number in [1, 10]"},
+		{KeyRetryBudget, "11", "retryBudget must be a number in [1, 10]"},
+		{KeyUniqueRateQuery, "sum(rate(x[1m])", "uniqueRateQuery must be a PromQL expression"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -170,6 +173,32 @@ func TestColdStartFromKubernetes(t *testing.T) {
 			MetricName("team-a", c.name, metas[c.name]), c.name, c.source, c.seconds)
 	}
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "inferscale_scaler_cold_start_seconds"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Issue 14: rate 30/s of which 10/s unique, retryBudget 1.2: sized for 12/s (14 servers at
+// S = 1 s), amplification 3 exported, the cap flagged.
+func TestRetryCapThroughServer(t *testing.T) {
+	h := newHarness(t, nil)
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
+	meta := map[string]string{"rateQuery": "sum(rate(backend_requests_total[1m]))",
+		"uniqueRateQuery": `sum(rate(gateway_requests_total{attempt="1"}[1m]))`, "replicaThroughput": "1"}
+	mv, err := h.metrics(t, ref("team-a", "pool", meta))
+	if err != nil || mv.MetricValue != 14 {
+		t.Fatalf("GetMetrics = %v, %v; want 14 (sized on 12/s, not 30/s: 33)", mv, err)
+	}
+	name := MetricName("team-a", "pool", meta)
+	want := fmt.Sprintf(`
+# HELP inferscale_scaler_retry_amplification Retry amplification: rate ÷ uniqueRateQuery's unique rate (absent without a unique rate; alert above 1.5).
+# TYPE inferscale_scaler_retry_amplification gauge
+inferscale_scaler_retry_amplification{metric=%q,namespace="team-a",scaledobject="pool"} 3
+# HELP inferscale_scaler_retry_capped 1 when the amplification exceeded retryBudget and the load was sized on unique rate × retryBudget.
+# TYPE inferscale_scaler_retry_capped gauge
+inferscale_scaler_retry_capped{metric=%q,namespace="team-a",scaledobject="pool"} 1
+`, name, name)
+	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "inferscale_scaler_retry_amplification", "inferscale_scaler_retry_capped"); err != nil {
 		t.Error(err)
 	}
 }

@@ -186,6 +186,11 @@ type Recommendation struct {
 	// Saturated is true when the engine's activity is at its ceiling: the
 	// pool does not scale down.
 	Saturated bool
+	// Amplification is the retry amplification rate ÷ unique rate; -1 when
+	// not computed (no unique rate). RetryCapped is true when it exceeded
+	// retryBudget and the load terms were sized on unique rate × retryBudget.
+	Amplification float64
+	RetryCapped   bool
 	// Values are the values used per signal (last good value when held).
 	Values [NumSignals]float64
 	// Status per signal.
@@ -289,7 +294,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		hi = lo
 	}
 	rec := Recommendation{At: now, NSLO: -1, NDrain: -1, NCap: -1, NOcc: -1, NAct: -1, Warm: -1, Demand: -1, Ready: -1,
-		Term: TermNone, LambdaH: -1, Load: -1, PWait: -1, Dispersion: 1}
+		Term: TermNone, LambdaH: -1, Load: -1, PWait: -1, Dispersion: 1, Amplification: -1}
 
 	// Ready replicas: Kubernetes first, then readyQuery.
 	rKnown, r := obs.ReadyKnown, obs.ReadyReplicas
@@ -333,6 +338,24 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	lambda, lambdaOK := usable(SignalRate)
 	queue, queueOK := usable(SignalQueue)
 	running, runningOK := usable(SignalRunning)
+	// Retries do not buy replicas: with a unique rate, rate, queue and
+	// running requests count at most unique × retryBudget (the queue and the
+	// running requests scaled by the same factor). A missing unique rate
+	// never caps.
+	capFactor, lambdaRaw := 1.0, lambda
+	if unique, ok := usable(SignalUniqueRate); ok && lambdaOK && lambda > 0 {
+		rec.Amplification = math.Inf(1)
+		if unique > 0 {
+			rec.Amplification = lambda / unique
+		}
+		if budget := math.Max(1, p.RetryBudget); rec.Amplification > budget {
+			rec.RetryCapped = true
+			capFactor = mulSat(unique, budget) / lambda
+			lambda *= capFactor
+			queue *= capFactor
+			running *= capFactor
+		}
+	}
 	k := float64(max(p.ReplicaConcurrency, 1))
 	if v, ok := usable(SignalServiceTime); ok && v > 0 {
 		rec.ServiceTime, rec.ServiceSource = v, "measured"
@@ -392,10 +415,11 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 	aRate, aRun := -1.0, -1.0
 	if lambdaOK {
-		rec.LambdaH = forecastRate(st.Rates, now, lambda, rec.Horizon, slo.z)
+		rec.LambdaH = forecastRate(st.Rates, now, lambdaRaw, rec.Horizon, slo.z)
 		if rec.Status[SignalRate] != StatusFresh || len(st.Rates) == 0 {
-			rec.LambdaH = forecastRate(nil, now, lambda, rec.Horizon, slo.z) // held: no new point to extrapolate from
+			rec.LambdaH = forecastRate(nil, now, lambdaRaw, rec.Horizon, slo.z) // held: no new point to extrapolate from
 		}
+		rec.LambdaH *= capFactor
 		if sv > 0 {
 			aRate = mulSat(rec.LambdaH, sv)
 		}
@@ -733,6 +757,11 @@ func reason(p Policy, rec Recommendation, slo sloParams, lo, hi int32, activeWhy
 	}
 	if rec.Saturated {
 		b.WriteString("; engine saturated (activity at ceiling): no scale-down")
+	}
+	if rec.RetryCapped {
+		fmt.Fprintf(&b, "; retry-capped: amplification %.3g > retryBudget %g, load sized on unique rate × %g", rec.Amplification, max(1, p.RetryBudget), max(1, p.RetryBudget))
+	} else if rec.Amplification >= 0 {
+		fmt.Fprintf(&b, "; amplification %.3g", rec.Amplification)
 	}
 	if rec.Degraded {
 		fmt.Fprintf(&b, "; degraded: %s out past staleAfter %s", strings.Join(outs, ","), p.StaleAfter)

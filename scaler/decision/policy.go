@@ -18,11 +18,12 @@ const (
 	SignalRunning                   // requests the engine is running now, pool-wide
 	SignalServiceTime               // S: mean seconds of service per request
 	SignalDispersion                // I: index of dispersion of arrival counts (Var/mean), 1 for Poisson
+	SignalUniqueRate                // original requests per second (first attempts at the gateway)
 	// NumSignals is the number of signals: the length of the per-signal arrays.
 	NumSignals
 )
 
-var signalNames = [NumSignals]string{"queue", "rate", "activity", "ready", "running", "serviceTime", "dispersion"}
+var signalNames = [NumSignals]string{"queue", "rate", "activity", "ready", "running", "serviceTime", "dispersion", "uniqueRate"}
 
 // String returns the signal's name as used in zeroWhenAbsent, logs and metric labels.
 func (s Signal) String() string {
@@ -34,7 +35,7 @@ func (s Signal) String() string {
 
 // AllSignals lists every signal in index order.
 func AllSignals() []Signal {
-	return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady, SignalRunning, SignalServiceTime, SignalDispersion}
+	return []Signal{SignalQueue, SignalRate, SignalActivity, SignalReady, SignalRunning, SignalServiceTime, SignalDispersion, SignalUniqueRate}
 }
 
 // SignalSet is a set of signals, a bit per Signal.
@@ -79,6 +80,13 @@ type Policy struct {
 	// the preset's query (or no such signal with EngineCustom).
 	QueueQuery, RateQuery, ActivityQuery, ReadyQuery string
 	RunningQuery, ServiceTimeQuery, DispersionQuery  string
+	// UniqueRateQuery is PromQL for arrivals of original requests (first
+	// attempts, or distinct request ids, at the gateway); no preset.
+	UniqueRateQuery string
+	// RetryBudget is the retry amplification (rate ÷ unique rate) the pool
+	// is sized for, [1, 10]: with a unique rate, rate, queue and running
+	// requests count at most unique rate × RetryBudget.
+	RetryBudget float64
 
 	// SLOWaitSeconds is T, the queue wait a request may see, seconds, > 0.
 	SLOWaitSeconds float64
@@ -148,6 +156,7 @@ func DefaultPolicy() Policy {
 		SLOWaitSeconds:       2,
 		SLOQuantile:          0.99,
 		ReplicaConcurrency:   1,
+		RetryBudget:          1.2,
 		DrainSeconds:         30,
 		ActivityTarget:       0.7,
 		ActivityCeiling:      1.0,
@@ -182,15 +191,18 @@ func (p Policy) Query(s Signal) string {
 		return p.ServiceTimeQuery
 	case SignalDispersion:
 		return p.DispersionQuery
+	case SignalUniqueRate:
+		return p.UniqueRateQuery
 	}
 	return ""
 }
 
 // Configured reports whether signal s has a query: an override, or a preset
-// query. Presets supply every signal; the ready query (readyQuery or the
-// preset's pod count) is used only when Kubernetes does not know R.
+// query. Presets supply every signal but the unique rate (a gateway's); the
+// ready query (readyQuery or the preset's pod count) is used only when
+// Kubernetes does not know R.
 func (p Policy) Configured(s Signal) bool {
-	return p.Query(s) != "" || p.HasPreset()
+	return p.Query(s) != "" || (p.HasPreset() && s != SignalUniqueRate)
 }
 
 // PerPod reports whether an empty result of s while no replica is ready

@@ -333,3 +333,37 @@ func FuzzRecommendMonotone(f *testing.F) {
 		}
 	})
 }
+
+// Issue 14: retries do not buy replicas.
+func TestRetryCap(t *testing.T) {
+	p := DefaultPolicy()
+	p.PrometheusAddress = "http://p:9090"
+	p.RateQuery, p.UniqueRateQuery, p.ReplicaThroughput, p.StaleAfter = "r", "u", 1, 20*time.Second
+	obs := func(at time.Time, rate float64, unique Sample) Observation {
+		var o Observation
+		o.Samples[SignalRate], o.Samples[SignalUniqueRate] = val(rate, at), unique
+		return o
+	}
+	// Rate 30/s of which 10/s unique, retryBudget 1.2: sized for 12/s, a = 12 Erlangs at
+	// S = 1 s: 14 servers (Erlang C, independent computation: P = 0.00882); 30/s would need 33.
+	rec, st := Recommend(p, obs(t0, 30, val(10, t0)), State{}, t0)
+	if rec.Replicas != 14 || !rec.RetryCapped || rec.Amplification != 3 || !strings.Contains(rec.Reason, "retry-capped") {
+		t.Fatalf("replicas %d capped %v amplification %v, want 14, capped, 3 (%s)", rec.Replicas, rec.RetryCapped, rec.Amplification, rec.Reason)
+	}
+	// Within the budget (12/s of 10/s unique): no cap.
+	if r, _ := Recommend(p, obs(t0, 12, val(10, t0)), State{}, t0); r.RetryCapped || r.Replicas != 14 {
+		t.Errorf("amplification 1.2: replicas %d capped %v, want 14 uncapped", r.Replicas, r.RetryCapped)
+	}
+	// The unique rate goes missing while the rate is healthy: no cap, degraded once out,
+	// and never below the last good answer.
+	later := t0.Add(time.Minute)
+	gone := Sample{Empty: true, EvaluatedAt: later}
+	rec, _ = Recommend(p, obs(later, 30, gone), st, later)
+	if rec.RetryCapped || !rec.Degraded || rec.Replicas < 14 || rec.Amplification != -1 {
+		t.Errorf("unique rate out: replicas %d capped %v degraded %v, want ≥ 14, uncapped, degraded (%s)", rec.Replicas, rec.RetryCapped, rec.Degraded, rec.Reason)
+	}
+	rec, _ = Recommend(p, obs(later, 3, gone), st, later)
+	if rec.Replicas != 14 || rec.Limit != TermDegraded && rec.Limit != TermDownWindow {
+		t.Errorf("unique rate out, rate falls: replicas %d limit %q, want held at 14 (%s)", rec.Replicas, rec.Limit, rec.Reason)
+	}
+}
