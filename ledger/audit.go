@@ -105,6 +105,18 @@ func (g *packGPU) canAdd(n *svcNeed) bool {
 	return k >= 0 && g.tab.next[g.layout][k] >= 0
 }
 
+// freeMemory is the number of memory slices the GPU's layout leaves free.
+func (g *packGPU) freeMemory() int {
+	if g.whole || g.prod == nil {
+		return 0
+	}
+	free := g.prod.MemorySlices
+	for k, c := range g.tab.layouts[g.layout][:len(g.prod.Profiles)] {
+		free -= int(c) * g.prod.Profiles[k].MemorySlices
+	}
+	return free
+}
+
 func (g *packGPU) add(n *svcNeed) {
 	g.used++
 	if n.whole != nil {
@@ -142,10 +154,9 @@ func (r *packResult) usedNodes() map[int]bool {
 // fullest failure domain leaves at least m. Failure domains contain their
 // nodes, so surviving any domain's loss implies surviving any node's.
 //
-// With spread set, a replica goes within its domain to the node, then the
-// GPU, holding the fewest replicas of its service, so that large profiles
-// do not pile onto one GPU; Audit tries that when the first way fails.
-func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
+// mode says how a GPU is chosen within the domain (see packMode); Audit
+// tries the other modes when consolidating fails.
+func pack(spec Spec, ns []svcNeed, nodes []int, mode packMode) packResult {
 	res := packResult{where: make([][]int, len(spec.Services))}
 	domainOf := map[string]int{}
 	var domGPUs [][]int
@@ -169,11 +180,30 @@ func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 	}
 	D := len(domGPUs)
 	cnt := make([]int, D)
+	domFree := make([]int, D) // free memory slices per domain (packBalance)
+	for d, gs := range domGPUs {
+		for _, gi := range gs {
+			domFree[d] += res.gpus[gi].freeMemory()
+		}
+	}
 	firstRoom := map[string]int{}
 	onNode := map[int]int{} // replicas of the current service per node
 	onGPU := map[int]int{}
 	room := func(d int, n *svcNeed) int {
-		if spread {
+		if mode == packBalance {
+			best, bfree := -1, -1
+			for _, gi := range domGPUs[d] {
+				g := &res.gpus[gi]
+				if !g.canAdd(n) {
+					continue
+				}
+				if f := g.freeMemory(); f > bfree {
+					best, bfree = gi, f
+				}
+			}
+			return best
+		}
+		if mode == packSpread {
 			best, bn, bg, bused := -1, 0, 0, false
 			for _, gi := range domGPUs[d] {
 				g := &res.gpus[gi]
@@ -210,9 +240,10 @@ func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 		placed, maxc := 0, 0
 		ptr := firstRoom[n.s.Profile]
 		for placed < n.r || placed-maxc < n.m {
-			best, bestCnt, bestGPU := -1, int(^uint(0)>>1), -1
+			best, bestCnt, bestGPU, bestFree := -1, int(^uint(0)>>1), -1, -1
 			for d := ptr; d < D; d++ {
-				if cnt[d] >= bestCnt {
+				balance := mode == packBalance && cnt[d] == bestCnt
+				if cnt[d] > bestCnt || cnt[d] == bestCnt && (!balance || domFree[d] <= bestFree) {
 					continue
 				}
 				gi := room(d, n)
@@ -222,8 +253,12 @@ func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 					}
 					continue
 				}
+				if mode == packBalance {
+					// Among the least-loaded domains, the one with the most room.
+					bestFree = domFree[d]
+				}
 				best, bestCnt, bestGPU = d, cnt[d], gi
-				if bestCnt == 0 {
+				if bestCnt == 0 && mode != packBalance {
 					break
 				}
 			}
@@ -247,7 +282,9 @@ func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 			}
 			cnt[best]++
 			maxc = max(maxc, cnt[best])
+			before := res.gpus[bestGPU].freeMemory()
 			res.gpus[bestGPU].add(n)
+			domFree[best] -= before - res.gpus[bestGPU].freeMemory()
 			onNode[res.gpus[bestGPU].node]++
 			onGPU[bestGPU]++
 			res.where[n.idx] = append(res.where[n.idx], bestGPU)
@@ -262,12 +299,35 @@ func pack(spec Spec, ns []svcNeed, nodes []int, spread bool) packResult {
 	return res
 }
 
-// packEither packs consolidating first and spreading when that fails.
+// packMode is how pack picks a GPU within a failure domain.
+type packMode int
+
+const (
+	// packConsolidate prefers a GPU that already hosts something.
+	packConsolidate packMode = iota
+	// packSpread prefers the node, then the GPU, with the fewest replicas
+	// of the same service.
+	packSpread
+	// packBalance sends a replica, among the domains with the fewest
+	// replicas of its service, to the one with the most free memory
+	// slices, and within it to the GPU with the most, so that small
+	// profiles still find room in many domains.
+	packBalance
+)
+
+// packEither packs consolidating first, then spreading, then balancing,
+// and returns the first that succeeds (or the first failure).
 func packEither(spec Spec, ns []svcNeed, nodes []int) packResult {
-	if r := pack(spec, ns, nodes, false); r.ok {
-		return r
+	first := pack(spec, ns, nodes, packConsolidate)
+	if first.ok {
+		return first
 	}
-	return pack(spec, ns, nodes, true)
+	for _, m := range []packMode{packSpread, packBalance} {
+		if r := pack(spec, ns, nodes, m); r.ok {
+			return r
+		}
+	}
+	return first
 }
 
 // preferenceOrder ranks nodes for keeping: most compute slices first, then
