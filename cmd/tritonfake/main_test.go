@@ -194,6 +194,9 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Add(example)
 	f.Add([]byte("deviceMemoryBytes: 1\nmodels: [{name: a, memoryBytes: 2, loadTime: 1s}]\nstartupModels: [a]\n"))
+	// Issue 12: names YAML 1.1 reads as booleans stay names.
+	f.Add([]byte("deviceMemoryBytes: 10\nmodels: [{name: on}, {name: y}, {name: no, version: 1.10}]\nstartupModels: [on, no]\n"))
+	f.Add([]byte("deviceMemoryBytes: 10\nmodels: [{name: m, serviceTime: 1s, serviceDistribution: lognormal, serviceCV: 0.5}]\nseed: 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := tritontest.ParseConfig(data)
 		if err != nil {

@@ -1,0 +1,61 @@
+package record
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMarshalParseRoundTrip(t *testing.T) {
+	want := Record{Model: "on", Digest: "sha256:x", Profile: "1g.10gb", SLOThroughputRPS: 37.5, SuccessRate: 0.999,
+		LatencySeconds: Latency{P50: 0.1, P95: 0.2, P99: 0.3},
+		Memory:         Memory{SteadyBytes: 1 << 30, PeakBytes: 1 << 30, SwapPeakBytes: 2 << 30, ReturnedAfterUnload: true},
+		LoadTimeSeconds: 3, Verdict: Verdict{Allowed: true, HeadroomBytes: 5, Limits: []string{"x"}},
+		Curve: []Point{{OfferedRPS: 10, ThroughputRPS: 10, Stable: true, Passed: true, Windows: 4, ErrorsByCode: map[string]int{"Unavailable": 1}}}}
+	b, err := Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "model: \"on\"\n") && !strings.HasPrefix(string(b), "model: on\n") {
+		t.Errorf("record starts %q, want the model key first", string(b)[:20])
+	}
+	got, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrorsNameKeys(t *testing.T) {
+	_, err := Parse([]byte("model: m\nprofile: 1G\nmemory: {peakBytes: -1}\nsuccessRate: 2\nsloThroughputRPZ: 1\n"))
+	for _, want := range []string{"sloThroughputRPZ: unknown field (line 5)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	_, err = Parse([]byte("model: m\nprofile: 1G\nmemory: {peakBytes: -1}\nsuccessRate: 2\n"))
+	for _, want := range []string{`profile: "1G" is not a profile name`, "memory.peakBytes: -1 out of range", "successRate: 2 out of range"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+}
+
+// FuzzParse: any input parses to a record that validates, or fails; never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("model: on\nprofile: 1g.10gb\nsloThroughputRPS: 37.5\nverdict: {allowed: true}\n"))
+	f.Add([]byte("model: y\nprofile: 1g.10gb\nmemory: {peakBytes: 1e3}\n"))
+	f.Add([]byte("model: no\nprofile: 1g.10gb\ncurve: [{offeredRPS: .inf}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("Parse accepted a record Validate rejects: %v", err)
+		}
+	})
+}
