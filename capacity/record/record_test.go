@@ -9,8 +9,8 @@ import (
 
 func TestMarshalParseRoundTrip(t *testing.T) {
 	want := Record{Model: "on", Digest: "sha256:x", Profile: "1g.10gb", SLOThroughputRPS: 37.5, SuccessRate: 0.999,
-		LatencySeconds: Latency{P50: 0.1, P95: 0.2, P99: 0.3},
-		Memory:         Memory{SteadyBytes: 1 << 30, PeakBytes: 1 << 30, SwapPeakBytes: 2 << 30, ReturnedAfterUnload: true},
+		LatencySeconds:  Latency{P50: 0.1, P95: 0.2, P99: 0.3},
+		Memory:          Memory{SteadyBytes: 1 << 30, PeakBytes: 1 << 30, SwapPeakBytes: 2 << 30, ReturnedAfterUnload: true},
 		LoadTimeSeconds: 3, Verdict: Verdict{Allowed: true, HeadroomBytes: 5, Limits: []string{"x"}},
 		Curve: []Point{{OfferedRPS: 10, ThroughputRPS: 10, Stable: true, Passed: true, Windows: 4, ErrorsByCode: map[string]int{"Unavailable": 1}}}}
 	b, err := Marshal(want)
