@@ -318,6 +318,22 @@ func (f *Front) handle(_ any, ss grpc.ServerStream) error {
 	return f.pump(ss, method, sendFrame{})
 }
 
+// refusalFor is the answer to a request for the model under verdict v when the front answers
+// it itself at once; nil when it is forwarded or held.
+func (f *Front) refusalFor(v Verdict, name string) *refusal {
+	switch v {
+	case NotInCatalog:
+		return &refusal{code: codes.NotFound, reason: "not_found", msg: fmt.Sprintf("model %q is not in this pool's catalog", name)}
+	case Quarantined:
+		return f.unavailable("quarantined", fmt.Sprintf("model %q is quarantined in this pod after repeated failed loads", name))
+	case NeverFits:
+		return f.unavailable("never_fits", fmt.Sprintf("model %q can never be loaded in this pod (its memory does not fit the pod's GPU profile)", name))
+	case Ready, NotReady:
+		return nil
+	}
+	return &refusal{code: codes.Internal, reason: "bad_request", msg: fmt.Sprintf("front: readiness %v for model %q", v, name)}
+}
+
 // infer serves ModelInfer and ModelStreamInfer: read the first request, decide from its model
 // name, hold it if needed, forward it. Later messages of a stream follow it unchecked.
 func (f *Front) infer(ss grpc.ServerStream, method string) error {
@@ -344,19 +360,7 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		return f.answer(ss, f.unavailable("draining", "pod is draining: retry on another replica"))
 	}
 	defer f.leave()
-	var r *refusal
-	switch v {
-	case NotInCatalog:
-		r = &refusal{code: codes.NotFound, reason: "not_found", msg: fmt.Sprintf("model %q is not in this pool's catalog", name)}
-	case Quarantined:
-		r = f.unavailable("quarantined", fmt.Sprintf("model %q is quarantined in this pod after repeated failed loads", name))
-	case NeverFits:
-		r = f.unavailable("never_fits", fmt.Sprintf("model %q can never be loaded in this pod (its memory does not fit the pod's GPU profile)", name))
-	case Ready, NotReady:
-	default:
-		r = &refusal{code: codes.Internal, reason: "bad_request", msg: fmt.Sprintf("front: readiness %v for model %q", v, name)}
-	}
-	if r != nil {
+	if r := f.refusalFor(v, name); r != nil {
 		f.m.FastFailed.WithLabelValues(label, r.reason).Inc()
 		return f.answer(ss, r)
 	}

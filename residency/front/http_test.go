@@ -1,0 +1,131 @@
+package front_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/front"
+)
+
+// httpUpstream stands in for Triton's HTTP endpoint (tritontest serves gRPC only): an infer
+// request runs tritontest's ModelInfer for the model in the path and answers its id as JSON;
+// GET /v2/health/ready answers 200.
+func httpUpstream(t *testing.T, h *harness) *url.URL {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v2/models/{model}/infer", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp, err := h.triton.ModelInfer(r.Context(), &inference.ModelInferRequest{ModelName: r.PathValue("model"), Id: body.ID})
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"model_name": resp.GetModelName(), "id": resp.GetId()})
+	})
+	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ready") })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func post(t *testing.T, base, model, id string) (int, http.Header, map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v2/models/"+model+"/infer", strings.NewReader(`{"id":"`+id+`","inputs":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST %s: %v", model, err)
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	var out map[string]string
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, resp.Header, out
+}
+
+// TestHTTPHoldAndFailFast: KServe v2 REST infer requests are held through a load like gRPC
+// ones, fail fast with 404 / 503 + Retry-After, and other paths pass through.
+func TestHTTPHoldAndFailFast(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryPushback = 1500 * time.Millisecond
+	tc := oneModel("rest", 500*time.Millisecond)
+	h := start(t, tc, cfg, true, "rest", "quarantined")
+	h.ready.set("quarantined", front.Quarantined)
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+
+	var wg sync.WaitGroup
+	codes := make([]int, 10)
+	ids := make([]string, 10)
+	for i := range codes {
+		wg.Go(func() {
+			var body map[string]string
+			codes[i], _, body = post(t, srv.URL, "rest", string(rune('a'+i)))
+			ids[i] = body["id"]
+		})
+	}
+	wg.Wait()
+	for i := range codes {
+		if codes[i] != http.StatusOK || ids[i] != string(rune('a'+i)) {
+			t.Errorf("request %d: status %d id %q, want 200 and its own id", i, codes[i], ids[i])
+		}
+	}
+	if st, _ := h.triton.Model("rest"); st.Loads != 1 {
+		t.Errorf("loads = %d, want 1", st.Loads)
+	}
+
+	tests := []struct {
+		name, model     string
+		wantStatus      int
+		wantRetryAfter  string
+		wantErrContains string
+	}{
+		{"not in catalog", "nosuch", http.StatusNotFound, "", "not in this pool's catalog"},
+		{"quarantined", "quarantined", http.StatusServiceUnavailable, "2", "quarantined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, hdr, body := post(t, srv.URL, tt.model, "x")
+			if code != tt.wantStatus || hdr.Get("Retry-After") != tt.wantRetryAfter || !strings.Contains(body["error"], tt.wantErrContains) {
+				t.Errorf("status %d, Retry-After %q, body %v; want %d, %q, error containing %q",
+					code, hdr.Get("Retry-After"), body, tt.wantStatus, tt.wantRetryAfter, tt.wantErrContains)
+			}
+		})
+	}
+
+	resp, err := http.Get(srv.URL + "/v2/health/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if diff := cmp.Diff("ready", string(b)); diff != "" || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v2/health/ready: %d (-want +got):\n%s", resp.StatusCode, diff)
+	}
+}

@@ -1,0 +1,31 @@
+package front
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestInferPath(t *testing.T) {
+	tests := []struct {
+		method, path, want string
+		ok                 bool
+	}{
+		{"POST", "/v2/models/resnet/infer", "resnet", true},
+		{"POST", "/v2/models/resnet/versions/3/infer", "resnet", true},
+		{"GET", "/v2/models/resnet/infer", "", false},
+		{"POST", "/v2/models/resnet/ready", "", false},
+		{"POST", "/v2/models//infer", "", false},
+		{"POST", "/v2/health/ready", "", false},
+		{"POST", "/v2/models/" + strings.Repeat("m", 256) + "/infer", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path[:min(len(tt.path), 40)], func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			got, ok := inferPath(r)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("InferPath = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
