@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/residency/tritontest"
@@ -140,3 +142,5 @@ func TestPeakOverBudgetIsRefused(t *testing.T) {
 		t.Errorf("stderr %q does not say refused", stderr.String())
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
