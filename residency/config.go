@@ -82,6 +82,12 @@ type Config struct {
 	// InferenceListen is where the inference front (residency/front) serves clients' gRPC
 	// inference calls, [host]:port (--inference-listen); empty runs none.
 	InferenceListen string
+	// InferenceHTTPListen is where the front serves KServe v2 HTTP/REST, [host]:port
+	// (--inference-http-listen), proxying to TritonHTTPURL (--triton-http-url, Triton's HTTP
+	// endpoint); empty runs none. Needs InferenceListen (the gRPC front's upstream checks
+	// readiness).
+	InferenceHTTPListen string
+	TritonHTTPURL       string
 	// HoldTimeout, HoldMaxRequests and HoldMaxBytes bound the front's holds and RetryPushback
 	// is its grpc-retry-pushback-ms (--hold-timeout, --hold-max-requests, --hold-max-bytes,
 	// --retry-pushback): front.Config's HoldTimeout, MaxHeldRequests, MaxHeldBytes and
@@ -116,6 +122,7 @@ func DefaultConfig() Config {
 		RetryPushback:      fd.RetryPushback,
 		TritonAddress:      "localhost:8001",
 		TritonMetricsURL:   "http://localhost:8002/metrics",
+		TritonHTTPURL:      "http://localhost:8000",
 		CatalogPath:        "/etc/inferscale/catalog.yaml",
 		ReserveBytes:       -1,
 		NVML:               "auto",
@@ -194,6 +201,17 @@ func (c Config) Validate() error {
 	inRange("DrainTimeout (--drain-timeout)", c.DrainTimeout, time.Second, time.Hour)
 	inRange("PropagationDelay (--propagation-delay)", c.PropagationDelay, 0, 5*time.Minute)
 	inRange("DrainPollInterval (--drain-poll-interval)", c.DrainPollInterval, 10*time.Millisecond, time.Minute)
+	if c.InferenceHTTPListen != "" {
+		if _, _, err := net.SplitHostPort(c.InferenceHTTPListen); err != nil {
+			add("InferenceHTTPListen (--inference-http-listen): %q: want [host]:port or empty", c.InferenceHTTPListen)
+		}
+		if !httpURL(c.TritonHTTPURL) {
+			add("TritonHTTPURL (--triton-http-url): %q: want an http(s) URL", c.TritonHTTPURL)
+		}
+		if c.InferenceListen == "" {
+			add("InferenceHTTPListen (--inference-http-listen): needs --inference-listen")
+		}
+	}
 	if c.InferenceListen != "" {
 		if _, _, err := net.SplitHostPort(c.InferenceListen); err != nil {
 			add("InferenceListen (--inference-listen): %q: want [host]:port or empty", c.InferenceListen)

@@ -38,6 +38,9 @@ func TestParseFrontFlagsErrors(t *testing.T) {
 	if _, _, err := parseFlags([]string{"--hold-timeout=0s"}, io.Discard); err != nil {
 		t.Errorf("no front: %v", err)
 	}
+	if _, _, err := parseFlags([]string{"--inference-http-listen=:8000"}, io.Discard); err == nil || !strings.Contains(err.Error(), "needs --inference-listen") {
+		t.Errorf("HTTP front without the gRPC front: %v", err)
+	}
 	if _, _, err := parseFlags([]string{"--inference-listen=nonsense"}, io.Discard); err == nil || !strings.Contains(err.Error(), `InferenceListen (--inference-listen): "nonsense"`) {
 		t.Errorf("bad listen: %v", err)
 	}

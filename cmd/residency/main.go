@@ -56,6 +56,8 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.DurationVar(&c.PropagationDelay, "propagation-delay", c.PropagationDelay, "wait after turning not-ready, for endpoint removal to propagate")
 	fs.DurationVar(&c.DrainPollInterval, "drain-poll-interval", c.DrainPollInterval, "period of drain's reads of Triton's queue and counters")
 	fs.StringVar(&c.InferenceListen, "inference-listen", c.InferenceListen, "address of the inference front (Triton's gRPC inference service, held through model loads); empty: no front")
+	fs.StringVar(&c.InferenceHTTPListen, "inference-http-listen", c.InferenceHTTPListen, "address of the inference front for KServe v2 HTTP/REST (needs --inference-listen); empty: none")
+	fs.StringVar(&c.TritonHTTPURL, "triton-http-url", c.TritonHTTPURL, "Triton's HTTP endpoint, the upstream of --inference-http-listen")
 	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner)")
 	fs.IntVar(&c.HoldMaxRequests, "hold-max-requests", c.HoldMaxRequests, "requests held per model; more fail UNAVAILABLE at once")
 	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once")

@@ -2,8 +2,11 @@ package sidecar
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +58,12 @@ func TestRunHoldsThroughOnDemandLoad(t *testing.T) {
 	cfg.MIGProfile, cfg.BudgetBytes, cfg.NVML = "1g.10gb", 10307921510, "off"
 	cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
 	cfg.InferenceListen = freeAddr(t)
+	// Triton's HTTP, for the HTTP front's pass-through (tritontest serves gRPC only).
+	tritonHTTP := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "triton http "+r.URL.Path)
+	}))
+	defer tritonHTTP.Close()
+	cfg.InferenceHTTPListen, cfg.TritonHTTPURL = freeAddr(t), tritonHTTP.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
@@ -103,5 +112,14 @@ func TestRunHoldsThroughOnDemandLoad(t *testing.T) {
 	}
 	if st, _ := ts.Model("ondemand"); st.Loads != 1 {
 		t.Errorf("loads = %d, want 1", st.Loads)
+	}
+	resp, err := http.Get("http://" + cfg.InferenceHTTPListen + "/v2/health/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "triton http /v2/health/ready" {
+		t.Errorf("GET /v2/health/ready through the HTTP front = %q, want Triton's answer", b)
 	}
 }

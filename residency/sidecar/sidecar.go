@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"time"
@@ -208,6 +209,8 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	dr := residency.NewDrainer(cfg, ctl, nil)
 	var handler http.Handler = residency.NewHandler(ctl, dr, reg)
 	var fln net.Listener
+	var frontHTTP *http.Server
+	var frontHTTPLn net.Listener
 	if cfg.InferenceListen != "" {
 		fm, err := front.NewMetrics(reg)
 		if err != nil {
@@ -224,6 +227,20 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 			return fmt.Errorf("listen %s (--inference-listen): %w", cfg.InferenceListen, err)
 		}
 		handler = drainFront(handler, fr)
+		if cfg.InferenceHTTPListen != "" {
+			up, err := url.Parse(cfg.TritonHTTPURL)
+			if err != nil {
+				return fmt.Errorf("--triton-http-url %q: %w", cfg.TritonHTTPURL, err)
+			}
+			hln, err := net.Listen("tcp", cfg.InferenceHTTPListen)
+			if err != nil {
+				_ = fln.Close()
+				return fmt.Errorf("listen %s (--inference-http-listen): %w", cfg.InferenceHTTPListen, err)
+			}
+			frontHTTP = &http.Server{Handler: fr.HTTPHandler(up), ReadHeaderTimeout: 10 * time.Second}
+			frontHTTPLn = hln
+			log.Info("inference front (HTTP)", "addr", hln.Addr().String(), "triton", cfg.TritonHTTPURL)
+		}
 		log.Info("inference front", "addr", fln.Addr().String(), "hold_timeout", fcfg.HoldTimeout,
 			"hold_max_requests", fcfg.MaxHeldRequests, "hold_max_bytes", fcfg.MaxHeldBytes)
 	}
@@ -231,6 +248,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if err != nil {
 		if fln != nil {
 			_ = fln.Close()
+		}
+		if frontHTTPLn != nil {
+			_ = frontHTTPLn.Close()
 		}
 		return fmt.Errorf("listen %s: %w", cfg.ListenAddress, err)
 	}
@@ -256,12 +276,23 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if fr != nil {
 		g.Go(func() error { return fr.Serve(fln) })
 	}
+	if frontHTTP != nil {
+		g.Go(func() error {
+			if err := frontHTTP.Serve(frontHTTPLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve --inference-http-listen: %w", err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		select {
 		case <-gctx.Done():
 			stopLoop()
 			if fr != nil {
 				_ = fr.Close()
+			}
+			if frontHTTP != nil {
+				_ = frontHTTP.Close()
 			}
 			return srv.Close()
 		case <-ctx.Done():
@@ -286,6 +317,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		}()
 		derr := dr.Drain(context.Background())
 		<-frontDone
+		if frontHTTP != nil {
+			_ = frontHTTP.Close() // Drain has waited for its requests
+		}
 		if fr != nil {
 			_ = fr.Close()
 		}
