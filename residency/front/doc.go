@@ -15,7 +15,6 @@
 // messages travel as the reference-counted buffers gRPC received them in (a pass-through
 // CodecV2), so the front costs one extra loopback hop and no protobuf decode.
 //
-// HTTP/REST (KServe v2 over HTTP, Triton's port 8000) is not fronted: it is a different
-// protocol stack (JSON or binary-tensor bodies, model name in the URL path) and would need its
-// own reverse proxy; clients that need hold semantics use gRPC. See docs/residency.md.
+// HTTPHandler fronts HTTP/REST (KServe v2 over HTTP) by the same rules, with the model name
+// taken from the infer URL's path. See docs/residency.md, "Hold and fail fast".
 package front
