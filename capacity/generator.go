@@ -445,9 +445,8 @@ func (g *Generator) stable(ws []Window) bool {
 		for _, w := range ws {
 			lo, hi = min(lo, f(w)), max(hi, f(w))
 		}
-		if hi == 0 {
-			return true
-		}
+		// A window without completions (no arrivals in a lull of a trace's shape, or a
+		// stalled server) measures nothing, and three of them are no evidence of stability.
 		return lo > 0 && hi/lo <= 1+g.cfg.Stability
 	}
 	served := func(w Window) float64 {

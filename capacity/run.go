@@ -298,6 +298,31 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		rec.Runtime.MemorySource = mem.source
 	}
 
+	var trace []time.Duration // arrival times of --trace
+	if cfg.Trace != "" {
+		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
+		if err != nil {
+			return Written{}, fmt.Errorf("--trace: %w", err)
+		}
+		if l.Trace == nil {
+			return Written{}, fmt.Errorf("--trace %s: a %s trace has no per-request arrival times", cfg.Trace, l.Format)
+		}
+		var pairs [][2]int
+		for _, r := range l.Trace.Requests {
+			trace = append(trace, r.At)
+			if r.InputTokens != replay.Unknown && r.OutputTokens != replay.Unknown {
+				pairs = append(pairs, [2]int{int(r.InputTokens), int(r.OutputTokens)})
+			}
+		}
+		rec.LoadShape.Arrivals = "trace " + l.Name
+		if o, ok := target.(OpenAITarget); ok && len(pairs) > 0 {
+			if o.Lengths, err = NewTokenLengths(pairs, cfg.Seed); err != nil {
+				return Written{}, fmt.Errorf("--trace %s: %w", cfg.Trace, err)
+			}
+			target = o
+			rec.LoadShape.Request = o.Describe()
+		}
+	}
 	if cfg.Search.StartRPS == 0 {
 		if cfg.Search.StartRPS, err = probeStart(ctx, target, cfg.Search, cfg.Measure.RequestTimeout); err != nil {
 			return Written{}, err
@@ -308,22 +333,10 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	if err != nil {
 		return Written{}, err
 	}
-	if cfg.Trace != "" {
-		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
-		if err != nil {
-			return Written{}, fmt.Errorf("--trace: %w", err)
-		}
-		if l.Trace == nil {
-			return Written{}, fmt.Errorf("--trace %s: a %s trace has no per-request arrival times", cfg.Trace, l.Format)
-		}
-		at := make([]time.Duration, len(l.Trace.Requests))
-		for i, r := range l.Trace.Requests {
-			at[i] = r.At
-		}
-		if err := gen.UseTraceShape(at); err != nil {
+	if trace != nil {
+		if err := gen.UseTraceShape(trace); err != nil {
 			return Written{}, fmt.Errorf("--trace %s: %w", cfg.Trace, err)
 		}
-		rec.LoadShape.Arrivals = "trace " + l.Name
 	}
 	peak := startSampler(ctx, &mem)
 	res, err := Search(ctx, cfg.Search, func(ctx context.Context, r float64) (Level, error) {

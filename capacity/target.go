@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -144,15 +145,48 @@ type OpenAITarget struct {
 	// that many. Range: >= 1.
 	MaxTokens int
 	IgnoreEOS bool
+	// Lengths, when set, replaces PromptTokens and MaxTokens per request: a trace's token
+	// columns, used in turn.
+	Lengths *TokenLengths
 	// Client sends the requests; nil means http.DefaultClient.
 	Client *http.Client
 }
 
+// TokenLengths is a list of (prompt, output) token counts handed out in turn, from a starting
+// point, wrapping around; safe for concurrent use.
+type TokenLengths struct {
+	pairs [][2]int
+	next  atomic.Uint64
+}
+
+// NewTokenLengths returns the pairs (each count >= 1, capped at 1,000,000) starting at
+// position start; an error when there are none.
+func NewTokenLengths(pairs [][2]int, start uint64) (*TokenLengths, error) {
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%w: no requests with both token counts", ErrInvalidConfig)
+	}
+	t := &TokenLengths{}
+	for _, p := range pairs {
+		t.pairs = append(t.pairs, [2]int{min(max(1, p[0]), 1_000_000), min(max(1, p[1]), 1_000_000)})
+	}
+	t.next.Store(start % uint64(len(pairs)))
+	return t, nil
+}
+
+func (t *TokenLengths) take() (prompt, output int) {
+	p := t.pairs[(t.next.Add(1)-1)%uint64(len(t.pairs))]
+	return p[0], p[1]
+}
+
 // Send implements Target.
 func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
+	prompt, output := t.PromptTokens, t.MaxTokens
+	if t.Lengths != nil {
+		prompt, output = t.Lengths.take()
+	}
 	body := map[string]any{
-		"model": t.Model, "prompt": strings.TrimSpace(strings.Repeat("hi ", max(1, t.PromptTokens))),
-		"max_tokens": max(1, t.MaxTokens), "stream": true,
+		"model": t.Model, "prompt": strings.TrimSpace(strings.Repeat("hi ", max(1, prompt))),
+		"max_tokens": max(1, output), "stream": true,
 	}
 	if t.IgnoreEOS {
 		body["ignore_eos"] = true
@@ -208,5 +242,8 @@ func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
 
 // Describe implements Target.
 func (t OpenAITarget) Describe() string {
+	if t.Lengths != nil {
+		return fmt.Sprintf("openai /v1/completions %s, streaming, prompt and output tokens of %d trace requests in turn", t.Model, len(t.Lengths.pairs))
+	}
 	return fmt.Sprintf("openai /v1/completions %s, streaming, %d prompt tokens, %d max tokens", t.Model, t.PromptTokens, t.MaxTokens)
 }
