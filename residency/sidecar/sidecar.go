@@ -298,6 +298,14 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		case <-ctx.Done():
 		}
 		log.Info("terminating: draining")
+		// A POST /drain (Triton's preStop) that already finished has waited out the
+		// propagation delay: the endpoints are gone.
+		drainedBefore := false
+		select {
+		case <-dr.Done():
+			drainedBefore = true
+		default:
+		}
 		frontDone := make(chan struct{})
 		go func() {
 			defer close(frontDone)
@@ -308,7 +316,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 			// holds fail at once: nothing loads now); then every new one fails UNAVAILABLE and
 			// the held and forwarded ones finish, within the drain's own deadline.
 			fr.StartDrain()
-			time.Sleep(cfg.PropagationDelay)
+			if !drainedBefore {
+				time.Sleep(cfg.PropagationDelay)
+			}
 			fctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 			defer cancel()
 			if err := fr.Drain(fctx); err != nil {
