@@ -30,6 +30,9 @@ const (
 	// KindUniqueRate is the arrival rate of original requests (first attempts) at a gateway;
 	// no engine sees it, so it has no preset and is not in Kinds.
 	KindUniqueRate Kind = "uniqueRate"
+	// KindVerified is the rate of results that met their quality bar and deadline (the
+	// scaler's verifiedQuery, for cost per verified result); no preset, not in Kinds.
+	KindVerified Kind = "verified"
 )
 
 // Kinds lists every Kind the presets serve, in a fixed order.
@@ -37,7 +40,7 @@ var Kinds = []Kind{KindQueue, KindRate, KindActivity, KindReady, KindRunning, Ki
 
 func (k Kind) valid() bool {
 	switch k {
-	case KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion, KindUniqueRate:
+	case KindQueue, KindRate, KindActivity, KindReady, KindRunning, KindServiceTime, KindDispersion, KindUniqueRate, KindVerified:
 		return true
 	}
 	return false

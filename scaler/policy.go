@@ -36,6 +36,8 @@ const (
 	KeyDispersionQuery      = "dispersionQuery"
 	KeyUniqueRateQuery      = "uniqueRateQuery"
 	KeyRetryBudget          = "retryBudget"
+	KeyGPUHourPrice         = "gpuHourPrice"
+	KeyVerifiedQuery        = "verifiedQuery"
 	KeySLOWaitSeconds       = "sloWaitSeconds"
 	KeySLOQuantile          = "sloQuantile"
 	KeyReplicaConcurrency   = "replicaConcurrency"
@@ -262,6 +264,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 		{KeyServiceTimeQuery, &p.ServiceTimeQuery},
 		{KeyDispersionQuery, &p.DispersionQuery},
 		{KeyUniqueRateQuery, &p.UniqueRateQuery},
+		{KeyVerifiedQuery, &p.VerifiedQuery},
 	} {
 		s, ok := get(q.key)
 		if !ok {
@@ -283,6 +286,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	float(KeySLOQuantile, &p.SLOQuantile, "a number in [0.5, 0.9999]", func(f float64) bool { return f >= 0.5 && f <= 0.9999 })
 	integer(KeyReplicaConcurrency, &p.ReplicaConcurrency, fmt.Sprintf("an integer in [1, %d]", maxConcurrencyLimit), func(n int64) bool { return n >= 1 && n <= maxConcurrencyLimit })
 	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
+	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number > 0 (price of one replica-hour)", positive)
 	float(KeyRetryBudget, &p.RetryBudget, "a number in [1, 10] (rate ÷ unique rate)", func(f float64) bool { return f >= 1 && f <= 10 })
 	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number > 0 (requests per second)", positive)
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)
@@ -351,6 +355,7 @@ var allKeys = []string{
 	KeyEngine, KeyModel, KeyPrometheusAddress,
 	KeyQueueQuery, KeyRateQuery, KeyActivityQuery, KeyReadyQuery,
 	KeyRunningQuery, KeyServiceTimeQuery, KeyDispersionQuery, KeyUniqueRateQuery, KeyRetryBudget,
+	KeyGPUHourPrice, KeyVerifiedQuery,
 	KeySLOWaitSeconds, KeySLOQuantile, KeyReplicaConcurrency, KeyColdStart,
 	KeyReplicaThroughput, KeyTargetUtilization, KeyDrainSeconds,
 	KeyActivityTarget, KeyActivityCeiling, KeyWarmReplicas, KeyWarmFraction,

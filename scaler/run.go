@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	}
 	dc := newDecisionCollector(srv)
 	dc.perObject, dc.maxTriggers = cfg.ObjectMetrics, cfg.ObjectMetricsMaxTriggers
-	reg.MustRegister(dc)
+	reg.MustRegister(dc, newCostCollector(dc))
 	rm, err := newRPCMetrics(reg)
 	if err != nil {
 		return err

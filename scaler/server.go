@@ -136,6 +136,8 @@ type trigger struct {
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
 	streams                 atomic.Int32 // open StreamIsActive calls: never forgotten while > 0
 	waited                  atomic.Bool  // an RPC waited for the first evaluation (FirstEvaluationWait)
+	verified                SignalHandle // verifiedQuery (cost per verified result); nil without
+	retry                   retryEpisode // retry amplification episodes (cost.go)
 
 	mu      sync.Mutex
 	state   decision.State
@@ -279,6 +281,14 @@ func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (
 		}
 		tr.handles[sig] = h
 	}
+	if err := s.subscribeVerified(tr); err != nil {
+		tr.close()
+		code := codes.Internal
+		if errors.Is(err, prom.ErrBadRequest) {
+			code = codes.InvalidArgument
+		}
+		return nil, status.Errorf(code, "ScaledObject %s/%s: %s: %v", tr.namespace, tr.name, KeyVerifiedQuery, err)
+	}
 	tr.lastUsed.Store(now.UnixNano())
 
 	s.mu.Lock()
@@ -301,6 +311,9 @@ func (t *trigger) close() {
 		if h != nil {
 			h.Close()
 		}
+	}
+	if t.verified != nil {
+		t.verified.Close()
 	}
 }
 
@@ -362,6 +375,7 @@ func (s *Server) evaluate(tr *trigger, now time.Time) decision.Recommendation {
 		s.log.Debug("decision", attrs...)
 	}
 	s.recordEvents(tr, prev, hadPrev, rec)
+	s.retryEpisodeStep(tr, rec, now)
 	return rec
 }
 

@@ -87,6 +87,13 @@ type Policy struct {
 	// is sized for, [1, 10]: with a unique rate, rate, queue and running
 	// requests count at most unique rate × RetryBudget.
 	RetryBudget float64
+	// GPUHourPrice is the price of one replica-hour (any currency), > 0, for
+	// the scaler's cost metrics; 0: not given. Recommend does not read it.
+	GPUHourPrice float64
+	// VerifiedQuery is PromQL for the rate of results that met their quality
+	// bar and deadline (per second), for cost per verified result; "": none.
+	// Recommend does not read it.
+	VerifiedQuery string
 
 	// SLOWaitSeconds is T, the queue wait a request may see, seconds, > 0.
 	SLOWaitSeconds float64

@@ -1,0 +1,215 @@
+package scaler
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
+)
+
+// Retry amplification episodes and the pool's cost.
+//
+// A retry storm is the amplification A = rate ÷ unique rate (the decision's
+// Recommendation.Amplification) above AmplificationAlert, the level the
+// source material calls worth an alert, for at least AmplificationSustain.
+// The scaler logs it once per episode and writes one Warning event
+// (EventRetryStorm) on the ScaledObject; when A falls to AmplificationAlert
+// or below, the episode ends with a log line and a Normal event
+// (EventRetryStormEnded). An evaluation without an amplification (no unique
+// rate, or none usable) neither starts nor ends an episode.
+
+// AmplificationAlert is the retry amplification above which a sustained
+// episode is logged and written as an event.
+const AmplificationAlert = 1.5
+
+// AmplificationSustain is how long A must stay above AmplificationAlert
+// before the episode counts: one minute, the span of the rate() windows
+// the rate and unique-rate queries usually read, so that one window's
+// misalignment between two counters does not start an episode.
+const AmplificationSustain = time.Minute
+
+// Event reasons of retry episodes.
+const (
+	// EventRetryStorm (Warning): A has stayed above AmplificationAlert for AmplificationSustain.
+	EventRetryStorm = "RetryStorm"
+	// EventRetryStormEnded (Normal): A is at or below AmplificationAlert again.
+	EventRetryStormEnded = "RetryStormEnded"
+)
+
+// retryEpisode follows one trigger's amplification between evaluations.
+type retryEpisode struct {
+	mu    sync.Mutex
+	since time.Time // first evaluation of the current run above the alert level; zero: none
+	open  bool      // the episode was reported
+}
+
+// step records one evaluation's amplification a (negative: not computed) at
+// now and returns the event to write, if any. Pure but for the episode's
+// own state.
+func (e *retryEpisode) step(a float64, now time.Time) (eventSpec, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case a < 0 || math.IsNaN(a):
+		return eventSpec{}, false
+	case a > AmplificationAlert:
+		if e.since.IsZero() {
+			e.since = now
+		}
+		if !e.open && now.Sub(e.since) >= AmplificationSustain {
+			e.open = true
+			return eventSpec{Type: corev1.EventTypeWarning, Reason: EventRetryStorm, Note: fmt.Sprintf(
+				"retry amplification %s (rate ÷ unique rate) has stayed above %g since %s: retries, not new requests, are loading the pool",
+				fmtAmplification(a), AmplificationAlert, e.since.UTC().Format(time.RFC3339))}, true
+		}
+	default:
+		e.since = time.Time{}
+		if e.open {
+			e.open = false
+			return eventSpec{Type: corev1.EventTypeNormal, Reason: EventRetryStormEnded, Note: fmt.Sprintf(
+				"retry amplification %s is at or below %g again", fmtAmplification(a), AmplificationAlert)}, true
+		}
+	}
+	return eventSpec{}, false
+}
+
+func fmtAmplification(a float64) string {
+	if math.IsInf(a, 1) {
+		return "∞ (no unique requests)"
+	}
+	return fmt.Sprintf("%.3g", a)
+}
+
+// retryEpisodeStep is the server's hook after each evaluation: it logs and
+// writes the episode's start and end.
+func (s *Server) retryEpisodeStep(tr *trigger, rec decision.Recommendation, now time.Time) {
+	if rec.Err != nil || tr.policy.UniqueRateQuery == "" {
+		return
+	}
+	ev, ok := tr.retry.step(rec.Amplification, now)
+	if !ok {
+		return
+	}
+	attrs := []any{"namespace", tr.namespace, "scaledObject", tr.name, "metric", tr.metric,
+		"amplification", rec.Amplification, "retryCapped", rec.RetryCapped, "replicas", rec.Replicas}
+	if ev.Reason == EventRetryStorm {
+		s.log.Warn("retry storm: amplification above "+fmt.Sprint(AmplificationAlert)+" for "+AmplificationSustain.String(), attrs...)
+	} else {
+		s.log.Info("retry storm ended", attrs...)
+	}
+	if r, ok := s.targets.(eventRecorder); ok {
+		r.recordEvents(tr.namespace, tr.name, []eventSpec{ev})
+	}
+}
+
+// subscribeVerified subscribes tr's verifiedQuery, when set.
+func (s *Server) subscribeVerified(tr *trigger) error {
+	if tr.policy.VerifiedQuery == "" {
+		return nil
+	}
+	h, err := s.signals.Subscribe(prom.Request{Address: tr.policy.PrometheusAddress, Namespace: tr.namespace,
+		Kind: prom.KindVerified, Query: tr.policy.VerifiedQuery})
+	if err != nil {
+		return err
+	}
+	tr.verified = h
+	return nil
+}
+
+// costCollector exports, per trigger with gpuHourPrice, the pool's cost rate
+// and, with verifiedQuery, the cost per 1,000 verified results, at scrape
+// time from the last decision and the verified query's snapshot:
+//
+//	cost rate        = desired replicas × gpuHourPrice              (per hour)
+//	cost per 1,000   = cost rate ÷ (verified rate × 3,600) × 1,000
+//
+// The desired replicas are the count the scaler answers (the HPA lands on
+// it), not a bill: replicas still starting are billed and counted, nodes
+// and other pods are not, so nothing is counted twice. The cost per 1,000
+// is absent while the verified rate is missing, stale (older than
+// staleAfter), invalid or zero. Series follow the decision collector's
+// perObject and maxTriggers.
+type costCollector struct {
+	dc                               *decisionCollector
+	costRate, perVerified, verifiedR *prometheus.Desc
+}
+
+func newCostCollector(dc *decisionCollector) *costCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("inferscale_scaler_"+name, help, triggerLabels, nil)
+	}
+	return &costCollector{dc: dc,
+		costRate:    d("cost_per_hour", "Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice)."),
+		perVerified: d("cost_per_1k_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate)."),
+		verifiedR:   d("verified_results_rate", "verifiedQuery's value: results that met their quality bar and deadline, per second (absent without verifiedQuery or a fresh valid value)."),
+	}
+}
+
+func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.costRate
+	ch <- c.perVerified
+	ch <- c.verifiedR
+}
+
+func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.dc.s
+	if !c.dc.perObject || (c.dc.maxTriggers > 0 && s.Triggers() > c.dc.maxTriggers) {
+		return
+	}
+	now := s.now()
+	s.eachTrigger(func(tr *trigger, rec decision.Recommendation) {
+		l := []string{tr.namespace, tr.name, tr.metric}
+		verified, vok := verifiedRate(tr, now)
+		if vok {
+			ch <- prometheus.MustNewConstMetric(c.verifiedR, prometheus.GaugeValue, verified, l...)
+		}
+		price := tr.policy.GPUHourPrice
+		if rec.Err != nil || !(price > 0) {
+			return
+		}
+		rate := costRate(rec.Replicas, price)
+		ch <- prometheus.MustNewConstMetric(c.costRate, prometheus.GaugeValue, rate, l...)
+		if v, ok := costPer1kVerified(rate, verified); vok && ok {
+			ch <- prometheus.MustNewConstMetric(c.perVerified, prometheus.GaugeValue, v, l...)
+		}
+	})
+}
+
+// costRate is replicas × price per hour, saturating at the largest float.
+func costRate(replicas int32, price float64) float64 {
+	return math.Min(float64(max(replicas, 0))*price, math.MaxFloat64)
+}
+
+// costPer1kVerified is rate (per hour) ÷ (verified per second × 3600) ×
+// 1000; ok is false for a verified rate that is not positive or a result
+// that does not fit a float.
+func costPer1kVerified(ratePerHour, verifiedPerSecond float64) (float64, bool) {
+	if !(verifiedPerSecond > 0) || math.IsInf(verifiedPerSecond, 0) {
+		return 0, false
+	}
+	v := ratePerHour / (verifiedPerSecond * 3600) * 1000
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// verifiedRate reads tr's verified query's snapshot: ok when it holds a
+// valid value (finite, ≥ 0) evaluated within staleAfter of now.
+func verifiedRate(tr *trigger, now time.Time) (float64, bool) {
+	if tr.verified == nil {
+		return 0, false
+	}
+	r := tr.verified.Result()
+	if r.Err != nil || r.Empty || r.EvaluatedAt.IsZero() || now.Sub(r.EvaluatedAt) > tr.policy.StaleAfter ||
+		math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
+		return 0, false
+	}
+	return r.Value, true
+}

@@ -1,0 +1,216 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
+)
+
+// retryMeta: rate and unique rate behind a gateway, S = 1 s (μ = 1), T 2 s, q 0.99.
+func retryMeta(kv ...string) map[string]string {
+	m := map[string]string{
+		"scalerAddress":     "inferscale:9090",
+		"rateQuery":         "sum(rate(backend_requests_total[1m]))",
+		"uniqueRateQuery":   `sum(rate(gateway_requests_total{attempt="1"}[1m]))`,
+		"replicaThroughput": "1",
+		"staleAfter":        "20s",
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// Rate 30/s with unique 10/s: capped to 14 replicas (12/s), the reason logged says
+// retry-capped. Then the unique rate goes missing while the rate stays healthy: no cap,
+// degraded, and the rate falling to 3/s does not scale the pool down while degraded.
+func TestRetryUniqueMissingThroughServer(t *testing.T) {
+	h := newHarness(t, nil)
+	var logs syncBuffer
+	h.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
+	r := ref("team-a", "pool", retryMeta())
+	mv, err := h.metrics(t, r)
+	if err != nil || mv.MetricValue != 14 {
+		t.Fatalf("GetMetrics = %v, %v; want 14 (sized on 12/s)", mv, err)
+	}
+	if !strings.Contains(logs.String(), "retry-capped") {
+		t.Errorf("decision log does not say retry-capped:\n%s", logs.String())
+	}
+
+	// The gateway's counter vanishes; the rate is fresh at every refresh.
+	h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Empty: true, EvaluatedAt: t0.Add(30 * time.Second)})
+	at := t0.Add(30 * time.Second)
+	h.clock.set(at)
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: at})
+	h.srv.Refresh(at)
+	rec := h.rec(t, "team-a", "pool", retryMeta())
+	if rec.RetryCapped || !rec.Degraded || rec.Amplification != -1 || rec.Replicas < 14 {
+		t.Fatalf("unique rate out: replicas %d capped %v degraded %v amplification %v; want ≥ 14, uncapped, degraded, -1",
+			rec.Replicas, rec.RetryCapped, rec.Degraded, rec.Amplification)
+	}
+	uncapped := rec.Replicas
+	if uncapped <= 14 {
+		t.Errorf("uncapped at 30/s: %d replicas, want more than the capped 14", uncapped)
+	}
+	at = at.Add(30 * time.Second)
+	h.clock.set(at)
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 3, EvaluatedAt: at})
+	h.srv.Refresh(at)
+	if rec := h.rec(t, "team-a", "pool", retryMeta()); rec.Replicas < 14 || !rec.Degraded {
+		t.Errorf("unique rate out, rate 3/s: %d replicas (degraded %v), want ≥ 14: a missing signal never scales down", rec.Replicas, rec.Degraded)
+	}
+}
+
+// rec returns the stored decision of a registered trigger.
+func (h *harness) rec(t *testing.T, ns, name string, meta map[string]string) decision.Recommendation {
+	t.Helper()
+	h.srv.mu.RLock()
+	tr, ok := h.srv.triggers[MetricName(ns, name, meta)]
+	h.srv.mu.RUnlock()
+	if !ok {
+		t.Fatalf("trigger %s/%s not registered", ns, name)
+	}
+	rec, _ := tr.snapshot()
+	return rec
+}
+
+// Cost: 14 desired replicas at 2.5 per replica-hour cost 35 per hour; with 0.5 verified
+// results per second (1,800 per hour) that is 35 ÷ 1,800 × 1,000 = 19.44 per 1,000.
+func TestCostMetricsThroughServer(t *testing.T) {
+	h := newHarness(t, nil)
+	h.reg.MustRegister(newCostCollector(newDecisionCollector(h.srv)))
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
+	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0.5, EvaluatedAt: t0})
+	meta := retryMeta("gpuHourPrice", "2.5", "verifiedQuery", `sum(rate(eval_passed_total[5m]))`)
+	if mv, err := h.metrics(t, ref("team-a", "pool", meta)); err != nil || mv.MetricValue != 14 {
+		t.Fatalf("GetMetrics = %v, %v; want 14", mv, err)
+	}
+	name := MetricName("team-a", "pool", meta)
+	want := fmt.Sprintf(`
+# HELP inferscale_scaler_cost_per_1k_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate).
+# TYPE inferscale_scaler_cost_per_1k_verified_results gauge
+inferscale_scaler_cost_per_1k_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
+# HELP inferscale_scaler_cost_per_hour Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice).
+# TYPE inferscale_scaler_cost_per_hour gauge
+inferscale_scaler_cost_per_hour{metric=%[1]q,namespace="team-a",scaledobject="pool"} 35
+# HELP inferscale_scaler_verified_results_rate verifiedQuery's value: results that met their quality bar and deadline, per second (absent without verifiedQuery or a fresh valid value).
+# TYPE inferscale_scaler_verified_results_rate gauge
+inferscale_scaler_verified_results_rate{metric=%[1]q,namespace="team-a",scaledobject="pool"} 0.5
+`, name)
+	names := []string{"inferscale_scaler_cost_per_hour", "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_verified_results_rate"}
+	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	// No verified results (or a stale value): the cost rate stays, the cost per result goes.
+	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0, EvaluatedAt: t0})
+	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_cost_per_hour"); err != nil || n != 1 {
+		t.Errorf("verified rate 0: %d series, %v; want only cost_per_hour", n, err)
+	}
+	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0.5, EvaluatedAt: t0})
+	h.clock.set(t0.Add(time.Minute)) // older than staleAfter 20s
+	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_verified_results_rate"); err != nil || n != 0 {
+		t.Errorf("stale verified rate: %d series, %v; want none", n, err)
+	}
+	// Without gpuHourPrice: no cost series at all.
+	h2 := newHarness(t, nil)
+	h2.reg.MustRegister(newCostCollector(newDecisionCollector(h2.srv)))
+	h2.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	if _, err := h2.metrics(t, ref("team-a", "pool", retryMeta())); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(h2.reg, names...); err != nil || n != 0 {
+		t.Errorf("no gpuHourPrice: %d cost series, %v; want none", n, err)
+	}
+}
+
+func TestRetryKeysInvalidArgument(t *testing.T) {
+	h := newHarness(t, nil)
+	r := ref("team-a", "pool", retryMeta("retryBudget", "0.5", "gpuHourPrice", "0", "verifiedQuery", "sum(rate(x[5m])"))
+	_, err := h.client.GetMetricSpec(context.Background(), r)
+	st := status.Convert(err)
+	for _, s := range []string{"retryBudget must be a number in [1, 10]", "gpuHourPrice must be a number > 0", "verifiedQuery must be a PromQL expression"} {
+		if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), s) {
+			t.Errorf("GetMetricSpec: %v, want InvalidArgument containing %q", err, s)
+		}
+	}
+	for _, v := range []string{"11", "NaN", "Inf", "1e400"} {
+		if _, err := ParseMetadata(retryMeta("retryBudget", v), Defaults{PrometheusAddress: "http://prometheus:9090"}); err == nil || !strings.Contains(err.Error(), "retryBudget must be a number in [1, 10]") {
+			t.Errorf("retryBudget %s: %v, want the key and range", v, err)
+		}
+	}
+	p, err := ParseMetadata(retryMeta("gpuHourPrice", "3.2", "verifiedQuery", "sum(rate(ok_total[5m]))"), Defaults{PrometheusAddress: "http://prometheus:9090"})
+	if err != nil || p.GPUHourPrice != 3.2 || p.VerifiedQuery != "sum(rate(ok_total[5m]))" || p.RetryBudget != 1.2 {
+		t.Errorf("ParseMetadata = price %v, verified %q, budget %v, %v; want 3.2, the query, the default 1.2", p.GPUHourPrice, p.VerifiedQuery, p.RetryBudget, err)
+	}
+}
+
+func TestRetryEpisode(t *testing.T) {
+	var e retryEpisode
+	type step struct {
+		after time.Duration
+		a     float64
+		want  string // event reason, "" none
+	}
+	for i, s := range []step{
+		{0, 3, ""},                          // above, not yet sustained
+		{30 * time.Second, 2, ""},           // still above
+		{time.Minute, 1.6, EventRetryStorm}, // sustained a minute: one event
+		{90 * time.Second, 4, ""},           // same episode: nothing more
+		{100 * time.Second, -1, ""},         // no amplification: neither starts nor ends
+		{2 * time.Minute, 1.5, EventRetryStormEnded},
+		{130 * time.Second, 1.2, ""}, // ended once
+		{140 * time.Second, 9, ""},   // a new run starts
+		{190 * time.Second, 1.4, ""}, // broken before a minute: no episode
+		{200 * time.Second, 9, ""},
+		{260 * time.Second, 9, EventRetryStorm}, // a new episode
+	} {
+		ev, ok := e.step(s.a, t0.Add(s.after))
+		got := ""
+		if ok {
+			got = ev.Reason
+		}
+		if got != s.want {
+			t.Errorf("step %d (A %v at +%v): event %q, want %q", i, s.a, s.after, got, s.want)
+		}
+		if ok && ev.Reason == EventRetryStorm && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "above 1.5")) {
+			t.Errorf("step %d: %+v, want a Warning naming the level", i, ev)
+		}
+	}
+}
+
+// A sustained storm through the server: logged once per episode.
+func TestRetryEpisodeLoggedOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	var logs syncBuffer
+	h.srv.log = slog.New(slog.NewTextHandler(&logs, nil))
+	r := ref("team-a", "pool", retryMeta())
+	h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
+	if _, err := h.metrics(t, r); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 24; i++ { // two minutes of 5 s refreshes
+		at := t0.Add(time.Duration(i) * 5 * time.Second)
+		h.clock.set(at)
+		h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: at})
+		h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: at})
+		h.srv.Refresh(at)
+	}
+	if n := strings.Count(logs.String(), "retry storm: amplification above 1.5"); n != 1 {
+		t.Errorf("retry storm logged %d times over two minutes, want once:\n%s", n, logs.String())
+	}
+}
