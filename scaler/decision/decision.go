@@ -342,14 +342,15 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// Retries do not buy replicas: with a unique rate, rate, queue and
 	// running requests count at most unique × retryBudget (the queue and the
 	// running requests scaled by the same factor). A missing unique rate
-	// never caps.
+	// never caps, nor does a zero one while the rate is positive (0 ×
+	// retryBudget would size a loaded pool to nothing).
 	capFactor, lambdaRaw := 1.0, lambda
 	if unique, ok := usable(SignalUniqueRate); ok && lambdaOK && lambda > 0 {
 		rec.Amplification = math.Inf(1)
 		if unique > 0 {
 			rec.Amplification = lambda / unique
 		}
-		if budget := math.Max(1, p.RetryBudget); rec.Amplification > budget {
+		if budget := math.Max(1, p.RetryBudget); unique > 0 && rec.Amplification > budget {
 			rec.RetryCapped = true
 			capFactor = mulSat(unique, budget) / lambda
 			lambda *= capFactor
