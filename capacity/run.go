@@ -208,16 +208,19 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	if cfg.Digest == "" {
 		note("no --digest given: the record cannot be matched to an immutable artifact")
 	}
-	note("server, driver and CUDA versions are not readable through inferscale's Triton protocol subset")
+	note("the server's version is not readable through inferscale's Triton protocol subset (no ServerMetadata)")
 
 	mem := memSource{metricsURL: cfg.MetricsURL, client: &http.Client{Timeout: cfg.ConnectTimeout}}
-	if cfg.NVML != "off" {
+	if cfg.NVML == "off" {
+		note("--nvml=off: no GPU product, driver or CUDA version; memory from the server's own figures")
+	} else {
 		dev, closeDev, err := gpu.System(os.Getenv("NVIDIA_VISIBLE_DEVICES"))
 		switch {
 		case err == nil:
 			defer closeDev()
 			mem.nvml = dev
 			rec.Runtime.GPUProduct = dev.Name
+			rec.Runtime.DriverVersion, rec.Runtime.CUDAVersion = driverVersions()
 			if dev.Profile != "" {
 				rec.Runtime.MIGProfile = dev.Profile
 			}
@@ -226,6 +229,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 			}
 		case cfg.NVML == "on":
 			return Written{}, fmt.Errorf("--nvml=on: %w", err)
+		default:
+			note("NVML not available (%v): no GPU product, driver or CUDA version; memory from the server's own figures", err)
 		}
 	}
 	if cfg.BudgetBytes == 0 {
