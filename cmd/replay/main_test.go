@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestRunEmbeddedTrace(t *testing.T) {
 	if err := run([]string{"--out", dir, "--policies=inferscale,static", "--progress=false"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"table.md", "timeseries.csv", "report.html"} {
+	for _, f := range []string{"table.md", "timeseries.csv", "report.html", "summary.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -47,5 +48,42 @@ func TestHelpIsNotAnError(t *testing.T) {
 		if err := run([]string{arg}); err != nil {
 			t.Errorf("run(%q) = %v, want nil (usage printed, exit 0)", arg, err)
 		}
+	}
+}
+
+// TestRunUnseenGenericTrace: a trace outside the shared set, in the
+// generic format, replays with the committed settings and writes
+// summary.json with the bound and optimum rows.
+func TestRunUnseenGenericTrace(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("timestamp,input_tokens,output_tokens\n")
+	for i := range 600 {
+		fmt.Fprintf(&b, "%d.5,%d,%d\n", i, 500+i%7*100, 50+i%5*20)
+	}
+	trace := filepath.Join(dir, "mine.csv")
+	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := run([]string{"--trace", trace, "--out", out, "--progress=false", "--hindsight=false"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"settingSet": "published"`, `"settingSet": "tuned"`, `"settingSet": "optimum"`, `"settingSet": "bound"`, `"requests": 600`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("summary.json lacks %s", want)
+		}
+	}
+}
+
+// TestTuneRejectsMissingTraces: tune names the trace it could not read.
+func TestTuneRejectsMissingTraces(t *testing.T) {
+	err := run([]string{"tune", "--traces", t.TempDir(), "--write", filepath.Join(t.TempDir(), "s.yaml"), "--progress=false"})
+	if err == nil || !strings.Contains(err.Error(), "tune azure-llm-code") {
+		t.Errorf("tune over an empty folder: %v, want an error naming azure-llm-code", err)
 	}
 }
