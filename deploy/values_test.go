@@ -81,7 +81,8 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 	t.Run("scaling keys", func(t *testing.T) {
 		// Every metadata key the scaler accepts is either a chart default or per-pool only.
 		perPool := []string{"engine", "model", "prometheusAddress", "queueQuery", "rateQuery", "activityQuery", "readyQuery", "replicaThroughput", "zeroWhenAbsent",
-			"runningQuery", "serviceTimeQuery", "dispersionQuery", "coldStart", "targetUtilization", "uniqueRateQuery", "retryBudget"}
+			"runningQuery", "serviceTimeQuery", "dispersionQuery", "coldStart", "targetUtilization", "uniqueRateQuery", "retryBudget",
+			"gpuHourPrice", "verifiedQuery"}
 		keys := slices.Collect(mapKeys(loadChart(t).Values["scaling"].(map[string]any)))
 		keys = append(keys, perPool...)
 		sort.Strings(keys)
@@ -380,9 +381,13 @@ func TestDashboard(t *testing.T) {
 	}
 	// The scaler's decision metrics are built in an unexported collector; read their names
 	// from its source (each d("name", …) is inferscale_scaler_<name>).
-	src, err := os.ReadFile("../scaler/metrics.go")
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, f := range []string{"../scaler/metrics.go", "../scaler/cost.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	for _, m := range regexp.MustCompile(`d\("([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
 		known["inferscale_scaler_"+m[1]] = true

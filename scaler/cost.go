@@ -146,7 +146,7 @@ func newCostCollector(dc *decisionCollector) *costCollector {
 	}
 	return &costCollector{dc: dc,
 		costRate:    d("cost_per_hour", "Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice)."),
-		perVerified: d("cost_per_1k_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate)."),
+		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate)."),
 		verifiedR:   d("verified_results_rate", "verifiedQuery's value: results that met their quality bar and deadline, per second (absent without verifiedQuery or a fresh valid value)."),
 	}
 }

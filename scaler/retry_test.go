@@ -101,9 +101,9 @@ func TestCostMetricsThroughServer(t *testing.T) {
 	}
 	name := MetricName("team-a", "pool", meta)
 	want := fmt.Sprintf(`
-# HELP inferscale_scaler_cost_per_1k_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate).
-# TYPE inferscale_scaler_cost_per_1k_verified_results gauge
-inferscale_scaler_cost_per_1k_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
+# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate).
+# TYPE inferscale_scaler_cost_per_thousand_verified_results gauge
+inferscale_scaler_cost_per_thousand_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
 # HELP inferscale_scaler_cost_per_hour Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice).
 # TYPE inferscale_scaler_cost_per_hour gauge
 inferscale_scaler_cost_per_hour{metric=%[1]q,namespace="team-a",scaledobject="pool"} 35
@@ -111,18 +111,18 @@ inferscale_scaler_cost_per_hour{metric=%[1]q,namespace="team-a",scaledobject="po
 # TYPE inferscale_scaler_verified_results_rate gauge
 inferscale_scaler_verified_results_rate{metric=%[1]q,namespace="team-a",scaledobject="pool"} 0.5
 `, name)
-	names := []string{"inferscale_scaler_cost_per_hour", "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_verified_results_rate"}
+	names := []string{"inferscale_scaler_cost_per_hour", "inferscale_scaler_cost_per_thousand_verified_results", "inferscale_scaler_verified_results_rate"}
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 	// No verified results (or a stale value): the cost rate stays, the cost per result goes.
 	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0, EvaluatedAt: t0})
-	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_cost_per_hour"); err != nil || n != 1 {
+	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_thousand_verified_results", "inferscale_scaler_cost_per_hour"); err != nil || n != 1 {
 		t.Errorf("verified rate 0: %d series, %v; want only cost_per_hour", n, err)
 	}
 	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0.5, EvaluatedAt: t0})
 	h.clock.set(t0.Add(time.Minute)) // older than staleAfter 20s
-	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_1k_verified_results", "inferscale_scaler_verified_results_rate"); err != nil || n != 0 {
+	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_cost_per_thousand_verified_results", "inferscale_scaler_verified_results_rate"); err != nil || n != 0 {
 		t.Errorf("stale verified rate: %d series, %v; want none", n, err)
 	}
 	// Without gpuHourPrice: no cost series at all.
