@@ -9,6 +9,10 @@
 // "replay tune" sweeps each policy family's one setting over the shared
 // traces (--traces, default ../shared/traces) and writes the tuned set into
 // the settings file (--write, default replay/settings.yaml).
+//
+// "replay retry" replays a synthetic burst with clients that retry (layered
+// retries, a shared retry budget) under inferscale without and with the
+// retry cap; see docs/replay.md, "Clients that retry".
 package main
 
 import (
@@ -42,6 +46,9 @@ func splitList(s string) []string {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "retry" {
+		return runRetry(args[1:], os.Stdout)
+	}
 	tune := len(args) > 0 && args[0] == "tune"
 	if tune {
 		args = args[1:]

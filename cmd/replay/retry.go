@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/inferscale/inferscale/replay"
+)
+
+// runRetry is "replay retry": the retry scenario (docs/replay.md, "Clients
+// that retry") — a synthetic burst replayed with clients that do not retry,
+// with layered retries and with a shared retry budget, under inferscale
+// without and with the retry cap — printed as a Markdown table.
+func runRetry(args []string, stdout io.Writer) error {
+	cl, sc, pool := replay.DefaultRetryClient(), replay.DefaultBurstScenario(), replay.DefaultPoolConfig()
+	fs := flag.NewFlagSet("replay retry", flag.ContinueOnError)
+	fs.DurationVar(&cl.Timeout, "timeout", cl.Timeout, "per-attempt client timeout (Envoy's default route timeout)")
+	fs.IntVar(&cl.Layers, "layers", cl.Layers, "retrying layers (gateway, SDK, service, …), 1..5")
+	fs.IntVar(&cl.Attempts, "attempts", cl.Attempts, "attempts per layer, 1..10: up to attempts^layers sends per request")
+	fs.DurationVar(&cl.Backoff, "backoff", cl.Backoff, "base retry back-off (doubles per retry, at most ten times the base)")
+	fs.DurationVar(&cl.Deadline, "deadline", cl.Deadline, "an answer later than this after the first send is not a verified result")
+	fs.BoolVar(&cl.CancelQueued, "cancel-queued", cl.CancelQueued, "the engine drops an abandoned attempt that has not started (vLLM-like); a started one keeps its slot either way")
+	fs.Float64Var(&sc.Base, "base-rate", sc.Base, "unique requests per second outside the burst")
+	fs.Float64Var(&sc.Factor, "burst-factor", sc.Factor, "burst rate ÷ base rate")
+	fs.DurationVar(&sc.Start, "burst-start", sc.Start, "burst start")
+	fs.DurationVar(&sc.Length, "burst-length", sc.Length, "burst length")
+	fs.DurationVar(&sc.Duration, "duration", sc.Duration, "trace length")
+	fs.DurationVar(&sc.Service, "service", sc.Service, "mean service time (exponential)")
+	fs.Uint64Var(&sc.Seed, "seed", sc.Seed, "seed of the synthetic arrivals and service times")
+	fs.IntVar(&pool.InitialReplicas, "initial-replicas", pool.InitialReplicas, "ready replicas at t = 0")
+	fs.DurationVar(&pool.ColdStart, "cold-start", pool.ColdStart, "replica cold start")
+	fs.Float64Var(&pool.PricePerGPUHour, "price", pool.PricePerGPUHour, "dollars per GPU-hour")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("retry: unexpected arguments %q", fs.Args())
+	}
+	w, err := sc.Workload()
+	if err != nil {
+		return err
+	}
+	rs, err := replay.RetryComparison(pool, w, cl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s; %d unique requests; pool: %d slots per replica, cold start %v, %d ready at t = 0\n\n", w.Name, len(w.ArrivalS), pool.Slots, pool.ColdStart, pool.InitialReplicas)
+	return replay.WriteRetryTable(stdout, rs)
+}
