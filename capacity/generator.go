@@ -149,9 +149,11 @@ type Window struct {
 // Level is one offered rate and what it came to. Figures (throughput, quantiles, success
 // rate) are over the last StableWindows windows.
 type Level struct {
+	// OfferedRPS is the rate asked for; WindowSeconds the window length used at it.
 	OfferedRPS    float64
 	WindowSeconds float64
-	Windows       []Window
+	// Windows in order; the first is warm-up.
+	Windows []Window
 	// Stable: the last StableWindows windows agree within Stability (perf_analyzer's rule).
 	Stable bool
 	// Exhausted: MaxWindows passed without the level turning stable; it still counts, judged
@@ -172,12 +174,16 @@ type Level struct {
 	// ClientBound: the generator could not offer the rate; ClientBoundReason says why.
 	ClientBound       bool
 	ClientBoundReason string
-	ThroughputRPS     float64
-	P50, P95, P99     float64
-	PSLO              float64
-	TTFTP50, TTFTP99  float64
-	SuccessRate       float64
-	ErrorsByCode      map[string]int
+	// ThroughputRPS is successes per second; P50…P99 and PSLO (the SLO quantile) latency
+	// quantiles and TTFTP50/TTFTP99 time-to-first-token quantiles, seconds; SuccessRate
+	// successes ÷ completed: all over the last StableWindows windows.
+	ThroughputRPS    float64
+	P50, P95, P99    float64
+	PSLO             float64
+	TTFTP50, TTFTP99 float64
+	SuccessRate      float64
+	// ErrorsByCode counts failed requests of the whole level by Outcome.Code.
+	ErrorsByCode map[string]int
 }
 
 // Passes reports whether the level counts toward μ: measured to the end (stable, or MaxWindows
