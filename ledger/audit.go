@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -491,15 +493,32 @@ func proposal(spec Spec, r packResult, used map[int]bool) Spec {
 	return out
 }
 
+// MigConfigName is the mig-parted config name of a node's proposed layout,
+// also the value of its nvidia.com/mig.config label: "ledger-<node>", or,
+// where that exceeds a label value's 63 characters (Kubernetes' limit; a
+// node name may have 253), "ledger-" + the name's first 46 characters + "-"
+// + the first 8 hex digits of the name's SHA-256, so distinct nodes keep
+// distinct configs.
+func MigConfigName(node string) string {
+	const maxLabelValue = 63
+	name := "ledger-" + node
+	if len(name) <= maxLabelValue {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node))
+	return "ledger-" + node[:maxLabelValue-len("ledger-")-9] + "-" + hex.EncodeToString(sum[:4])
+}
+
 // MigPartedConfig renders the proposal's layouts as a mig-parted
 // configuration file (NVIDIA's `version: v1` / `mig-configs:` format): one
-// config per kept node, named "ledger-<node>", with one device entry per
-// GPU. Select it on a node with the label nvidia.com/mig.config=ledger-<node>.
+// config per kept node, named MigConfigName(node) ("ledger-<node>"), with
+// one device entry per GPU. Select it on a node with the label
+// nvidia.com/mig.config=<that name>.
 func MigPartedConfig(p Spec) string {
 	var b strings.Builder
 	b.WriteString("version: v1\nmig-configs:\n")
 	for _, n := range p.Nodes {
-		fmt.Fprintf(&b, "  %q:\n", "ledger-"+n.Name)
+		fmt.Fprintf(&b, "  %q:\n", MigConfigName(n.Name))
 		for j, g := range n.GPUs {
 			fmt.Fprintf(&b, "    - devices: [%d]\n", j)
 			if len(g.MIG) == 0 {

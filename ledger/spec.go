@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Tier is a service's priority class.
@@ -28,10 +30,12 @@ type Spec struct {
 
 // Node is one GPU node that bills while it exists.
 type Node struct {
-	// Name is the Kubernetes node name; unique in the spec.
+	// Name is the Kubernetes node name (a DNS-1123 subdomain); unique in
+	// the spec.
 	Name string `yaml:"name" json:"name"`
-	// FailureDomain is the rack or zone the node fails with; empty means
-	// the node is its own failure domain.
+	// FailureDomain is the rack or zone the node fails with, a label value
+	// (at most 63 characters); empty means the node is its own failure
+	// domain.
 	FailureDomain string `yaml:"failureDomain,omitempty" json:"failureDomain,omitempty"`
 	// PricePerHour is what the node bills, USD per hour; 0 when unknown.
 	PricePerHour float64 `yaml:"pricePerHour,omitempty" json:"pricePerHour,omitempty"`
@@ -58,7 +62,8 @@ type GPU struct {
 
 // Service is one inference service the GPUs must host.
 type Service struct {
-	// Name is unique in the spec.
+	// Name is unique in the spec and a Kubernetes object name (DNS-1123
+	// subdomain: the ScaledObject's name in live mode).
 	Name string `yaml:"name" json:"name"`
 	// Tier is P0, P1 or P2.
 	Tier Tier `yaml:"tier" json:"tier"`
@@ -116,8 +121,17 @@ func (s Spec) Validate() []FieldError {
 			add(p+".name", "required")
 		case nodes[n.Name]:
 			add(p+".name", "duplicate node name %q", n.Name)
+		default:
+			if msgs := validation.IsDNS1123Subdomain(n.Name); msgs != nil {
+				add(p+".name", "%q is not a Kubernetes node name: %s", n.Name, strings.Join(msgs, "; "))
+			}
 		}
 		nodes[n.Name] = true
+		if n.FailureDomain != "" {
+			if msgs := validation.IsValidLabelValue(n.FailureDomain); msgs != nil {
+				add(p+".failureDomain", "%q is not a label value (a zone or rack label): %s", n.FailureDomain, strings.Join(msgs, "; "))
+			}
+		}
 		if bad(n.PricePerHour) || n.PricePerHour < 0 || n.PricePerHour > 1e6 {
 			add(p+".pricePerHour", "%v is outside [0, 1e6] USD per hour", n.PricePerHour)
 		}
@@ -142,6 +156,10 @@ func (s Spec) Validate() []FieldError {
 			add(p+".name", "required")
 		case services[sv.Name]:
 			add(p+".name", "duplicate service name %q", sv.Name)
+		default:
+			if msgs := validation.IsDNS1123Subdomain(sv.Name); msgs != nil {
+				add(p+".name", "%q is not a Kubernetes object name (the ScaledObject's): %s", sv.Name, strings.Join(msgs, "; "))
+			}
 		}
 		services[sv.Name] = true
 		if sv.Tier != P0 && sv.Tier != P1 && sv.Tier != P2 {
