@@ -10,7 +10,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,6 +58,8 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Address == "" {
 		errs = append(errs, errors.New("--health-probe: want host:port"))
+	} else if host, port, err := net.SplitHostPort(c.Address); err != nil || host == "" || !validPort(port) {
+		errs = append(errs, fmt.Errorf("--health-probe %q: want host:port with a port in [1, 65535]", c.Address))
 	}
 	if c.Timeout <= 0 || c.Timeout > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("--health-probe-timeout %v: want (0, 5m]", c.Timeout))
@@ -67,6 +71,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--health-probe-cert-file needs --health-probe-ca-file (mTLS is TLS)"))
 	}
 	return errors.Join(errs...)
+}
+
+// validPort reports whether p is a decimal TCP port in [1, 65535].
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
 func (c Config) creds() (credentials.TransportCredentials, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,3 +71,21 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// An address that is not host:port (a URL, a port out of range) is refused at
+// once by Validate, not after the whole timeout as a dial error.
+func TestValidateAddress(t *testing.T) {
+	for _, addr := range []string{"http://127.0.0.1:1/", "127.0.0.1:99999", "127.0.0.1", "127.0.0.1:0", "scaler:http", ":"} {
+		err := Config{Address: addr, Timeout: time.Second}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "--health-probe "+strconvQuote(addr)) {
+			t.Errorf("Validate(%q) = %v; want an error naming --health-probe and the address", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:9090", "scaler.ns.svc:9090", "[::1]:9090", "localhost:65535"} {
+		if err := (Config{Address: addr, Timeout: time.Second}).Validate(); err != nil {
+			t.Errorf("Validate(%q) = %v; want nil", addr, err)
+		}
+	}
+}
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
