@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +213,63 @@ func TestRetryEpisodeLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "retry storm: amplification above 1.5"); n != 1 {
 		t.Errorf("retry storm logged %d times over two minutes, want once:\n%s", n, logs.String())
+	}
+}
+
+// recordingTargets is a Targets that can write events, as the cluster's can: it keeps them.
+type recordingTargets struct {
+	fakeTargets
+	mu  sync.Mutex
+	got []string // namespace/name reason type
+}
+
+func (rt *recordingTargets) recordEvents(namespace, name string, specs []eventSpec) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, sp := range specs {
+		rt.got = append(rt.got, namespace+"/"+name+" "+sp.Reason+" "+sp.Type)
+	}
+}
+
+func (rt *recordingTargets) reasons(reason string) []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var out []string
+	for _, g := range rt.got {
+		if strings.Contains(g, " "+reason+" ") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// The storm and its end are written as events on the ScaledObject, once each.
+func TestRetryStormEvents(t *testing.T) {
+	rt := &recordingTargets{fakeTargets: fakeTargets{}}
+	h := newHarness(t, rt)
+	r := ref("team-a", "pool", retryMeta())
+	set := func(at time.Time, rate float64) {
+		h.clock.set(at)
+		h.sig.set("team-a", prom.KindRate, prom.Result{Value: rate, EvaluatedAt: at})
+		h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: at})
+	}
+	set(t0, 30)
+	if _, err := h.metrics(t, r); err != nil {
+		t.Fatal(err)
+	}
+	at := t0
+	for range 24 { // two minutes at amplification 3
+		at = at.Add(5 * time.Second)
+		set(at, 30)
+		h.srv.Refresh(at)
+	}
+	for range 3 { // back to 1.1
+		at = at.Add(5 * time.Second)
+		set(at, 11)
+		h.srv.Refresh(at)
+	}
+	storm, ended := rt.reasons(EventRetryStorm), rt.reasons(EventRetryStormEnded)
+	if len(storm) != 1 || storm[0] != "team-a/pool RetryStorm Warning" || len(ended) != 1 || ended[0] != "team-a/pool RetryStormEnded Normal" {
+		t.Errorf("events %v, want one RetryStorm Warning and one RetryStormEnded Normal on team-a/pool", rt.got)
 	}
 }
