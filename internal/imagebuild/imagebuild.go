@@ -127,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.Created.IsZero() {
 		errs = append(errs, errors.New("Created: want the commit time (reproducible archives), not zero"))
+	} else if y := c.Created.Year(); y < 1 || y > 9999 {
+		// The image config's "created" is RFC 3339, four-digit years only.
+		errs = append(errs, fmt.Errorf("Created (year %d): want a year in [1, 9999] (RFC 3339 timestamps)", y))
 	}
 	for p := range c.Files {
 		if !path.IsAbs(p) || path.Clean(p) != p {

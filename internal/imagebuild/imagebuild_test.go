@@ -377,3 +377,17 @@ func TestImagesStart(t *testing.T) {
 		})
 	}
 }
+
+// A Created time past year 9999 cannot be written into the image config (RFC 3339); Validate
+// refuses it before anything is built, instead of BuildAll failing after every compile.
+func TestValidateCreatedYear(t *testing.T) {
+	c := testConfig()
+	c.Created = time.Unix(99999999999999, 0).UTC()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "Created") {
+		t.Errorf("Validate with Created %v = %v; want an error naming Created", c.Created, err)
+	}
+	c.Created = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate with Created %v = %v; want nil", c.Created, err)
+	}
+}
