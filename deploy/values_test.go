@@ -147,7 +147,7 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 			"reserveBytes":       {num("reserveBytes"), d.ReserveBytes},
 			"nvml":               {v["nvml"], d.NVML},
 			"loopInterval":       {dur("loopInterval"), d.LoopInterval},
-			"demandWindow":       {dur("demandWindow"), d.DemandWindow},
+			"freeIdle":           {v["freeIdle"], d.FreeIdle},
 			"maxConcurrentLoads": {int(num("maxConcurrentLoads")), d.MaxConcurrentLoads},
 			"failureBackoff":     {dur("failureBackoff"), d.FailureBackoff},
 			"failureBackoffMax":  {dur("failureBackoffMax"), d.FailureBackoffMax},

@@ -48,7 +48,6 @@ func TestResidency(t *testing.T) {
 	}
 	p.residencyExtraArgs = []string{
 		fmt.Sprintf(`--demand-query=sum(rate(%s{model="$model"}[15s]))`, gatewayRequestsMetric),
-		"--demand-window=15s",
 	}
 	env := newPoolEnv(t, "residency", p)
 	env.waitReplicas(t, "one pod ready", 1, 3*time.Minute)

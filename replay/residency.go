@@ -55,9 +55,10 @@ type ResidencyConfig struct {
 	SizeMedianBytes int64
 	SizeSigma       float64
 	LoadTimeSamples []time.Duration
-	// LoopInterval and DemandWindow are the residency controller's (its
-	// DefaultConfig: 5 s and 1 m).
-	LoopInterval, DemandWindow time.Duration
+	// LoopInterval is the residency controller's (its DefaultConfig: 5 s).
+	// Demand is the controller's decayed estimate (plan.DecayedRate), which
+	// has no window.
+	LoopInterval time.Duration
 	// IdleTimeout and MinResidency are the catalog's (its defaults: 10 m and
 	// 0, the anti-thrash rule's k × load time applying).
 	IdleTimeout, MinResidency time.Duration
@@ -69,14 +70,10 @@ type ResidencyConfig struct {
 	Seed       uint64
 }
 
-// controllerLoopInterval and controllerDemandWindow copy residency.DefaultConfig's LoopInterval
-// and DemandWindow: replay links only the pure planner (residency/plan), not package residency
-// with its client-go, gRPC and Triton dependencies. TestResidencyDefaultsMatchController keeps
-// the copies equal to the controller's.
-const (
-	controllerLoopInterval = 5 * time.Second
-	controllerDemandWindow = time.Minute
-)
+// controllerLoopInterval copies residency.DefaultConfig's LoopInterval: replay links only the
+// pure planner (residency/plan), not package residency with its client-go, gRPC and Triton
+// dependencies. TestResidencyDefaultsMatchController keeps the copy equal to the controller's.
+const controllerLoopInterval = 5 * time.Second
 
 // DefaultResidencyConfig returns the documented defaults: an automatic
 // budget (AutoBudgetModels) and twice it, median 6 GiB, σ 0.6, and the
@@ -84,8 +81,8 @@ const (
 func DefaultResidencyConfig() ResidencyConfig {
 	return ResidencyConfig{
 		BudgetModels: 0, BudgetFactors: []float64{1, 2}, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
-		LoopInterval: controllerLoopInterval, DemandWindow: controllerDemandWindow,
-		IdleTimeout: plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true, Seed: 1,
+		LoopInterval: controllerLoopInterval,
+		IdleTimeout:  plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true, Seed: 1,
 	}
 }
 
@@ -111,9 +108,6 @@ func (c ResidencyConfig) Validate() error {
 	}
 	if c.LoopInterval < 100*time.Millisecond || c.LoopInterval > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("residency LoopInterval = %v: want [100ms, 10m]", c.LoopInterval))
-	}
-	if c.DemandWindow < c.LoopInterval || c.DemandWindow > time.Hour {
-		errs = append(errs, fmt.Errorf("residency DemandWindow = %v: want [LoopInterval, 1h]", c.DemandWindow))
 	}
 	if c.IdleTimeout < 0 || c.MinResidency < 0 {
 		errs = append(errs, fmt.Errorf("residency IdleTimeout/MinResidency = %v/%v: want ≥ 0", c.IdleTimeout, c.MinResidency))

@@ -57,9 +57,11 @@ type Config struct {
 	ListenAddress string
 	// LoopInterval is the period of observe-plan-act (--loop-interval). Range [100ms, 10m].
 	LoopInterval time.Duration
-	// DemandWindow is the window over which statistics deltas give a loaded model's demand
-	// (--demand-window). Range [LoopInterval, 1h].
-	DemandWindow time.Duration
+	// FreeIdle unloads P1/P2 models unused for their idle timeout (the catalog's idleTimeout,
+	// at least the model's load time) even when no other model needs the memory
+	// (--free-idle; plan.Budget.FreeIdle). Default false: an idle model keeps memory nobody
+	// else wants, so its next request finds it loaded.
+	FreeIdle bool
 	// MaxConcurrentLoads bounds loads in flight (--max-concurrent-loads). Range [1, 16].
 	MaxConcurrentLoads int
 	// FailureBackoff is the first wait after a failed load; it doubles per consecutive
@@ -109,8 +111,8 @@ func (c Config) FrontConfig() front.Config {
 
 // DefaultConfig returns the defaults: Triton at localhost:8001 (metrics at
 // http://localhost:8002/metrics), catalog at /etc/inferscale/catalog.yaml, NVML auto, listen
-// on :8090, reserve from the catalog only (-1), 5s loop,
-// 1m demand window, 1 load at a time, 10s backoff doubling to 5m, quarantine after 3
+// on :8090, reserve from the catalog only (-1), 5s loop, idle models kept while nothing else
+// needs their memory (FreeIdle false), 1 load at a time, 10s backoff doubling to 5m, quarantine after 3
 // failures, 5s propagation delay, 60s drain timeout, 1s drain poll; no inference front, with
 // front.DefaultConfig's hold bounds and pushback for when one is listened for.
 func DefaultConfig() Config {
@@ -128,7 +130,6 @@ func DefaultConfig() Config {
 		NVML:               "auto",
 		ListenAddress:      ":8090",
 		LoopInterval:       5 * time.Second,
-		DemandWindow:       time.Minute,
 		MaxConcurrentLoads: 1,
 		FailureBackoff:     10 * time.Second,
 		FailureBackoffMax:  5 * time.Minute,
@@ -189,7 +190,6 @@ func (c Config) Validate() error {
 		}
 	}
 	inRange("LoopInterval (--loop-interval)", c.LoopInterval, 100*time.Millisecond, 10*time.Minute)
-	inRange("DemandWindow (--demand-window)", c.DemandWindow, max(c.LoopInterval, 100*time.Millisecond), time.Hour)
 	if c.MaxConcurrentLoads < 1 || c.MaxConcurrentLoads > 16 {
 		add("MaxConcurrentLoads (--max-concurrent-loads): %d out of range [1, 16]", c.MaxConcurrentLoads)
 	}

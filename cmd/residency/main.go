@@ -47,7 +47,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.StringVar(&c.PodName, "pod-name", c.PodName, "pod name for Kubernetes events (default $POD_NAME)")
 	fs.StringVar(&c.ListenAddress, "listen", c.ListenAddress, "address of /readyz, /healthz, /metrics and POST /drain")
 	fs.DurationVar(&c.LoopInterval, "loop-interval", c.LoopInterval, "observe-plan-act period")
-	fs.DurationVar(&c.DemandWindow, "demand-window", c.DemandWindow, "window of a loaded model's request rate")
+	fs.BoolVar(&c.FreeIdle, "free-idle", c.FreeIdle, "unload idle P1/P2 models after their idle timeout even when no other model needs the memory")
 	fs.IntVar(&c.MaxConcurrentLoads, "max-concurrent-loads", c.MaxConcurrentLoads, "loads in flight at once")
 	fs.DurationVar(&c.FailureBackoff, "failure-backoff", c.FailureBackoff, "wait after a failed load, doubling per failure")
 	fs.DurationVar(&c.FailureBackoffMax, "failure-backoff-max", c.FailureBackoffMax, "cap of the failed-load backoff")

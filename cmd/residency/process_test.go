@@ -59,7 +59,7 @@ func startSidecar(tb testing.TB, fake *tritontest.Server) *sidecarProc {
 	}
 	cmd := exec.Command(bin, "--triton-address="+fake.GRPCAddr(), "--triton-metrics-url="+fake.MetricsURL(),
 		"--catalog=example-catalog.yaml", "--budget-bytes=10307921510", "--mig-profile=1g.10gb", "--nvml=off",
-		"--listen=127.0.0.1:0", "--loop-interval=100ms", "--demand-window=1s", "--propagation-delay=0s",
+		"--listen=127.0.0.1:0", "--loop-interval=100ms", "--propagation-delay=0s",
 		"--drain-poll-interval=50ms")
 	cmd.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST=")
 	stderr, err := cmd.StderrPipe()

@@ -65,7 +65,8 @@ type Device struct {
 // memory figure than the catalog's, e.g. 1g.12gb for 1g.10gb); a resolution that changes the
 // name is logged, and a MIG device that no catalog profile matches is refused (ErrNoBudget
 // wrapping gpu.ErrNoProfileMatch) rather than run with nothing loadable. The reserve is
-// cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's).
+// cfg.ReserveBytes when ≥ 0 (Plan keeps the larger of it and the catalog's); FreeIdle is
+// cfg.FreeIdle (--free-idle).
 func ResolveBudget(cfg residency.Config, cat plan.Catalog, open gpu.Opener, visible string, log *slog.Logger) (plan.Budget, Device, error) {
 	reserve := max(cfg.ReserveBytes, 0)
 	dev := Device{Close: func() {}}
@@ -118,6 +119,7 @@ func ResolveBudget(cfg residency.Config, cat plan.Catalog, open gpu.Opener, visi
 	default:
 		return plan.Budget{}, dev, fmt.Errorf("%w: no GPU through NVML; set --budget-bytes with --mig-profile, or --mig-profile alone (table: %v)", ErrNoBudget, plan.Profiles())
 	}
+	b.FreeIdle = cfg.FreeIdle
 	if err := b.Validate(); err != nil {
 		dev.Close()
 		return plan.Budget{}, Device{}, fmt.Errorf("%w: %w", ErrNoBudget, err)

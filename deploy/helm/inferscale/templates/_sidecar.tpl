@@ -33,7 +33,7 @@ Its flags are cmd/residency's. */}}
     {{- end }}
     - --listen=:{{ $rc.port }}
     - --loop-interval={{ $rc.loopInterval }}
-    - --demand-window={{ $rc.demandWindow }}
+    - --free-idle={{ $rc.freeIdle }}
     - --max-concurrent-loads={{ $rc.maxConcurrentLoads }}
     - --failure-backoff={{ $rc.failureBackoff }}
     - --failure-backoff-max={{ $rc.failureBackoffMax }}
