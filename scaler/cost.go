@@ -3,6 +3,9 @@ package scaler
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,13 +111,41 @@ func (s *Server) retryEpisodeStep(tr *trigger, rec decision.Recommendation, now 
 	}
 }
 
-// subscribeVerified subscribes tr's verifiedQuery, when set.
+// verifiedQueryOf is the query of verified results per second: verifiedQuery,
+// or, without it and with gpuHourPrice on a vLLM preset, the requests that
+// waited at most T = sloWaitSeconds, read from vLLM's queue-time histogram:
+//
+//	sum(rate(vllm:request_queue_time_seconds_bucket{model_name="<model>", le=~"<T>|<T>.0"}[5m]))
+//
+// The bucket whose upper bound is T counts them (Prometheus histograms are
+// cumulative); le is matched in both Go's and Python's float text ("2" and
+// "2.0"). When T is not one of the histogram's bounds the query returns no
+// series and cost per verified result is absent, never wrong. Triton has no
+// latency histogram by default: no fallback. "" when there is nothing to read.
+func verifiedQueryOf(p decision.Policy) string {
+	if p.VerifiedQuery != "" {
+		return p.VerifiedQuery
+	}
+	if p.Engine != decision.EngineVLLM || !(p.GPUHourPrice > 0) {
+		return ""
+	}
+	t := strconv.FormatFloat(p.SLOWaitSeconds, 'f', -1, 64)
+	le := regexp.QuoteMeta(t)
+	if !strings.Contains(t, ".") {
+		le += "|" + regexp.QuoteMeta(t+".0")
+	}
+	return fmt.Sprintf("sum(rate(vllm:request_queue_time_seconds_bucket{model_name=%s, le=~%s}[5m]))",
+		strconv.Quote(p.Model), strconv.Quote(le))
+}
+
+// subscribeVerified subscribes tr's verified-results query (verifiedQueryOf), when there is one.
 func (s *Server) subscribeVerified(tr *trigger) error {
-	if tr.policy.VerifiedQuery == "" {
+	q := verifiedQueryOf(tr.policy)
+	if q == "" {
 		return nil
 	}
 	h, err := s.signals.Subscribe(prom.Request{Address: tr.policy.PrometheusAddress, Namespace: tr.namespace,
-		Kind: prom.KindVerified, Query: tr.policy.VerifiedQuery})
+		Kind: prom.KindVerified, Query: q})
 	if err != nil {
 		return err
 	}

@@ -273,3 +273,58 @@ func TestRetryStormEvents(t *testing.T) {
 		t.Errorf("events %v, want one RetryStorm Warning and one RetryStormEnded Normal on team-a/pool", rt.got)
 	}
 }
+
+// Without verifiedQuery, a vLLM pool with a price reads verified results from the
+// queue-time histogram's bucket at T; a custom or Triton pool has no fallback.
+func TestVerifiedFallbackQuery(t *testing.T) {
+	base := func(kv ...string) map[string]string {
+		m := map[string]string{"engine": "vllm", "model": `meta-llama/Meta-Llama-3-8B-Instruct`, "gpuHourPrice": "2.5"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		meta map[string]string
+		want string
+	}{
+		{"vllm, T 2 s", base(), `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"2|2\\.0"}[5m]))`},
+		{"vllm, T 0.5 s", base("sloWaitSeconds", "0.5"), `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"0\\.5"}[5m]))`},
+		{"verifiedQuery wins", base("verifiedQuery", "sum(rate(ok_total[5m]))"), "sum(rate(ok_total[5m]))"},
+		{"no price: no fallback", map[string]string{"engine": "vllm", "model": "m"}, ""},
+		{"triton: no histogram", map[string]string{"engine": "triton", "model": "m", "gpuHourPrice": "1"}, ""},
+	}
+	for _, tt := range tests {
+		p, err := ParseMetadata(tt.meta, Defaults{PrometheusAddress: "http://prometheus:9090"})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got := verifiedQueryOf(p)
+		if got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		if got != "" {
+			if err := checkQuery(got); err != nil {
+				t.Errorf("%s: %q does not parse: %v", tt.name, got, err)
+			}
+		}
+	}
+	// Through the server: the fallback is subscribed as the verified signal.
+	h := newHarness(t, nil)
+	h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 1, EvaluatedAt: t0})
+	if _, err := h.client.GetMetricSpec(context.Background(), ref("team-a", "llama", base())); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	h.sig.mu.Lock()
+	defer h.sig.mu.Unlock()
+	for _, r := range h.sig.subs {
+		if r.Kind == prom.KindVerified && strings.Contains(r.Query, "vllm:request_queue_time_seconds_bucket") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("subscriptions %v: want the queue-time histogram as the verified signal", h.sig.subs)
+	}
+}
