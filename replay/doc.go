@@ -15,7 +15,8 @@
 //     (HPA AverageValue rounding, tolerance and behaviour; KEDA activation and
 //     cooldown): inferscale's decision.Recommend, an HPA on GPU utilisation,
 //     KEDA's Prometheus scaler on queue depth, Knative's stable/panic
-//     autoscaler, static peak provisioning, and a clairvoyant policy;
+//     autoscaler and static peak provisioning, measured against a proven
+//     lower bound on GPU-time and an offline optimum schedule (optimum.go);
 //   - a residency replay that drives plan.Plan (package residency/plan)
 //     against LRU, LFU and Belady's furthest-next-use under the same memory
 //     budget.
