@@ -177,8 +177,8 @@ func newCostCollector(dc *decisionCollector) *costCollector {
 	}
 	return &costCollector{dc: dc,
 		costRate:    d("cost_per_hour", "Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice)."),
-		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate)."),
-		verifiedR:   d("verified_results_rate", "verifiedQuery's value: results that met their quality bar and deadline, per second (absent without verifiedQuery or a fresh valid value)."),
+		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without gpuHourPrice or a positive, fresh verified rate)."),
+		verifiedR:   d("verified_results_rate", "Verified results per second: verifiedQuery's value, or on vLLM without it the requests that waited at most sloWaitSeconds (absent without a fresh valid value)."),
 	}
 }
 

@@ -102,13 +102,13 @@ func TestCostMetricsThroughServer(t *testing.T) {
 	}
 	name := MetricName("team-a", "pool", meta)
 	want := fmt.Sprintf(`
-# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verifiedQuery's rate × 3600) × 1000 (absent without gpuHourPrice, verifiedQuery or a positive, fresh verified rate).
+# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without gpuHourPrice or a positive, fresh verified rate).
 # TYPE inferscale_scaler_cost_per_thousand_verified_results gauge
 inferscale_scaler_cost_per_thousand_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
 # HELP inferscale_scaler_cost_per_hour Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice).
 # TYPE inferscale_scaler_cost_per_hour gauge
 inferscale_scaler_cost_per_hour{metric=%[1]q,namespace="team-a",scaledobject="pool"} 35
-# HELP inferscale_scaler_verified_results_rate verifiedQuery's value: results that met their quality bar and deadline, per second (absent without verifiedQuery or a fresh valid value).
+# HELP inferscale_scaler_verified_results_rate Verified results per second: verifiedQuery's value, or on vLLM without it the requests that waited at most sloWaitSeconds (absent without a fresh valid value).
 # TYPE inferscale_scaler_verified_results_rate gauge
 inferscale_scaler_verified_results_rate{metric=%[1]q,namespace="team-a",scaledobject="pool"} 0.5
 `, name)
