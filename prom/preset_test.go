@@ -121,7 +121,7 @@ func TestSubscribeIdempotentAndConfined(t *testing.T) {
 	}
 }
 
-// TestGrouping subscribes 1,000 preset ScaledObjects (each with all four signals, half
+// TestGrouping subscribes 1,000 preset ScaledObjects (each with all seven signals, half
 // Triton and half vLLM, across 50 namespaces) and counts distinct queries.
 func TestGrouping(t *testing.T) {
 	p := newTestPoller(t, "http://127.0.0.1:1")
@@ -223,7 +223,7 @@ func newTestPoller(t testing.TB, addr string) *Poller {
 	return p
 }
 
-// BenchmarkSubscribe1000Presets subscribes 1,000 preset ScaledObjects x 4 signals and reports
+// BenchmarkSubscribe1000Presets subscribes 1,000 preset ScaledObjects x 7 signals and reports
 // the distinct queries per refresh next to what a per-trigger scaler would issue.
 func BenchmarkSubscribe1000Presets(b *testing.B) {
 	var p *Poller
