@@ -388,7 +388,7 @@ func TestControllerNoThrashWithinMinResidency(t *testing.T) {
 	if sa.Unloads != 0 || sb.Loads != 0 {
 		t.Fatalf("thrash inside minResidency: a unloaded %d times, b loaded %d times", sa.Unloads, sb.Loads)
 	}
-	// Past minResidency with b hot and a cold for a whole demand window, b replaces a once.
+	// Past minResidency (61 s later) with b hot and a cold, b replaces a once.
 	h.demand.set("b", 10)
 	h.clock.Advance(61 * time.Second)
 	h.step() // unload a
