@@ -208,6 +208,16 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			want: []string{"/pools/0/scaling", "targetUtilisation"},
 		},
 		{
+			name: "removed residency key (demandWindow, no longer a flag)",
+			give: map[string]any{"residency": map[string]any{"config": map[string]any{"demandWindow": "1m"}}},
+			want: []string{"/residency/config", "demandWindow"},
+		},
+		{
+			name: "freeIdle not a bool",
+			give: map[string]any{"residency": map[string]any{"config": map[string]any{"freeIdle": "yes"}}},
+			want: []string{"/residency/config/freeIdle", "boolean"},
+		},
+		{
 			name: "trigger type",
 			give: map[string]any{"keda": map[string]any{"triggerType": "poll"}},
 			want: []string{"/keda/triggerType", "external"},
