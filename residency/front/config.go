@@ -22,8 +22,9 @@ type Config struct {
 	// MaxHeldRequests bounds the requests held per model (--hold-max-requests); one more fails
 	// UNAVAILABLE at once. Range [1, 100000].
 	MaxHeldRequests int
-	// MaxHeldBytes bounds the request bytes held per model (--hold-max-bytes); a request that
-	// would pass it fails UNAVAILABLE at once. Range [4 MiB, 16 GiB].
+	// MaxHeldBytes bounds the request bytes held per model (--hold-max-bytes), chunked HTTP
+	// bodies being read to be held included; a request that would pass it fails UNAVAILABLE at
+	// once. Range [4 MiB, 16 GiB].
 	MaxHeldBytes int64
 	// RetryPushback is the delay sent in grpc-retry-pushback-ms with every UNAVAILABLE the front
 	// answers itself (--retry-pushback). Range [0, 10m].

@@ -108,8 +108,9 @@ type Front struct {
 	noHolds  bool // StartDrain: requests that would be held fail at once
 	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
-	active   int           // inference requests held or being forwarded
-	idle     chan struct{} // closed when active drops to 0
+	reading  map[string]int64 // per model: bytes of chunked HTTP bodies being read to be held
+	active   int              // inference requests held or being forwarded
+	idle     chan struct{}    // closed when active drops to 0
 }
 
 // queue is one model's held requests, in arrival order. One watcher goroutine serves a queue
@@ -177,7 +178,7 @@ func New(cfg Config, deps Deps) (*Front, error) {
 		return nil, fmt.Errorf("front: upstream %q: %w", cfg.Upstream, err)
 	}
 	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
-		done: make(chan struct{}), queues: map[string]*queue{}}
+		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}}
 	f.srv = grpc.NewServer(
 		grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.UnknownServiceHandler(f.handle),

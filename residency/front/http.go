@@ -3,6 +3,8 @@ package front
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -77,11 +79,14 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 	}
 	if v == NotReady || f.hasQueue(name) {
 		size := r.ContentLength
-		if size < 0 { // chunked: read it, up to one byte past the bound
-			body, err := io.ReadAll(io.LimitReader(r.Body, f.cfg.MaxHeldBytes+1))
-			if err != nil {
-				f.m.FastFailed.WithLabelValues(name, "bad_request").Inc()
-				f.httpAnswer(w, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: " + err.Error()})
+		if size < 0 { // chunked: read it to learn its size, within the model's hold bound
+			body, rf := f.readHeldBody(name, r.Body)
+			if rf != nil {
+				// The rest of the body is not read: without Connection: close, net/http would
+				// read up to 256 KiB of it before sending the answer.
+				w.Header().Set("Connection", "close")
+				f.m.FastFailed.WithLabelValues(name, rf.reason).Inc()
+				f.httpAnswer(w, rf)
 				return
 			}
 			size = int64(len(body))
@@ -118,4 +123,66 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": r.msg})
+}
+
+// readChunk is the step in which readHeldBody reads and accounts a chunked body.
+const readChunk = 64 << 10
+
+// readHeldBody reads the body of a request about to be held whose size is not declared
+// (chunked). The bytes read so far count against the model's hold bound together with the
+// bytes held (Front.reading), so memory stays within MaxHeldBytes per model however many
+// connections send at once; a request the queue cannot take (full in count, or its body
+// passing the bound) is refused with queue_full, before its body is read when the count is
+// already full. The reservation ends when it returns: hold then accounts the request itself.
+func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
+	var buf bytes.Buffer
+	var reserved int64
+	defer func() {
+		f.mu.Lock()
+		if f.reading[name] -= reserved; f.reading[name] <= 0 {
+			delete(f.reading, name)
+		}
+		f.mu.Unlock()
+	}()
+	full := func(n int, b int64) *refusal {
+		return f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and its hold queue is full (%d requests, %d bytes held or being read; bounds %d, %d)",
+			name, n, b, f.cfg.MaxHeldRequests, f.cfg.MaxHeldBytes))
+	}
+	chunk := make([]byte, readChunk)
+	for {
+		f.mu.Lock()
+		var n int
+		var held int64
+		if q := f.queues[name]; q != nil {
+			n, held = len(q.held), q.bytes
+		}
+		reading := f.reading[name]
+		f.mu.Unlock()
+		if n+1 > f.cfg.MaxHeldRequests {
+			return nil, full(n, held+reading)
+		}
+		k, err := body.Read(chunk)
+		if k > 0 {
+			f.mu.Lock()
+			held = 0
+			if q := f.queues[name]; q != nil {
+				held = q.bytes
+			}
+			if held+f.reading[name]+int64(k) > f.cfg.MaxHeldBytes {
+				b := held + f.reading[name]
+				f.mu.Unlock()
+				return nil, full(n, b)
+			}
+			f.reading[name] += int64(k)
+			reserved += int64(k)
+			f.mu.Unlock()
+			buf.Write(chunk[:k])
+		}
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return nil, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: " + err.Error()}
+		}
+	}
 }

@@ -1,0 +1,104 @@
+package front_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// postChunked sends an infer request whose body has no Content-Length (chunked) and returns
+// its status; body is read by the client as the server asks for it.
+func postChunked(t *testing.T, ctx context.Context, base, model string, body io.Reader) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v2/models/"+model+"/infer", io.NopCloser(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = -1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST %s (chunked): %v", model, err)
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// rawChunkedStatus sends the head of a chunked infer request and no body, and returns the
+// status line the server answers within 10 s ("" when none).
+func rawChunkedStatus(t *testing.T, addr, model string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "POST /v2/models/"+model+"/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line)
+}
+
+// TestHTTPChunkedBodiesBounded: a chunked request for a model that is not ready is read into
+// memory to learn its size, so the bytes being read count against the model's hold bound
+// (--hold-max-bytes) as they arrive, and a request the full queue cannot take is refused
+// before its body is read. Otherwise every open connection could buffer up to the whole bound
+// before the queue refuses it: memory grows with the connections, not the bound.
+func TestHTTPChunkedBodiesBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxHeldBytes = 4 << 20
+	cfg.MaxHeldRequests = 1
+	h := start(t, oneModel("big", 0), cfg, false, "big") // never loaded: requests stay held
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// A client streams 3 MiB of a body and stops sending, connection open.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	slow := make(chan int, 1)
+	go func() { slow <- postChunked(t, ctx, srv.URL, "big", pr) }()
+	if _, err := pw.Write(bytes.Repeat([]byte{'x'}, 3<<20)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("big") < 3<<20; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the front read %d bytes of the 3 MiB body", h.front.ReadingBytes("big"))
+		}
+	}
+	// 2 MiB more would pass the 4 MiB bound with the 3 MiB being read: refused at once.
+	if got := postChunked(t, ctx, srv.URL, "big", bytes.NewReader(bytes.Repeat([]byte{'y'}, 2<<20))); got != http.StatusServiceUnavailable {
+		t.Errorf("2 MiB while 3 MiB are read: status %d, want 503", got)
+	}
+	pw.Close() // the 3 MiB request completes and is held
+	waitHeld(t, h, "big", 1)
+
+	// The queue is full (1 request): a chunked request is refused without its body being
+	// read — this one never sends a byte.
+	if got := rawChunkedStatus(t, srv.Listener.Addr().String(), "big"); got != "HTTP/1.1 503 Service Unavailable" {
+		t.Errorf("chunked request on a full queue: status line %q, want 503", got)
+	}
+	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("big", "queue_full")); got != 2 {
+		t.Errorf("fast_failed_total{big,queue_full} = %v, want 2", got)
+	}
+	h.front.StartDrain()
+	drainCtx, drainCancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer drainCancel()
+	_ = h.front.Drain(drainCtx) // fails the held request
+	if got := <-slow; got != http.StatusServiceUnavailable {
+		t.Errorf("held request at the drain deadline: status %d, want 503", got)
+	}
+}
