@@ -87,6 +87,18 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 	if err := dec.Decode(&spec); err != nil {
 		return spec, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
 	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return spec, fmt.Errorf("%w: %s: after the spec: %w", ErrInvalid, name, err)
+	default:
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		return spec, &FieldError{File: name, Line: line, Field: "spec", Msg: "a second YAML document; a spec is one document (nodes: and services:)"}
+	}
 	var errs []error
 	dir := filepath.Dir(name)
 	for i := range spec.Services {
