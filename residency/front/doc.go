@@ -8,8 +8,9 @@
 // model ready the held requests go on in arrival order. A request that cannot be served within
 // that budget fails at once: NOT_FOUND for a model outside the catalog, UNAVAILABLE with gRPC's
 // retry pushback trailer (grpc-retry-pushback-ms, gRFC A6) for a quarantined model, one that
-// never fits the pod, a full hold queue or a draining pod. Every other RPC passes through
-// unchanged.
+// never fits the pod, a full hold queue or a draining pod. RepositoryModelLoad and
+// RepositoryModelUnload (and their HTTP forms) fail PERMISSION_DENIED: the residency controller
+// owns what is loaded. Every other RPC passes through unchanged.
 //
 // Only field 1 (model_name) of a ModelInferRequest is read, with protowire, from the raw bytes;
 // messages travel as the reference-counted buffers gRPC received them in (a pass-through

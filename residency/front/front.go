@@ -26,7 +26,14 @@ import (
 const (
 	methodInfer       = inference.GRPCInferenceService_ModelInfer_FullMethodName
 	methodStreamInfer = "/inference.GRPCInferenceService/ModelStreamInfer"
+	methodLoad        = inference.GRPCInferenceService_RepositoryModelLoad_FullMethodName
+	methodUnload      = inference.GRPCInferenceService_RepositoryModelUnload_FullMethodName
 )
+
+// modelControlMsg answers a client's RepositoryModelLoad or RepositoryModelUnload: the
+// residency controller owns what is loaded (it talks to Triton on the pod's loopback), and a
+// client's load would bypass the memory budget, its unload evict what the plan keeps.
+const modelControlMsg = "model control belongs to this pod's residency controller: repository load and unload are not served through the inference front"
 
 // PushbackKey is gRPC's retry pushback trailer (gRFC A6, "gRPC Retry Design": "the server may
 // explicitly pushback by setting metadata in its response … grpc-retry-pushback-ms"): a
@@ -315,6 +322,9 @@ func (f *Front) handle(_ any, ss grpc.ServerStream) error {
 	switch method {
 	case methodInfer, methodStreamInfer:
 		return f.infer(ss, method)
+	case methodLoad, methodUnload:
+		f.m.FastFailed.WithLabelValues("", "model_control").Inc()
+		return status.Error(codes.PermissionDenied, modelControlMsg)
 	}
 	return f.pump(ss, method, sendFrame{})
 }

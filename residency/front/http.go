@@ -28,6 +28,11 @@ import (
 func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isModelControl(r) {
+			f.m.FastFailed.WithLabelValues("", "model_control").Inc()
+			f.httpAnswer(w, &refusal{code: codes.PermissionDenied, reason: "model_control", msg: modelControlMsg})
+			return
+		}
 		name, ok := inferPath(r)
 		if !ok {
 			proxy.ServeHTTP(w, r)
@@ -35,6 +40,17 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 		}
 		f.serveHTTPInfer(w, r, name, proxy)
 	})
+}
+
+// isModelControl reports a KServe v2 repository extension load or unload: POST
+// /v2/repository/models/{model}/load or /unload.
+func isModelControl(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v2/repository/models/")
+	if r.Method != http.MethodPost || !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	return len(parts) == 2 && (parts[1] == "load" || parts[1] == "unload")
 }
 
 // inferPath returns the model of a KServe v2 infer request: POST /v2/models/{model}/infer or
@@ -115,6 +131,8 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 		code = http.StatusNotFound
 	case codes.InvalidArgument:
 		code = http.StatusBadRequest
+	case codes.PermissionDenied:
+		code = http.StatusForbidden
 	case codes.Unavailable:
 		code = http.StatusServiceUnavailable
 		secs := (f.cfg.RetryPushback.Milliseconds() + 999) / 1000
