@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -68,15 +69,30 @@ func (e *FieldError) Error() string {
 // their json tags (as encoding/json matches them), an unknown or duplicate field is an error,
 // and scalars keep their written text where a string is expected (see the package doc). On
 // failure the error joins one *FieldError per bad field; a syntax error keeps
-// go.yaml.in/yaml/v3's "yaml: line N: …" form. An empty document leaves out unchanged.
+// go.yaml.in/yaml/v3's "yaml: line N: …" form. An empty document leaves out unchanged; a
+// second non-empty document is an error (*FieldError naming its line), never ignored.
 func Unmarshal(data []byte, out any) error {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("strictyaml: Unmarshal needs a non-nil pointer, got %T", out)
 	}
 	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &root); err != nil {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // no document at all
+		}
 		return err
+	}
+	// A stream of several documents is refused rather than read in part: a second
+	// document (after "---") would otherwise be dropped without a word.
+	var next yamlv3.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return err
+	case len(next.Content) > 0 && !(next.Content[0].Kind == yamlv3.ScalarNode && next.Content[0].Tag == "!!null" && next.Content[0].Value == ""):
+		return &FieldError{Line: next.Content[0].Line, Msg: "a second YAML document; the file must hold exactly one"}
 	}
 	if len(root.Content) == 0 {
 		return nil
