@@ -84,13 +84,16 @@ func (c *Comparison) Rows() []Row {
 // Headline is the report's first sentence: who is cheapest among the
 // policies meeting the SLO with each setting set, and by how much against
 // the runner-up and the optimum.
-func (c *Comparison) Headline() string {
+func (c *Comparison) Headline() string { return headlineOf(c, c.Rows()) }
+
+// headlineOf is Headline over the given rows.
+func headlineOf(c *Comparison, rows []Row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "At equal SLO (queue wait ≤ %s for %s%% of requests)", c.Pool.SLO, fnum(100*c.Pool.SLOTarget, 1))
 	for i, set := range []string{SetPublished, SetTuned} {
 		var ok []Row
 		fails := 0
-		for _, r := range c.Rows() {
+		for _, r := range rows {
 			if r.SettingSet != set {
 				continue
 			}
@@ -107,22 +110,24 @@ func (c *Comparison) Headline() string {
 			b.WriteString(", with")
 		}
 		fmt.Fprintf(&b, " %s settings ", set)
-		switch len(ok) {
-		case 0:
+		if len(ok) == 0 {
 			b.WriteString("no policy meets it")
 			continue
-		case 1:
-			fmt.Fprintf(&b, "only %s meets it (%s GPU-h", ok[0].Policy, fnum(ok[0].GPUHours, 2))
-		default:
-			fmt.Fprintf(&b, "%s wins with %s GPU-h, %s%% less than %s (%s GPU-h",
-				ok[0].Policy, fnum(ok[0].GPUHours, 2), fnum(100*(1-ok[0].GPUHours/ok[1].GPUHours), 0), ok[1].Policy, fnum(ok[1].GPUHours, 2))
 		}
+		// The winner's own figures come right after its name, so that no ratio can be
+		// read as the runner-up's.
+		win := fmt.Sprintf("%s GPU-h", fnum(ok[0].GPUHours, 2))
 		if !math.IsNaN(ok[0].RatioToOptimum) {
-			fmt.Fprintf(&b, "; %s× optimum", fnum(ok[0].RatioToOptimum, 2))
+			win += fmt.Sprintf(", %s× optimum", fnum(ok[0].RatioToOptimum, 2))
 		}
-		b.WriteString(")")
+		if len(ok) == 1 {
+			fmt.Fprintf(&b, "only %s meets it (%s)", ok[0].Policy, win)
+		} else {
+			fmt.Fprintf(&b, "%s wins (%s), %s%% less than the runner-up %s (%s GPU-h)",
+				ok[0].Policy, win, fnum(100*(1-ok[0].GPUHours/ok[1].GPUHours), 0), ok[1].Policy, fnum(ok[1].GPUHours, 2))
+		}
 		if fails > 0 {
-			fmt.Fprintf(&b, ", %d miss it", fails)
+			fmt.Fprintf(&b, "; %d of %d policies miss the SLO", fails, fails+len(ok))
 		}
 	}
 	b.WriteString(".")
