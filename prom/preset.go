@@ -24,8 +24,9 @@ const (
 	KindRunning Kind = "running"
 	// KindServiceTime is S: mean seconds of service (not waiting) per request.
 	KindServiceTime Kind = "serviceTime"
-	// KindDispersion is I: the index of dispersion (variance ÷ mean) of the pool's arrival
-	// counts in one-minute windows; 1 for Poisson arrivals, more for bursts.
+	// KindDispersion is I: the index of dispersion of the pool's arrival counts in
+	// one-minute windows around the current rate (ca² for Allen–Cunneen); 1 for Poisson
+	// arrivals, more for bursts, and a level shift or trend does not raise it.
 	KindDispersion Kind = "dispersion"
 	// KindUniqueRate is the arrival rate of original requests (first attempts) at a gateway;
 	// no engine sees it, so it has no preset and is not in Kinds.
@@ -120,12 +121,28 @@ var Presets = map[string]Preset{
 }
 
 // DispersionWindow and DispersionSpan are the counting window and the span of the
-// dispersion preset: the variance ÷ mean of the arrival counts of the last ten one-minute
-// windows (Cox and Lewis, The Statistical Analysis of Series of Events, 1966: the index of
-// dispersion of counts, 1 for a Poisson process).
+// dispersion preset, and DispersionMedianChi2 its median-to-mean constant.
+//
+// The preset is the index of dispersion of one-minute arrival counts n (1 for a Poisson
+// process; Cox and Lewis, The Statistical Analysis of Series of Events, 1966) estimated
+// from the successive differences of adjacent counts over the last ten minutes, not from
+// their variance about the span's mean: a step or trend in the rate is the forecast's
+// business (λ_H), and would read as burstiness in a variance. For independent Poisson
+// counts E[(n_{i+1} − n_i)²] = 2·E[n] (the two-sample or Allan variance, D. W. Allan,
+// Proc. IEEE 54(2), 1966), so I = E[(Δn)²] ÷ (2·E[n]). E[(Δn)²] is estimated by the
+// median of the squared differences ÷ 0.4549, the median of χ²₁ (a median-based scale,
+// as in Rousseeuw and Croux, JASA 88, 1993), so one step or spike among the ten
+// differences does not move it. With rates r = n/60 per one-minute window:
+//
+//	I = 30 · median((Δr)²) ÷ (0.4549 · mean(r))
+//
+// the median being quantile_over_time(0.5) (linear interpolation between the middle two
+// of an even count). When more than half the differences are zero (a pool idle for most
+// of the span) I reads 0.
 const (
-	DispersionWindow = "1m"
-	DispersionSpan   = "10m"
+	DispersionWindow     = "1m"
+	DispersionSpan       = "10m"
+	DispersionMedianChi2 = 0.4549
 )
 
 // ActivityMetric is NVIDIA DCGM's graphics-engine activity, 0..1 per GPU or MIG instance.
@@ -190,14 +207,18 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 	case KindServiceTime:
 		return fmt.Sprintf("%s / sum by (%s) (rate(%s[1m]))", busy(p, by), by, p.Completions), nil
 	case KindDispersion:
-		// One rate per window, as the rate preset sums it; a subquery samples it once per
-		// window over the span. Counts are 60·rate, so Var(count)/mean(count) = 60·Var/mean.
+		// One rate per window, as the rate preset sums it, and the same a window earlier; a
+		// subquery samples their difference and the rate once per window over the span.
 		terms := make([]string, len(p.RequestCounters))
+		prev := make([]string, len(p.RequestCounters))
 		for i, c := range p.RequestCounters {
 			terms[i] = fmt.Sprintf("sum by (%s) (rate(%s[%s]))", by, c, DispersionWindow)
+			prev[i] = fmt.Sprintf("sum by (%s) (rate(%s[%s] offset %s))", by, c, DispersionWindow, DispersionWindow)
 		}
-		r := fmt.Sprintf("(%s)[%s:%s]", strings.Join(terms, " + "), DispersionSpan, DispersionWindow)
-		return fmt.Sprintf("60 * stddev_over_time(%s) ^ 2 / avg_over_time(%s)", r, r), nil
+		r, rPrev := strings.Join(terms, " + "), strings.Join(prev, " + ")
+		return fmt.Sprintf("30 * quantile_over_time(0.5, (((%s) - (%s)) ^ 2)[%s:%s]) / (%s * avg_over_time((%s)[%s:%s]))",
+			r, rPrev, DispersionSpan, DispersionWindow,
+			strconv.FormatFloat(DispersionMedianChi2, 'f', -1, 64), r, DispersionSpan, DispersionWindow), nil
 	}
 	return "", fmt.Errorf("%w: kind %q is not one of %s", ErrBadRequest, kind, kindList())
 }

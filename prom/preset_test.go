@@ -27,10 +27,10 @@ func TestPresetQuery(t *testing.T) {
 		{EngineVLLM, KindReady, `count by (namespace, model_name) (group by (namespace, pod, model_name) (vllm:num_requests_waiting))`},
 		{EngineTriton, KindRunning, `(sum by (namespace, model) (rate(nv_inference_request_duration_us[1m])) - sum by (namespace, model) (rate(nv_inference_queue_duration_us[1m]))) * 0.000001`},
 		{EngineTriton, KindServiceTime, `(sum by (namespace, model) (rate(nv_inference_request_duration_us[1m])) - sum by (namespace, model) (rate(nv_inference_queue_duration_us[1m]))) * 0.000001 / sum by (namespace, model) (rate(nv_inference_request_success[1m]))`},
-		{EngineTriton, KindDispersion, `60 * stddev_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[10m:1m]) ^ 2 / avg_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[10m:1m])`},
+		{EngineTriton, KindDispersion, `30 * quantile_over_time(0.5, (((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m]))) - (sum by (namespace, model) (rate(nv_inference_request_success[1m] offset 1m)) + sum by (namespace, model) (rate(nv_inference_request_failure[1m] offset 1m)))) ^ 2)[10m:1m]) / (0.4549 * avg_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[10m:1m]))`},
 		{EngineVLLM, KindRunning, `sum by (namespace, model_name) (vllm:num_requests_running)`},
 		{EngineVLLM, KindServiceTime, `(sum by (namespace, model_name) (rate(vllm:e2e_request_latency_seconds_sum[1m])) - sum by (namespace, model_name) (rate(vllm:request_queue_time_seconds_sum[1m]))) / sum by (namespace, model_name) (rate(vllm:e2e_request_latency_seconds_count[1m]))`},
-		{EngineVLLM, KindDispersion, `60 * stddev_over_time((sum by (namespace, model_name) (rate(vllm:request_success_total[1m])))[10m:1m]) ^ 2 / avg_over_time((sum by (namespace, model_name) (rate(vllm:request_success_total[1m])))[10m:1m])`},
+		{EngineVLLM, KindDispersion, `30 * quantile_over_time(0.5, (((sum by (namespace, model_name) (rate(vllm:request_success_total[1m]))) - (sum by (namespace, model_name) (rate(vllm:request_success_total[1m] offset 1m)))) ^ 2)[10m:1m]) / (0.4549 * avg_over_time((sum by (namespace, model_name) (rate(vllm:request_success_total[1m])))[10m:1m]))`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine+"/"+string(tt.kind), func(t *testing.T) {
@@ -49,6 +49,10 @@ func TestPresetQuery(t *testing.T) {
 			}
 			if diff := cmp.Diff(got, expr.String()); diff != "" {
 				t.Errorf("preset is not in canonical form (-preset +printed):\n%s", diff)
+			}
+			// The poller applies the budget to every query it evaluates.
+			if err := CheckBudget(got); err != nil {
+				t.Errorf("preset exceeds the PromQL budget: %v", err)
 			}
 		})
 	}

@@ -30,10 +30,11 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //     engine's counters: service seconds ÷ requests over the last minute
 //     (Signals.ServiceTime1m). With no requests the ratio is 0/0, NaN in
 //     Prometheus, an invalid sample here, and the last good S holds;
-//   - I, the dispersion, as the preset's subquery computes it: the
-//     one-minute rate sampled once a minute, the last ten samples, 60 ×
-//     population variance ÷ mean (missing with fewer than two samples or a
-//     zero mean);
+//   - I, the dispersion, as the preset's subqueries compute it: the
+//     one-minute rate sampled once a minute, the last eleven samples,
+//     30 × the median of the ten squared successive differences ÷
+//     (0.4549 × the mean of the last ten rates) (missing with fewer than
+//     two samples or a zero mean);
 //   - H, the cold start, as scaler/kube measures it from pods (creation to
 //     Ready): the pool's cold start, or the 0.9 quantile of its cold-start
 //     samples;
@@ -50,8 +51,12 @@ type inferscaleCtl struct {
 }
 
 // DispersionSamples is how many one-minute rate samples the dispersion
-// reads: the preset's [10m:1m] subquery (prom.DispersionSpan).
-const DispersionSamples = 10
+// reads: the ten of the preset's [10m:1m] subqueries (prom.DispersionSpan)
+// and the one a window before the first, which its offset 1m reads.
+const DispersionSamples = 11
+
+// dispersionMedianChi2 is the median of χ²₁, prom.DispersionMedianChi2.
+const dispersionMedianChi2 = 0.4549
 
 // InferscalePolicy returns the scaler's DefaultPolicy (T = 2 s, q = 0.99,
 // the decision's windows and guards) with k = the pool's slots, every
@@ -130,25 +135,43 @@ func (c *inferscaleCtl) Desired(s Signals) int {
 }
 
 // dispersion is the preset's index of dispersion of one-minute counts from
-// one-minute rates: 60 × population variance ÷ mean (stddev_over_time is
-// the population deviation). ok is false with fewer than two samples or a
-// zero mean (PromQL's 0/0).
+// the last DispersionSamples one-minute rates, oldest first:
+//
+//	I = 30 · median((r_{i+1} − r_i)²) ÷ (0.4549 · mean(r))
+//
+// over every successive difference and the last DispersionSamples−1 rates
+// (the preset's [10m:1m] subqueries and offset 1m; prom.DispersionWindow's
+// doc gives the derivation). The median of an even count interpolates the
+// middle two, as quantile_over_time(0.5) does. ok is false with fewer than
+// two samples or a zero mean (PromQL's 0/0).
 func dispersion(rates []float64) (float64, bool) {
 	if len(rates) < 2 {
 		return 0, false
 	}
+	last := rates[max(0, len(rates)-(DispersionSamples-1)):]
 	var mean float64
-	for _, r := range rates {
+	for _, r := range last {
 		mean += r
 	}
-	mean /= float64(len(rates))
+	mean /= float64(len(last))
 	if !(mean > 0) {
 		return 0, false
 	}
-	var v float64
-	for _, r := range rates {
-		v += (r - mean) * (r - mean)
+	sq := make([]float64, len(rates)-1)
+	for i := range sq {
+		d := rates[i+1] - rates[i]
+		sq[i] = d * d
 	}
-	v /= float64(len(rates))
-	return 60 * v / mean, true
+	slices.Sort(sq)
+	return 30 * median(sq) / (dispersionMedianChi2 * mean), true
+}
+
+// median is PromQL's quantile(0.5) of sorted, non-empty values: rank
+// 0.5·(n−1), interpolating linearly between the two nearest.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
