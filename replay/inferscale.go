@@ -48,6 +48,11 @@ type inferscaleCtl struct {
 
 	coldStart time.Duration
 	minute    []float64 // Rate1m once a minute, the last DispersionSamples
+
+	// withUnique: the policy has a uniqueRateQuery, and unique is its last
+	// reading (retryCappedCtl sets both).
+	withUnique bool
+	unique     float64
 }
 
 // DispersionSamples is how many one-minute rate samples the dispersion
@@ -113,6 +118,9 @@ func (c *inferscaleCtl) Desired(s Signals) int {
 	var obs decision.Observation
 	obs.Samples[decision.SignalQueue] = smp(s.Queue)
 	obs.Samples[decision.SignalRate] = smp(s.Rate1m)
+	if c.withUnique {
+		obs.Samples[decision.SignalUniqueRate] = smp(c.unique)
+	}
 	obs.Samples[decision.SignalActivity] = smp(s.Activity)
 	obs.Samples[decision.SignalRunning] = smp(s.Running)
 	obs.Samples[decision.SignalServiceTime] = missing

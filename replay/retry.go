@@ -150,47 +150,9 @@ type uniqueObserver interface{ observeUnique(rate1m float64) }
 // retryCappedCtl is inferscale's decision with a uniqueRateQuery: the same
 // signals as inferscaleCtl plus the unique rate, so retries beyond
 // retryBudget of the unique demand do not buy replicas.
-type retryCappedCtl struct {
-	inferscaleCtl
-	unique float64
-}
+type retryCappedCtl struct{ inferscaleCtl }
 
 func (c *retryCappedCtl) observeUnique(r float64) { c.unique = r }
-
-func (c *retryCappedCtl) Desired(s Signals) int {
-	now := t0.Add(s.Now)
-	smp := func(v float64) decision.Sample { return decision.Sample{Value: v, EvaluatedAt: now} }
-	missing := decision.Sample{Empty: true, EvaluatedAt: now}
-	if s.Now%time.Minute == 0 {
-		c.minute = append(c.minute, s.Rate1m)
-		if len(c.minute) > DispersionSamples {
-			c.minute = c.minute[1:]
-		}
-	}
-	var obs decision.Observation
-	obs.Samples[decision.SignalQueue] = smp(s.Queue)
-	obs.Samples[decision.SignalRate] = smp(s.Rate1m)
-	obs.Samples[decision.SignalUniqueRate] = smp(c.unique)
-	obs.Samples[decision.SignalActivity] = smp(s.Activity)
-	obs.Samples[decision.SignalRunning] = smp(s.Running)
-	obs.Samples[decision.SignalServiceTime] = missing
-	if s.ServiceTime1m > 0 {
-		obs.Samples[decision.SignalServiceTime] = smp(s.ServiceTime1m)
-	}
-	obs.Samples[decision.SignalDispersion] = missing
-	if d, ok := dispersion(c.minute); ok {
-		obs.Samples[decision.SignalDispersion] = smp(d)
-	}
-	obs.ColdStart, obs.ColdStartKnown = c.coldStart, c.coldStart > 0
-	obs.ReadyReplicas, obs.ReadyKnown = int32(s.Ready), true
-	obs.CurrentReplicas, obs.CurrentKnown = int32(s.Current), true
-	obs.MinReplicas, obs.MaxReplicas, obs.BoundsKnown = c.p.MinReplicas, c.p.MaxReplicas, true
-	c.last, c.st = decision.Recommend(c.p, obs, c.st, now)
-	return c.keda.step(s.Now, s.Current, func() bool { return c.last.Active }, func() int {
-		n := int(c.last.Replicas)
-		return c.hpa.step(s.Now, s.Current, c.hpa.ratioDesired(s.Current, float64(n)/float64(max(1, s.Current)), n))
-	})
-}
 
 // RetryCappedPolicy is InferscalePolicy (no utilisation cap) with a unique
 // rate and the given retryBudget (the decision's default 1.2 when ≤ 0).
@@ -200,6 +162,7 @@ func RetryCappedPolicy(budget float64, cfg PoolConfig) Policy {
 		ic := base.New().(*inferscaleCtl)
 		ic.p.UniqueRateQuery = "replay_unique_rate"
 		ic.p.RetryBudget = budgetOr(budget)
+		ic.withUnique = true
 		return &retryCappedCtl{inferscaleCtl: *ic}
 	}}
 }
