@@ -176,7 +176,8 @@ type Recommendation struct {
 	// where it came from: "measured", "replicaThroughput" or "".
 	ServiceTime   float64
 	ServiceSource string
-	// Dispersion is I as used (1 when not measured).
+	// Dispersion is I as used: the measured index of dispersion, at least 1
+	// (1 when not measured).
 	Dispersion float64
 	// Horizon is H as used and HorizonSource where it came from:
 	// "coldStart", "measured" or "default".
@@ -365,7 +366,11 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		rec.ServiceTime, rec.ServiceSource = k/p.ReplicaThroughput, "replicaThroughput"
 	}
 	if v, ok := usable(SignalDispersion); ok {
-		rec.Dispersion = v
+		// The correction is for arrivals burstier than Poisson: a reading below 1 (the
+		// differenced preset reads 0 while most of its span was idle, and a Poisson
+		// stream reads below 1 half the time) never credits smoother-than-Poisson
+		// arrivals with fewer replicas.
+		rec.Dispersion = max(1, v)
 	}
 	rec.Horizon, rec.HorizonSource = DefaultColdStart, "default"
 	switch {

@@ -24,8 +24,8 @@
 //	N_raw    = clamp(N_demand + warm, min, max)
 //
 // S is the measured mean service time, else k/μ (replicaThroughput); I is
-// the measured index of dispersion of arrival counts (1, Poisson, when not
-// measured); H is coldStart, else the measured pod start time, else 60 s.
+// the measured index of dispersion of arrival counts, at least 1 (the
+// correction is for arrivals burstier than Poisson; 1 when not measured); H is coldStart, else the measured pod start time, else 60 s.
 // GPU engine activity sizes nothing beside a load signal: at its ceiling it
 // only forbids a scale-down (the saturation guard). The answer is shaped by
 // a sliding up-window (minimum of recent raw values), a sliding down-window
