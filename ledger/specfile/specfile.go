@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/inferscale/inferscale/capacity/record"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,7 +119,7 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		rec, err := ReadRecord(path)
+		rec, err := readRecord(path)
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -128,7 +129,7 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 			continue
 		}
 		s.SafeRPSPerReplica = rec.SLOThroughputRPS
-		s.Refused = !rec.Allowed
+		s.Refused = !rec.Verdict.Allowed
 	}
 	for _, fe := range spec.Validate() {
 		errs = append(errs, &FieldError{File: name, Line: lineOf(&root, fe.Path), Field: fe.Path, Msg: fe.Msg})
@@ -136,51 +137,23 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 	return spec, errors.Join(errs...)
 }
 
-// Record is what the ledger reads of an admission record (issue 13's
-// capacity package writes them): the top-level keys sloThroughputRPS (the
-// highest rate one replica sustains within its SLO, requests per second),
-// profile (the MIG profile or product it was measured on) and
-// verdict.allowed. Other keys are ignored.
-type Record struct {
-	SLOThroughputRPS float64
-	Profile          string
-	Allowed          bool
-}
-
-// ReadRecord reads an admission record; missing keys and a throughput
-// outside (0, ledger.MaxRPS] are errors.
-func ReadRecord(path string) (Record, error) {
+// readRecord reads the admission record at path with the capacity package's own strict reader
+// (capacity/record: unknown keys, a bad profile name or out-of-range figures are errors) and
+// checks what the ledger relies on: sloThroughputRPS, the highest rate one replica sustains
+// within its SLO, in (0, ledger.MaxRPS] requests per second.
+func readRecord(path string) (record.Record, error) {
 	data, err := readBounded(path)
 	if err != nil {
-		return Record{}, err
+		return record.Record{}, err
 	}
-	var raw struct {
-		SLOThroughputRPS *float64 `yaml:"sloThroughputRPS"`
-		Profile          string   `yaml:"profile"`
-		Verdict          struct {
-			Allowed *bool `yaml:"allowed"`
-		} `yaml:"verdict"`
+	r, err := record.Parse(data)
+	if err != nil {
+		return record.Record{}, fmt.Errorf("admission record %s: %w", path, err)
 	}
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return Record{}, fmt.Errorf("admission record %s: %w", path, err)
+	if v := r.SLOThroughputRPS; !(v > 0 && v <= ledger.MaxRPS) {
+		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
 	}
-	var missing []string
-	if raw.SLOThroughputRPS == nil {
-		missing = append(missing, "sloThroughputRPS")
-	}
-	if raw.Profile == "" {
-		missing = append(missing, "profile")
-	}
-	if raw.Verdict.Allowed == nil {
-		missing = append(missing, "verdict.allowed")
-	}
-	if len(missing) > 0 {
-		return Record{}, fmt.Errorf("admission record %s: missing %s", path, strings.Join(missing, ", "))
-	}
-	if v := *raw.SLOThroughputRPS; !(v > 0 && v <= ledger.MaxRPS) {
-		return Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
-	}
-	return Record{SLOThroughputRPS: *raw.SLOThroughputRPS, Profile: raw.Profile, Allowed: *raw.Verdict.Allowed}, nil
+	return r, nil
 }
 
 // lineOf finds the YAML line of a field path such as

@@ -89,9 +89,10 @@ func TestRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("refused.yaml", "profile: 1g.10gb\nsloThroughputRPS: 25\nverdict: {allowed: false}\n")
-	write("other.yaml", "profile: 2g.20gb\nsloThroughputRPS: 25\nverdict: {allowed: true}\n")
-	write("partial.yaml", "profile: 1g.10gb\n")
+	write("refused.yaml", "model: s\nprofile: 1g.10gb\nsloThroughputRPS: 25\nverdict: {allowed: false}\n")
+	write("other.yaml", "model: s\nprofile: 2g.20gb\nsloThroughputRPS: 25\nverdict: {allowed: true}\n")
+	write("partial.yaml", "model: s\nprofile: 1g.10gb\n")
+	write("unknown-key.yaml", "model: s\nprofile: 1g.10gb\nsloThroughputRPS: 25\nmemoryPeakBytes: 1\n")
 	svc := func(record string) string {
 		return "nodes: []\nservices:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: 5\n    record: " + record + "\n"
 	}
@@ -103,9 +104,10 @@ func TestRecord(t *testing.T) {
 		t.Errorf("got safe %v refused %v, want 25 true", s.SafeRPSPerReplica, s.Refused)
 	}
 	for give, want := range map[string]string{
-		"other.yaml":   `spec.yaml:7: services[0].record: the record measured profile "2g.20gb", the service asks for "1g.10gb"`,
-		"partial.yaml": "missing sloThroughputRPS, verdict.allowed",
-		"absent.yaml":  "no such file",
+		"other.yaml":       `spec.yaml:7: services[0].record: the record measured profile "2g.20gb", the service asks for "1g.10gb"`,
+		"partial.yaml":     "sloThroughputRPS 0 is outside (0, ",
+		"unknown-key.yaml": "memoryPeakBytes",
+		"absent.yaml":      "no such file",
 	} {
 		_, err := Parse([]byte(svc(give)), filepath.Join(dir, "spec.yaml"))
 		if err == nil || !strings.Contains(err.Error(), want) {
