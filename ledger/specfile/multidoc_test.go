@@ -16,7 +16,7 @@ func TestParseRefusesASecondDocument(t *testing.T) {
 		t.Errorf("Parse of two documents = %v; want an ErrInvalid naming x.yaml:4 and the second document", err)
 	}
 	// A document separator before the only document, and a trailing comment, are one document.
-	if _, err := Parse([]byte("---\nnodes: []\nservices: []\n# end\n"), "x.yaml"); err != nil {
+	if _, err := Parse([]byte("---\nnodes:\n  - {name: a, gpus: [{product: A100-SXM4-80GB}]}\nservices: []\n# end\n"), "x.yaml"); err != nil {
 		t.Errorf("one document after ---: %v", err)
 	}
 }

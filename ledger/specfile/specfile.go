@@ -83,6 +83,9 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 	if len(root.Content) == 0 {
 		return spec, &FieldError{File: name, Field: "spec", Msg: "empty file; want nodes: and services:"}
 	}
+	if fe := plainNumbers(&root, name); fe != nil {
+		return spec, fe
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {
@@ -154,6 +157,25 @@ func readRecord(path string) (record.Record, error) {
 		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
 	}
 	return r, nil
+}
+
+// plainNumbers refuses a number written other than in plain decimal or exponent notation:
+// go.yaml.in/yaml/v3 also reads 1_000 as 1000 and 0x10 as 16 (YAML 1.1 and Go literal forms
+// no operator writes for a rate or a price), so such a value is bad input naming its line.
+func plainNumbers(n *yaml.Node, name string) *FieldError {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 && (n.Tag == "!!int" || n.Tag == "!!float") {
+		v := strings.TrimLeft(n.Value, "+-")
+		lv := strings.ToLower(v)
+		if strings.Contains(v, "_") || strings.HasPrefix(lv, "0x") || strings.HasPrefix(lv, "0o") || strings.HasPrefix(lv, "0b") {
+			return &FieldError{File: name, Line: n.Line, Field: "number", Msg: fmt.Sprintf("%q: write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3)", n.Value)}
+		}
+	}
+	for _, c := range n.Content {
+		if fe := plainNumbers(c, name); fe != nil {
+			return fe
+		}
+	}
+	return nil
 }
 
 // lineOf finds the YAML line of a field path such as
