@@ -423,6 +423,23 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			break
 		}
 	}
+	// A load excluded as unworthy is admitted after all when it fits in what the plan frees
+	// anyway (the victims that worthier loads evict): it then evicts nothing for itself, and
+	// leaving it out would only make the next plan, once those evictions are done, admit it —
+	// planning again after applying must yield nothing.
+	used := fixed
+	for i, c := range cs {
+		if admitted[i] {
+			used += c.bytes
+		}
+	}
+	for i := range cs {
+		if c := &cs[i]; c.excluded && used+c.bytes <= budget.TotalBytes {
+			c.excluded, c.victims, c.victimWorth = false, nil, 0
+			admitted[i] = true
+			used += c.bytes
+		}
+	}
 
 	// Prefix sums over the ranking for the reasons: bytes kept and loads admitted ahead of i.
 	p := newPrefix(cs, admitted)
