@@ -13,6 +13,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -169,11 +170,24 @@ func Parse(data []byte) (Record, error) {
 	return r, nil
 }
 
-// Read reads and parses the record at path; errors name the path.
+// MaxBytes bounds one record file. A record with a curve of a few hundred levels is tens of
+// KiB; the bound keeps a catalog's or a ledger spec's `record:` pointing at a huge or endless
+// file (/dev/zero) from being read without end.
+const MaxBytes = 1 << 20
+
+// Read reads and parses the record at path, at most MaxBytes; errors name the path.
 func Read(path string) (Record, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: %s: %w", ErrRecord, path, err)
+	}
+	if len(data) > MaxBytes {
+		return Record{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrRecord, path, MaxBytes)
 	}
 	r, err := Parse(data)
 	if err != nil {

@@ -1,6 +1,9 @@
 package record
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,4 +61,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted a record Validate rejects: %v", err)
 		}
 	})
+}
+
+// TestReadIsBounded: a record file over MaxBytes (here valid YAML padded with comments, which
+// the old unbounded read accepted) is refused naming the path, and an endless file is not read
+// without end.
+func TestReadIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.yaml")
+	body := "model: m\nprofile: 1g.10gb\nsloThroughputRPS: 10\n" + strings.Repeat("# padding\n", MaxBytes/10+1)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil || !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), path) {
+		t.Errorf("Read of a %d-byte record = %v; want ErrRecord naming %s and the limit", len(body), err, path)
+	}
+	if _, err := Read("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Read(/dev/zero) = %v; want the size limit", err)
+	}
 }

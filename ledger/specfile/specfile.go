@@ -145,13 +145,9 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 // checks what the ledger relies on: sloThroughputRPS, the highest rate one replica sustains
 // within its SLO, in (0, ledger.MaxRPS] requests per second.
 func readRecord(path string) (record.Record, error) {
-	data, err := readBounded(path)
+	r, err := record.Read(path)
 	if err != nil {
-		return record.Record{}, err
-	}
-	r, err := record.Parse(data)
-	if err != nil {
-		return record.Record{}, fmt.Errorf("admission record %s: %w", path, err)
+		return record.Record{}, fmt.Errorf("admission record: %w", err)
 	}
 	if v := r.SLOThroughputRPS; !(v > 0 && v <= ledger.MaxRPS) {
 		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
