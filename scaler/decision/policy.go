@@ -84,8 +84,10 @@ type Policy struct {
 	// attempts, or distinct request ids, at the gateway); no preset.
 	UniqueRateQuery string
 	// RetryBudget is the retry amplification (rate ÷ unique rate) the pool
-	// is sized for, [1, 10]: with a unique rate, rate, queue and running
-	// requests count at most unique rate × RetryBudget.
+	// is sized for, [1, 10]: with a unique rate, the arrival rate and its
+	// forecast count at most unique rate × RetryBudget; the queue and the
+	// running requests count as measured (the engine serves abandoned
+	// attempts: see Recommend).
 	RetryBudget float64
 	// GPUHourPrice is the price of one replica-hour (any currency), > 0, for
 	// the scaler's cost metrics; 0: not given. Recommend does not read it.
