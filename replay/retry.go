@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/inferscale/inferscale/scaler/decision"
@@ -52,6 +53,20 @@ type RetryClient struct {
 	// worth something: an answer later than that is not a verified result.
 	// Default 45 s: the innermost layer's three attempts of 15 s.
 	Deadline time.Duration
+	// RejectShare is the share of attempts the engine rejects at once, at no
+	// GPU cost and whatever the load: retries the pool's own lag does not
+	// cause. Triton answers such an attempt UNAVAILABLE ("Exceeds maximum
+	// queue size" from a model instance whose max_queue_size is full while
+	// others idle, or an instance that is restarting); Envoy's grpc retry_on
+	// "unavailable" and the SDKs retry it after the back-off, and it counts
+	// in the engine's request rate (nv_inference_request_failure, which the
+	// Triton preset's rateQuery adds to nv_inference_request_success). Each
+	// attempt is rejected with this probability, independently, drawn from
+	// the request and the attempt's number so every policy sees the same
+	// rejections; one request then takes 1 ÷ (1 − RejectShare) sends on
+	// average. Default 0: Triton's default max_queue_size 0 (no limit)
+	// rejects nothing.
+	RejectShare float64
 }
 
 // DefaultRetryClient returns the documented defaults: 15 s timeout, 3 layers
@@ -92,6 +107,9 @@ func (c RetryClient) Validate() error {
 	if c.Deadline <= 0 || c.Deadline > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("retry deadline %v: want (0s, 24h]", c.Deadline))
 	}
+	if !(c.RejectShare >= 0 && c.RejectShare <= 0.95) {
+		errs = append(errs, fmt.Errorf("retry reject share %g: want [0, 0.95]", c.RejectShare))
+	}
 	return errors.Join(errs...)
 }
 
@@ -102,6 +120,20 @@ func (c RetryClient) maxSends() int {
 		n *= c.Attempts
 	}
 	return n
+}
+
+// rejects reports whether the engine rejects the n-th send (1-based) of
+// request r: a splitmix64 hash of (r, n) below RejectShare × 2⁶⁴.
+func (c RetryClient) rejects(r int32, n int) bool {
+	if c.RejectShare <= 0 {
+		return false
+	}
+	z := uint64(uint32(r))<<32 | uint64(uint32(n))
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11)/(1<<53) < c.RejectShare
 }
 
 func (c RetryClient) backoff(retry int) float64 {
@@ -135,7 +167,19 @@ type RetryResult struct {
 	Failed int
 	// PeakReplicas is the most replicas billed at once.
 	PeakReplicas int
+	// Rejected counts the sends the engine rejected at once
+	// (RetryClient.RejectShare).
+	Rejected int
+	// StormMinutes are the minutes (0 = the first) whose one-minute
+	// amplification exceeded StormAmplification: where the pool lagged its
+	// demand (or, with rejections, where the engine turned attempts away).
+	StormMinutes []int
 }
+
+// StormAmplification is the one-minute amplification above which a minute
+// counts as a retry storm: the alert level the issue's source names (1.5),
+// the same level the scaler logs a sustained amplification above.
+const StormAmplification = 1.5
 
 // RetryTail is how long after the last arrival a retry replay goes on
 // billing: long enough for the scaler's 5-minute down-window and bounded
@@ -227,6 +271,9 @@ type rReplica struct {
 	busy  int
 }
 
+// poolSnap is the pool's concurrency integral at one decision time.
+type poolSnap struct{ t, acc float64 }
+
 type retrySim struct {
 	cfg    PoolConfig
 	cl     RetryClient
@@ -247,6 +294,8 @@ type retrySim struct {
 
 	billAcc, wasteS, busyAcc, slotAcc float64
 	lastBusyAcc, lastSlotAcc          float64
+	poolAcc                           float64    // ∫ (waiting + in service) dt
+	poolSnaps                         []poolSnap // poolAcc at each decision, oldest first
 
 	sentSec, uniqSec, startSec []float64 // per second
 	svcSec                     []float64 // service seconds started per second
@@ -263,6 +312,7 @@ func (s *retrySim) advance(t float64) {
 		s.billAcc += dt * float64(s.billed)
 		s.busyAcc += dt * float64(s.busy)
 		s.slotAcc += dt * float64(s.readyN()*s.cfg.Slots)
+		s.poolAcc += dt * float64(len(s.queue)-s.qHead+s.busy)
 		s.now = t
 	}
 }
@@ -298,9 +348,36 @@ func (s *retrySim) send(r int32) {
 	}
 	s.res.Sends++
 	s.sec(&s.sentSec, 1)
+	if s.cl.rejects(r, rq.sends) {
+		// Rejected at once: no queue place, no slot, no timeout to wait.
+		s.res.Rejected++
+		s.att[id].done = true
+		s.release(id)
+		s.retryOrFail(r)
+		return
+	}
 	s.queue = append(s.queue, id)
 	s.push(s.now+s.cl.Timeout.Seconds(), evTimeout, id, 0)
 	s.dispatch()
+}
+
+// retryOrFail sends request r again after the back-off when it has sends
+// left (and, under a retry budget, the budget allows a retry now);
+// otherwise the request fails.
+func (s *retrySim) retryOrFail(r int32) {
+	rq := &s.reqs[r]
+	allowed := rq.sends < s.cl.maxSends()
+	if allowed && s.cl.BudgetPercent > 0 {
+		allowed = float64(s.retriesOut) < math.Max(float64(s.cl.BudgetMinRetries), s.cl.BudgetPercent/100*float64(s.outstanding))
+	}
+	if !allowed {
+		rq.failed = true
+		return
+	}
+	s.push(s.now+s.cl.backoff(rq.sends), evSend, r, 0)
+	s.outstanding++ // the client is waiting (backing off); counted as outstanding for the budget
+	s.retriesOut++
+	rq.current = -2
 }
 
 // release ends the client's wait on attempt a.
@@ -424,9 +501,29 @@ func (s *retrySim) signals(interval float64) Signals {
 		sig.Activity = (s.busyAcc - s.lastBusyAcc) / ds
 	}
 	s.lastBusyAcc, s.lastSlotAcc = s.busyAcc, s.slotAcc
-	sig.Concurrency6s, sig.Concurrency60s = sig.Queue+sig.Running, sig.Queue+sig.Running
-	_ = interval
+	s.poolSnaps = append(s.poolSnaps, poolSnap{t: s.now, acc: s.poolAcc})
+	sig.Concurrency6s, sig.Concurrency60s = s.meanPool(6), s.meanPool(60)
+	if len(s.poolSnaps) > 2 && s.poolSnaps[1].t <= s.now-60-interval {
+		s.poolSnaps = s.poolSnaps[1:]
+	}
 	return sig
+}
+
+// meanPool is the mean number of requests in the pool (waiting or in
+// service) over the last span seconds, from the latest decision at least
+// span ago (t = 0 when none is): the windows Knative averages over.
+func (s *retrySim) meanPool(span float64) float64 {
+	from := s.poolSnaps[0]
+	for _, p := range s.poolSnaps {
+		if p.t > s.now-span {
+			break
+		}
+		from = p
+	}
+	if d := s.now - from.t; d > 0 {
+		return (s.poolAcc - from.acc) / d
+	}
+	return float64(len(s.queue) - s.qHead + s.busy)
 }
 
 // ReplayRetries replays w (its requests are the unique requests) on the
@@ -452,7 +549,7 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 		s.push(t, evArrive, int32(i), 0)
 	}
 	s.push(iv, evTick, 0, 0)
-	maxSends := cl.maxSends()
+	s.poolSnaps = append(s.poolSnaps, poolSnap{})
 	for s.ev.Len() > 0 {
 		e := heap.Pop(&s.ev).(rEvent)
 		if e.t > end {
@@ -468,24 +565,12 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 			s.send(e.a)
 		case evTimeout:
 			at := &s.att[e.a]
-			rq := &s.reqs[at.req]
 			if at.done || at.abandoned {
 				continue
 			}
 			at.abandoned = true
 			s.release(e.a)
-			allowed := rq.sends < maxSends
-			if allowed && cl.BudgetPercent > 0 {
-				allowed = float64(s.retriesOut) < math.Max(float64(cl.BudgetMinRetries), cl.BudgetPercent/100*float64(s.outstanding))
-			}
-			if allowed {
-				s.push(s.now+cl.backoff(rq.sends), evSend, at.req, 0)
-				s.outstanding++ // the client is waiting (backing off); counted as outstanding for the budget
-				s.retriesOut++
-				s.reqs[at.req].current = -2
-			} else {
-				rq.failed = true
-			}
+			s.retryOrFail(at.req)
 		case evDone:
 			at := &s.att[e.a]
 			at.done = true
@@ -541,7 +626,11 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 	for m := 0; m*60 < len(s.uniqSec); m++ {
 		u := window(s.uniqSec, float64(m*60+60), 60)
 		if u >= 10 {
-			r.PeakAmplification = math.Max(r.PeakAmplification, window(s.sentSec, float64(m*60+60), 60)/u)
+			a := window(s.sentSec, float64(m*60+60), 60) / u
+			r.PeakAmplification = math.Max(r.PeakAmplification, a)
+			if a > StormAmplification {
+				r.StormMinutes = append(r.StormMinutes, m)
+			}
 		}
 	}
 	gpus := float64(max(1, cfg.GPUsPerReplica))
@@ -561,6 +650,9 @@ func (c RetryClient) String() string {
 	s := fmt.Sprintf("%d layers × %d attempts, timeout %v", c.Layers, c.Attempts, c.Timeout)
 	if c.BudgetPercent > 0 {
 		s += fmt.Sprintf(", retry budget %g%% (min %d)", c.BudgetPercent, c.BudgetMinRetries)
+	}
+	if c.RejectShare > 0 {
+		s += fmt.Sprintf("; engine rejects %g %% of attempts", 100*c.RejectShare)
 	}
 	return s
 }
@@ -609,20 +701,40 @@ func (b BurstScenario) Workload() (*Workload, error) {
 	return w, nil
 }
 
-// RetryComparison replays the scenario's workload with clients that do not
-// retry (the reference), with layered retries, and with layered retries
-// under a shared retry budget, each under inferscale without and with the
-// retry cap (uniqueRateQuery, retryBudget 1.2).
-func RetryComparison(cfg PoolConfig, w *Workload, cl RetryClient) ([]RetryResult, error) {
+// RetryComparison replays the workload with clients that do not retry (the
+// reference), with cl's layered retries, and with layered retries under a
+// shared retry budget (cl.WithBudget), each under inferscale without and
+// with the retry cap (uniqueRateQuery, retryBudget 1.2) and under every
+// other family of FamilySpecs at its value in set (the published settings
+// of replay/settings.yaml, DefaultSettings().Published, for the report).
+// Static provisioning is sized on the workload's observed peak one-minute
+// demand, as in the main comparison. Rows are grouped by clients, in that
+// order; the cap row follows inferscale's and is left out without retries
+// (the cap never binds there).
+func RetryComparison(cfg PoolConfig, w *Workload, cl RetryClient, set map[string]SettingEntry) ([]RetryResult, error) {
+	if len(w.ArrivalS) == 0 {
+		return nil, errors.New("retry comparison: the workload has no requests")
+	}
+	env := PolicyEnv{Pool: cfg, PeakReplicas: peakReplicas(workPerSecond(w), cfg.Slots)}
+	var pols []Policy
+	for _, fs := range FamilySpecs() {
+		e, ok := set[fs.Family]
+		if !ok {
+			return nil, fmt.Errorf("retry comparison: the setting set has no %s", fs.Family)
+		}
+		pols = append(pols, fs.Policy(e.Value, env))
+		if fs.Family == FamilyInferscale {
+			pols = append(pols, RetryCappedPolicy(0, cfg))
+		}
+	}
 	none := cl
 	none.Layers, none.Attempts = 1, 1
 	var out []RetryResult
 	for _, c := range []RetryClient{none, cl, cl.WithBudget()} {
-		pols := []Policy{InferscalePolicy(0, 0, cfg), RetryCappedPolicy(0, cfg)}
-		if c.maxSends() == 1 {
-			pols = pols[:1] // without retries the cap never binds
-		}
 		for _, p := range pols {
+			if c.maxSends() == 1 && p.Setting == RetryCappedPolicy(0, cfg).Setting {
+				continue
+			}
 			r, err := ReplayRetries(cfg, w, c, p)
 			if err != nil {
 				return nil, err
@@ -635,14 +747,41 @@ func RetryComparison(cfg PoolConfig, w *Workload, cl RetryClient) ([]RetryResult
 
 // WriteRetryTable writes results as a Markdown table.
 func WriteRetryTable(w io.Writer, rs []RetryResult) error {
-	if _, err := fmt.Fprintln(w, "| clients | policy | amplification (run / peak 1 min) | GPU-hours | of which abandoned work | unique answered within deadline | cost per 1,000 verified | peak replicas |\n|---|---|---|---|---|---|---|---|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| clients | policy | amplification (run / peak 1 min) | minutes with amplification > 1.5 | GPU-hours | of which abandoned work | unique answered within deadline | cost per 1,000 verified | peak replicas |\n|---|---|---|---|---|---|---|---|---|"); err != nil {
 		return err
 	}
 	for _, r := range rs {
-		if _, err := fmt.Fprintf(w, "| %s | %s: %s | %.2f / %.2f | %.2f | %.2f | %.2f %% | $%.3f | %d |\n", r.Clients, r.Policy, r.Setting,
-			r.Amplification, r.PeakAmplification, r.GPUHours, r.WastedGPUHours, r.VerifiedPercent, r.CostPer1kVerified, r.PeakReplicas); err != nil {
+		if _, err := fmt.Fprintf(w, "| %s | %s: %s | %.2f / %.2f | %s | %.2f | %.2f | %.2f %% | $%.3f | %d |\n", r.Clients, r.Policy, r.Setting,
+			r.Amplification, r.PeakAmplification, minuteRanges(r.StormMinutes), r.GPUHours, r.WastedGPUHours, r.VerifiedPercent, r.CostPer1kVerified, r.PeakReplicas); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// minuteRanges writes sorted minutes as their count and runs, "0" when
+// none: [0 1 2 10 11] → "5 (0–2, 10–11)".
+func minuteRanges(ms []int) string {
+	if len(ms) == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d (", len(ms))
+	for i := 0; i < len(ms); {
+		j := i
+		for j+1 < len(ms) && ms[j+1] == ms[j]+1 {
+			j++
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d–%d", ms[i], ms[j])
+		} else {
+			fmt.Fprintf(&b, "%d", ms[i])
+		}
+		i = j + 1
+	}
+	b.WriteString(")")
+	return b.String()
 }

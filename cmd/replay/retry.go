@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/inferscale/inferscale/replay"
 )
@@ -12,7 +13,9 @@ import (
 // runRetry is "replay retry": the retry scenario (docs/replay.md, "Clients
 // that retry") — a synthetic burst replayed with clients that do not retry,
 // with layered retries and with a shared retry budget, under inferscale
-// without and with the retry cap — printed as a Markdown table.
+// without and with the retry cap and under the other families at their
+// published settings — printed as a Markdown table. --reject adds attempts
+// the engine rejects at once (retries the pool's lag does not cause).
 func runRetry(args []string, stdout io.Writer) error {
 	cl, sc, pool := replay.DefaultRetryClient(), replay.DefaultBurstScenario(), replay.DefaultPoolConfig()
 	fs := flag.NewFlagSet("replay retry", flag.ContinueOnError)
@@ -21,6 +24,8 @@ func runRetry(args []string, stdout io.Writer) error {
 	fs.IntVar(&cl.Attempts, "attempts", cl.Attempts, "attempts per layer, 1..10: up to attempts^layers sends per request")
 	fs.DurationVar(&cl.Backoff, "backoff", cl.Backoff, "base retry back-off (doubles per retry, at most ten times the base)")
 	fs.DurationVar(&cl.Deadline, "deadline", cl.Deadline, "an answer later than this after the first send is not a verified result")
+	fs.Float64Var(&cl.RejectShare, "reject", cl.RejectShare, "share of attempts the engine rejects at once at no GPU cost (Triton UNAVAILABLE), [0, 0.95]; clients retry them")
+	settingsFile := fs.String("settings", "", "settings file whose published set the other families use (default: the embedded replay/settings.yaml)")
 	fs.BoolVar(&cl.CancelQueued, "cancel-queued", cl.CancelQueued, "the engine drops an abandoned attempt that has not started (vLLM-like); a started one keeps its slot either way")
 	fs.Float64Var(&sc.Base, "base-rate", sc.Base, "unique requests per second outside the burst")
 	fs.Float64Var(&sc.Factor, "burst-factor", sc.Factor, "burst rate ÷ base rate")
@@ -41,11 +46,24 @@ func runRetry(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("retry: unexpected arguments %q", fs.Args())
 	}
+	set, err := replay.DefaultSettings()
+	if *settingsFile != "" {
+		data, rerr := os.ReadFile(*settingsFile)
+		if rerr != nil {
+			return rerr
+		}
+		if set, err = replay.ParseSettings(data); err != nil {
+			return fmt.Errorf("%s: %w", *settingsFile, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
 	w, err := sc.Workload()
 	if err != nil {
 		return err
 	}
-	rs, err := replay.RetryComparison(pool, w, cl)
+	rs, err := replay.RetryComparison(pool, w, cl, set.Published)
 	if err != nil {
 		return err
 	}

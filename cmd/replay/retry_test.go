@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,14 +15,42 @@ func TestRetrySubcommand(t *testing.T) {
 	}
 	s := out.String()
 	if n := strings.Count(s, "| inferscale: "); n != 5 {
-		t.Errorf("%d table rows, want 5:\n%s", n, s)
+		t.Errorf("%d inferscale rows, want 5:\n%s", n, s)
 	}
-	for _, want := range []string{"3 layers × 3 attempts, timeout 15s", "uniqueRateQuery, retryBudget 1.2", "retry budget 20% (min 3)", "cost per 1,000 verified"} {
+	// The other families at their published settings (replay/settings.yaml).
+	for _, want := range []string{"3 layers × 3 attempts, timeout 15s", "uniqueRateQuery, retryBudget 1.2", "retry budget 20% (min 3)", "cost per 1,000 verified",
+		"minutes with amplification > 1.5", "| hpa-gpu: target 50% |", "| keda-queue: queue ≥ 5/replica, min 1 |", "| knative: target 70% of 4 slots, min 0, delay 0s |", "| static: ×1 peak"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	for _, bad := range [][]string{{"--layers", "9"}, {"--burst-factor", "0.5"}, {"extra"}} {
+	if n := strings.Count(s, "| hpa-gpu: "); n != 3 {
+		t.Errorf("%d hpa-gpu rows, want 3 (no retries, layered, budget)", n)
+	}
+	out.Reset()
+	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--burst-factor", "1", "--initial-replicas", "3", "--reject", "0.5"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "; engine rejects 50 % of attempts |"); n != 17 {
+		t.Errorf("--reject 0.5: %d rows name the rejections, want 17:\n%s", n, out.String())
+	}
+	// A settings file's published set replaces the embedded one.
+	data, err := os.ReadFile("../../replay/settings.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(f, bytes.Replace(data, []byte("published:\n  hpa-gpu:\n    value: 0.5"), []byte("published:\n  hpa-gpu:\n    value: 0.8"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--settings", f}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| hpa-gpu: target 80% |") {
+		t.Errorf("--settings with hpa-gpu 0.8: output lacks it:\n%s", out.String())
+	}
+	for _, bad := range [][]string{{"--layers", "9"}, {"--burst-factor", "0.5"}, {"--reject", "1"}, {"--settings", filepath.Join(t.TempDir(), "none.yaml")}, {"extra"}} {
 		if err := runRetry(bad, &out); err == nil {
 			t.Errorf("retry %v: want an error", bad)
 		}
