@@ -456,6 +456,8 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 			"hold-timeout":          "the inference front's bounds keep cmd/residency's defaults (docs/residency.md, Hold and fail fast); residency.extraArgs overrides them",
 			"hold-max-requests":     "as hold-timeout",
 			"hold-max-bytes":        "as hold-timeout",
+			"hold-max-total-bytes":  "as hold-timeout",
+			"max-request-bytes":     "as hold-timeout",
 			"retry-pushback":        "as hold-timeout",
 			"inference-http-listen": "off in the chart: it routes gRPC through the front; Triton's HTTP port (and its probes) stay Triton's",
 			"triton-http-url":       "as inference-http-listen",

@@ -90,14 +90,18 @@ type Config struct {
 	// readiness).
 	InferenceHTTPListen string
 	TritonHTTPURL       string
-	// HoldTimeout, HoldMaxRequests and HoldMaxBytes bound the front's holds and RetryPushback
-	// is its grpc-retry-pushback-ms (--hold-timeout, --hold-max-requests, --hold-max-bytes,
-	// --retry-pushback): front.Config's HoldTimeout, MaxHeldRequests, MaxHeldBytes and
-	// RetryPushback, with their ranges, checked only with InferenceListen.
-	HoldTimeout     time.Duration
-	HoldMaxRequests int
-	HoldMaxBytes    int64
-	RetryPushback   time.Duration
+	// HoldTimeout, HoldMaxRequests, HoldMaxBytes and HoldMaxTotalBytes bound the front's
+	// holds, MaxRequestBytes one request, and RetryPushback is its grpc-retry-pushback-ms
+	// (--hold-timeout, --hold-max-requests, --hold-max-bytes, --hold-max-total-bytes,
+	// --max-request-bytes, --retry-pushback): front.Config's HoldTimeout, MaxHeldRequests,
+	// MaxHeldBytes, MaxTotalHeldBytes, MaxRequestBytes and RetryPushback, with their ranges,
+	// checked only with InferenceListen.
+	HoldTimeout       time.Duration
+	HoldMaxRequests   int
+	HoldMaxBytes      int64
+	HoldMaxTotalBytes int64
+	MaxRequestBytes   int64
+	RetryPushback     time.Duration
 }
 
 // FrontConfig is the inference front's configuration: upstream Triton at TritonAddress, the
@@ -106,6 +110,7 @@ func (c Config) FrontConfig() front.Config {
 	f := front.DefaultConfig()
 	f.Upstream = c.TritonAddress
 	f.HoldTimeout, f.MaxHeldRequests, f.MaxHeldBytes, f.RetryPushback = c.HoldTimeout, c.HoldMaxRequests, c.HoldMaxBytes, c.RetryPushback
+	f.MaxTotalHeldBytes, f.MaxRequestBytes = c.HoldMaxTotalBytes, c.MaxRequestBytes
 	return f
 }
 
@@ -121,6 +126,8 @@ func DefaultConfig() Config {
 		HoldTimeout:        fd.HoldTimeout,
 		HoldMaxRequests:    fd.MaxHeldRequests,
 		HoldMaxBytes:       fd.MaxHeldBytes,
+		HoldMaxTotalBytes:  fd.MaxTotalHeldBytes,
+		MaxRequestBytes:    fd.MaxRequestBytes,
 		RetryPushback:      fd.RetryPushback,
 		TritonAddress:      "localhost:8001",
 		TritonMetricsURL:   "http://localhost:8002/metrics",

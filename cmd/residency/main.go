@@ -61,6 +61,8 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner)")
 	fs.IntVar(&c.HoldMaxRequests, "hold-max-requests", c.HoldMaxRequests, "requests held per model; more fail UNAVAILABLE at once")
 	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once")
+	fs.Int64Var(&c.HoldMaxTotalBytes, "hold-max-total-bytes", c.HoldMaxTotalBytes, "request bytes held for all models together; more fail RESOURCE_EXHAUSTED (HTTP 429) at once")
+	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "largest request message (gRPC) or body (HTTP) the front takes; larger fail RESOURCE_EXHAUSTED (HTTP 413) unread (default: Triton's --http-max-input-size default)")
 	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := version.Flag(fs)

@@ -3,6 +3,7 @@ package front
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"time"
 )
@@ -26,6 +27,19 @@ type Config struct {
 	// bodies being read to be held included; a request that would pass it fails UNAVAILABLE at
 	// once. Range [4 MiB, 16 GiB].
 	MaxHeldBytes int64
+	// MaxTotalHeldBytes bounds the request bytes held for all models together
+	// (--hold-max-total-bytes), chunked HTTP bodies being read to be held included; a request
+	// that would pass it fails at once with RESOURCE_EXHAUSTED (HTTP 429) and the pushback.
+	// Without it the front could hold MaxHeldBytes for every catalog model at once.
+	// Range [4 MiB, 64 GiB].
+	MaxTotalHeldBytes int64
+	// MaxRequestBytes bounds one request message (--max-request-bytes): a gRPC message (every
+	// method; gRPC reads a message whole before the front sees it, so this is also what one
+	// call can make the front buffer) or an HTTP request body. One larger fails
+	// RESOURCE_EXHAUSTED (HTTP 413 Content Too Large) without being read further. Range
+	// [4 MiB, 2 GiB − 1]: at least gRPC's default maximum, at most Triton's own gRPC maximum
+	// (MAX_GRPC_MESSAGE_SIZE = INT32_MAX, triton-inference-server/server src/common.h).
+	MaxRequestBytes int64
 	// RetryPushback is the delay sent in grpc-retry-pushback-ms with every UNAVAILABLE the front
 	// answers itself (--retry-pushback). Range [0, 10m].
 	RetryPushback time.Duration
@@ -35,23 +49,33 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: Triton at localhost:8001; hold up to 60 s, 1,000 requests
-// and 256 MiB per model; 1 s pushback; readiness re-checked every 100 ms.
+// and 256 MiB per model, 256 MiB for all models together; requests up to 64 MiB; 1 s pushback;
+// readiness re-checked every 100 ms.
 //
-// Why these values: 60 s covers six of the catalog's default 10 s load times plus loop intervals, and stays under the 5-minute request timeouts common in front of
-// inference services, so a held request resolves before a gateway gives up on it. 1,000 held
-// small requests cost under 16 MiB (BENCHMARKS.md); 256 MiB of held tensors is 64 messages
-// at gRPC's default 4 MiB maximum, a bound on the sidecar's memory per model. A 1 s pushback lets a client's retry reach another pod after a
-// load-balancer update without turning every refusal into an immediate retry (a retry storm).
+// Why these values: 60 s covers six of the catalog's default 10 s load times plus loop
+// intervals, and stays under the 5-minute request timeouts common in front of inference
+// services, so a held request resolves before a gateway gives up on it. 1,000 held small
+// requests cost under 16 MiB (BENCHMARKS.md); 256 MiB of held tensors is 64 messages at gRPC's
+// default 4 MiB maximum, a bound on the sidecar's memory per model, and the same 256 MiB for
+// all models together keeps that bound whatever the catalog's size. 64 MiB per request is
+// Triton's own default bound on HTTP inference input (--http-max-input-size,
+// HTTP_DEFAULT_MAX_INPUT_SIZE = 1<<26 in triton-inference-server/server src/common.h); its gRPC
+// bound, 2 GiB − 1 and not configurable, is no bound on a sidecar's memory, so the front takes
+// over both protocols what Triton's HTTP endpoint takes by default. A 1 s pushback lets a
+// client's retry reach another pod after a load-balancer update without turning every refusal
+// into an immediate retry (a retry storm).
 // 100 ms re-checks add at most 100 ms to a hold that lasts a load time (seconds), for one cheap
 // ModelReady per held model per check.
 func DefaultConfig() Config {
 	return Config{
-		Upstream:        "localhost:8001",
-		HoldTimeout:     60 * time.Second,
-		MaxHeldRequests: 1000,
-		MaxHeldBytes:    256 << 20,
-		RetryPushback:   time.Second,
-		RecheckInterval: 100 * time.Millisecond,
+		Upstream:          "localhost:8001",
+		HoldTimeout:       60 * time.Second,
+		MaxHeldRequests:   1000,
+		MaxHeldBytes:      256 << 20,
+		MaxTotalHeldBytes: 256 << 20,
+		MaxRequestBytes:   64 << 20,
+		RetryPushback:     time.Second,
+		RecheckInterval:   100 * time.Millisecond,
 	}
 }
 
@@ -74,6 +98,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxHeldBytes < 4<<20 || c.MaxHeldBytes > 16<<30 {
 		add("MaxHeldBytes (--hold-max-bytes): %d out of range [%d, %d]", c.MaxHeldBytes, 4<<20, int64(16<<30))
+	}
+	if c.MaxTotalHeldBytes < 4<<20 || c.MaxTotalHeldBytes > 64<<30 {
+		add("MaxTotalHeldBytes (--hold-max-total-bytes): %d out of range [%d, %d]", c.MaxTotalHeldBytes, 4<<20, int64(64<<30))
+	}
+	if c.MaxRequestBytes < 4<<20 || c.MaxRequestBytes > math.MaxInt32 {
+		add("MaxRequestBytes (--max-request-bytes): %d out of range [%d, %d]", c.MaxRequestBytes, 4<<20, math.MaxInt32)
 	}
 	inRange("RetryPushback (--retry-pushback)", c.RetryPushback, 0, 10*time.Minute)
 	inRange("RecheckInterval", c.RecheckInterval, 10*time.Millisecond, 10*time.Second)

@@ -116,8 +116,11 @@ type Front struct {
 	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
 	reading  map[string]int64 // per model: bytes of chunked HTTP bodies being read to be held
-	active   int              // inference requests held or being forwarded
-	idle     chan struct{}    // closed when active drops to 0
+	// heldTotal is the bytes held for every model plus those being read to be held (the sum
+	// of queue.bytes and reading), bounded by MaxTotalHeldBytes.
+	heldTotal int64
+	active    int           // inference requests held or being forwarded
+	idle      chan struct{} // closed when active drops to 0
 }
 
 // queue is one model's held requests, in arrival order. One watcher goroutine serves a queue
@@ -148,6 +151,9 @@ type refusal struct {
 	code   codes.Code
 	reason string // metrics label
 	msg    string
+	// pushback: send grpc-retry-pushback-ms (HTTP: Retry-After), the request may succeed
+	// when retried later or elsewhere.
+	pushback bool
 }
 
 // New validates cfg and returns a front whose upstream connection to Triton is set up lazily
@@ -186,10 +192,12 @@ func New(cfg Config, deps Deps) (*Front, error) {
 	}
 	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
 		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}}
+	// Requests are bounded by MaxRequestBytes: gRPC checks a message's length prefix before
+	// reading it, so a larger one costs no memory. Responses come from Triton and pass whole.
 	f.srv = grpc.NewServer(
 		grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.UnknownServiceHandler(f.handle),
-		grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))
+		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes)), grpc.MaxSendMsgSize(math.MaxInt32))
 	return f, nil
 }
 
@@ -279,12 +287,41 @@ func (f *Front) Recheck() {
 }
 
 func (f *Front) unavailable(reason, msg string) *refusal {
-	return &refusal{code: codes.Unavailable, reason: reason, msg: msg}
+	return &refusal{code: codes.Unavailable, reason: reason, msg: msg, pushback: true}
 }
 
-// answer returns r as the call's status, with the pushback trailer on UNAVAILABLE.
+// holdBudgetFull is the answer to a request that would pass MaxTotalHeldBytes: the pod has no
+// memory left to hold it, so it fails RESOURCE_EXHAUSTED (HTTP 429) with the pushback.
+func (f *Front) holdBudgetFull(name string, held, size int64) *refusal {
+	return &refusal{code: codes.ResourceExhausted, reason: "hold_budget", pushback: true,
+		msg: fmt.Sprintf("model %q is not ready and holding the request's %d bytes would pass the pod's hold budget: %d bytes held for all models, bound %d (--hold-max-total-bytes)",
+			name, size, held, f.cfg.MaxTotalHeldBytes)}
+}
+
+// tooLarge is the answer to an HTTP body over MaxRequestBytes; size < 0 when unknown (chunked).
+func (f *Front) tooLarge(size int64) *refusal {
+	what := "the request body"
+	if size >= 0 {
+		what = fmt.Sprintf("the request body of %d bytes", size)
+	}
+	return &refusal{code: codes.ResourceExhausted, reason: "too_large",
+		msg: fmt.Sprintf("%s is larger than the front's maximum %d bytes (--max-request-bytes)", what, f.cfg.MaxRequestBytes)}
+}
+
+// recvErr counts an error of reading a client's message: RESOURCE_EXHAUSTED is gRPC's refusal
+// of a message over MaxRequestBytes (its only cause on a server's receive). grpc-go has already
+// answered the call with its own status ("grpc: received message larger than max (N vs. M)",
+// naming the size and the limit) when RecvMsg returns, so the error is returned unchanged.
+func (f *Front) recvErr(err error) error {
+	if status.Code(err) == codes.ResourceExhausted {
+		f.m.FastFailed.WithLabelValues("", "too_large").Inc()
+	}
+	return err
+}
+
+// answer returns r as the call's status, with the pushback trailer when r has one.
 func (f *Front) answer(ss grpc.ServerStream, r *refusal) error {
-	if r.code == codes.Unavailable {
+	if r.pushback {
 		ss.SetTrailer(metadata.Pairs(PushbackKey, strconv.FormatInt(f.cfg.RetryPushback.Milliseconds(), 10)))
 	}
 	return status.Error(r.code, r.msg)
@@ -353,7 +390,7 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		if errors.Is(err, io.EOF) {
 			return nil // a stream closed without a request
 		}
-		return err
+		return f.recvErr(err)
 	}
 	defer req.free() // no-op once passed on
 	name, err := frameModel(&req)
@@ -471,16 +508,26 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 		return err
 	}
 	// The copy ends when the client half-closes, or when this handler returns (gRPC then ends
-	// the server stream, and its RecvMsg returns).
+	// the server stream, and its RecvMsg returns). A client message over MaxRequestBytes ends
+	// the call: the copy reports it and cancels the upstream call, and the call fails with it.
+	refused := make(chan error, 1)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		_ = f.clientToUpstream(ss, cs, first)
+		if err := f.clientToUpstream(ss, cs, first); status.Code(err) == codes.ResourceExhausted {
+			refused <- err
+			cancel()
+		}
 	}()
 	headerSent := false
 	for {
 		var resp frame
 		if err := cs.RecvMsg(&resp); err != nil {
+			select {
+			case rerr := <-refused:
+				return rerr
+			default:
+			}
 			ss.SetTrailer(cs.Trailer())
 			if errors.Is(err, io.EOF) {
 				if !headerSent {
@@ -520,7 +567,7 @@ func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, fir
 			if errors.Is(err, io.EOF) {
 				return cs.CloseSend()
 			}
-			return err
+			return f.recvErr(err)
 		}
 		if err := cs.SendMsg(&m); err != nil {
 			m.free()

@@ -22,7 +22,9 @@ func (f *Front) hasQueue(name string) bool {
 
 // hold queues a request of size bytes for the model and waits until it is released (w, nil:
 // forward it and close w.sent once sent), refused (nil, r) or given up by the client (nil, nil).
-// The wait ends at the hold timeout or the client's deadline, whichever comes first.
+// The wait ends at the hold timeout or the client's deadline, whichever comes first. A request
+// the model's queue cannot take fails UNAVAILABLE (queue_full); one that would pass the pod's
+// MaxTotalHeldBytes fails RESOURCE_EXHAUSTED (hold_budget).
 func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *refusal) {
 	f.mu.Lock()
 	q := f.queues[name]
@@ -37,6 +39,12 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 		f.mu.Unlock()
 		f.m.FastFailed.WithLabelValues(name, "queue_full").Inc()
 		return nil, f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and the request's %d bytes exceed the hold bound %d", name, size, f.cfg.MaxHeldBytes))
+	}
+	if f.heldTotal+size > f.cfg.MaxTotalHeldBytes {
+		held := f.heldTotal
+		f.mu.Unlock()
+		f.m.FastFailed.WithLabelValues(name, "hold_budget").Inc()
+		return nil, f.holdBudgetFull(name, held, size)
 	}
 	select {
 	case <-f.done:
@@ -58,6 +66,7 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 	w := &waiter{size: size, since: time.Now(), ready: make(chan struct{}), sent: make(chan struct{})}
 	q.held = append(q.held, w)
 	q.bytes += size
+	f.heldTotal += size
 	first := len(q.held) == 1
 	f.mu.Unlock()
 	f.m.HeldRequests.WithLabelValues(name).Inc()
@@ -81,6 +90,7 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 			if i := slices.Index(q.held, w); i >= 0 {
 				q.held = slices.Delete(q.held, i, i+1)
 				q.bytes -= w.size
+				f.heldTotal -= w.size
 			}
 			f.mu.Unlock()
 			f.left(name, w, gaveUp.reason)
@@ -167,6 +177,7 @@ func (f *Front) release(name string, q *queue) {
 		w := q.held[0]
 		q.held = q.held[1:]
 		q.bytes -= w.size
+		f.heldTotal -= w.size
 		w.released = true
 		close(w.ready)
 		f.mu.Unlock()
@@ -187,5 +198,6 @@ func (f *Front) failHeldLocked(name string, q *queue, r *refusal) {
 		close(w.ready)
 		f.left(name, w, r.reason)
 	}
+	f.heldTotal -= q.bytes
 	q.held, q.bytes = nil, 0
 }

@@ -21,18 +21,38 @@ import (
 // (the body is never parsed); every other request is proxied unchanged
 // (httputil.ReverseProxy). Its own answers are KServe v2 errors ({"error": "…"}): 404 for a
 // model outside the catalog, 503 with Retry-After (RFC 9110 §10.2.3: whole seconds, the
-// pushback rounded up) where gRPC gets UNAVAILABLE with grpc-retry-pushback-ms. Held requests
+// pushback rounded up) where gRPC gets UNAVAILABLE with grpc-retry-pushback-ms, 429 with
+// Retry-After where it gets RESOURCE_EXHAUSTED for the pod's hold budget (the HTTP mapping of
+// RESOURCE_EXHAUSTED in google.rpc.Code), and 413 Content Too Large (RFC 9110 §15.5.14) for a
+// body over MaxRequestBytes, on every path: one that declares a larger Content-Length is refused
+// unread, a chunked one once it passes the bound. Held requests
 // are released in arrival order, each once handed to the proxy; HTTP/1.1 connections give no
 // stronger order. A request whose model Triton has unloaded since the front's last view is not
 // re-held (Triton answers it).
 func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok { // a chunked body passed the bound while forwarded
+			f.m.FastFailed.WithLabelValues("", "too_large").Inc()
+			f.httpAnswer(w, f.tooLarge(-1))
+			return
+		}
+		f.deps.Log.Warn("front: HTTP upstream", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(http.StatusBadGateway) // as httputil.ReverseProxy's default
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isModelControl(r) {
 			f.m.FastFailed.WithLabelValues("", "model_control").Inc()
 			f.httpAnswer(w, &refusal{code: codes.PermissionDenied, reason: "model_control", msg: modelControlMsg})
 			return
 		}
+		if r.ContentLength > f.cfg.MaxRequestBytes {
+			w.Header().Set("Connection", "close") // the body is not read
+			f.m.FastFailed.WithLabelValues("", "too_large").Inc()
+			f.httpAnswer(w, f.tooLarge(r.ContentLength))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, f.cfg.MaxRequestBytes)
 		name, ok := inferPath(r)
 		if !ok {
 			proxy.ServeHTTP(w, r)
@@ -122,19 +142,26 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 	proxy.ServeHTTP(w, r)
 }
 
-// httpAnswer writes r as a KServe v2 error: 404 for NOT_FOUND, 400 for a bad request, 503 with
-// Retry-After for UNAVAILABLE, 500 otherwise.
+// httpAnswer writes r as a KServe v2 error: 404 for NOT_FOUND, 400 for a bad request, 403 for
+// model control, 503 for UNAVAILABLE, 413 for a body over MaxRequestBytes, 429 for the hold
+// budget (RESOURCE_EXHAUSTED), 500 otherwise; with Retry-After when r has a pushback.
 func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	code := http.StatusInternalServerError
-	switch r.code {
-	case codes.NotFound:
+	switch {
+	case r.code == codes.NotFound:
 		code = http.StatusNotFound
-	case codes.InvalidArgument:
+	case r.code == codes.InvalidArgument:
 		code = http.StatusBadRequest
-	case codes.PermissionDenied:
+	case r.code == codes.PermissionDenied:
 		code = http.StatusForbidden
-	case codes.Unavailable:
+	case r.code == codes.Unavailable:
 		code = http.StatusServiceUnavailable
+	case r.code == codes.ResourceExhausted && r.reason == "too_large":
+		code = http.StatusRequestEntityTooLarge
+	case r.code == codes.ResourceExhausted:
+		code = http.StatusTooManyRequests
+	}
+	if r.pushback {
 		secs := (f.cfg.RetryPushback.Milliseconds() + 999) / 1000
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
@@ -147,11 +174,13 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 const readChunk = 64 << 10
 
 // readHeldBody reads the body of a request about to be held whose size is not declared
-// (chunked). The bytes read so far count against the model's hold bound together with the
-// bytes held (Front.reading), so memory stays within MaxHeldBytes per model however many
-// connections send at once; a request the queue cannot take (full in count, or its body
-// passing the bound) is refused with queue_full, before its body is read when the count is
-// already full. The reservation ends when it returns: hold then accounts the request itself.
+// (chunked). The bytes read so far count against the model's hold bound and the pod's hold
+// budget together with the bytes held (Front.reading, Front.heldTotal), so memory stays within
+// MaxHeldBytes per model and MaxTotalHeldBytes in all however many connections send at once; a
+// request the queue cannot take (full in count, or its body passing the bound) is refused with
+// queue_full, before its body is read when the count is already full, one passing the budget
+// with hold_budget, a body over MaxRequestBytes (body is bounded by http.MaxBytesReader) with
+// too_large. The reservation ends when it returns: hold then accounts the request itself.
 func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 	var buf bytes.Buffer
 	var reserved int64
@@ -160,6 +189,7 @@ func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 		if f.reading[name] -= reserved; f.reading[name] <= 0 {
 			delete(f.reading, name)
 		}
+		f.heldTotal -= reserved
 		f.mu.Unlock()
 	}()
 	full := func(n int, b int64) *refusal {
@@ -191,13 +221,22 @@ func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 				f.mu.Unlock()
 				return nil, full(n, b)
 			}
+			if f.heldTotal+int64(k) > f.cfg.MaxTotalHeldBytes {
+				total := f.heldTotal
+				f.mu.Unlock()
+				return nil, f.holdBudgetFull(name, total, reserved+int64(k))
+			}
 			f.reading[name] += int64(k)
+			f.heldTotal += int64(k)
 			reserved += int64(k)
 			f.mu.Unlock()
 			buf.Write(chunk[:k])
 		}
 		if errors.Is(err, io.EOF) {
 			return buf.Bytes(), nil
+		}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, f.tooLarge(-1)
 		}
 		if err != nil {
 			return nil, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: " + err.Error()}

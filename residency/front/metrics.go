@@ -17,8 +17,9 @@ type Metrics struct {
 	Forwarded *prometheus.CounterVec
 	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
 	// front answered itself without holding them; reason is one of not_found, quarantined,
-	// never_fits, queue_full, draining, bad_request, and model_control for a refused repository
-	// load or unload (model="").
+	// never_fits, queue_full, hold_budget (--hold-max-total-bytes), draining, bad_request,
+	// too_large (--max-request-bytes; model="" when refused before its model was read), and
+	// model_control for a refused repository load or unload (model="").
 	FastFailed *prometheus.CounterVec
 	// HoldFailed is inferscale_front_hold_failed_total{model,reason}: held requests that ended
 	// without being forwarded; reason is one of hold_timeout, cancelled (the client's deadline
