@@ -255,4 +255,3 @@ func TestHTTPHoldBudget(t *testing.T) {
 		}
 	}
 }
-
