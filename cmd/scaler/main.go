@@ -23,8 +23,22 @@ import (
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "scaler:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// errUsage is wrapped by run's error for flags that do not parse: exit 2, as package flag's
+// ExitOnError.
+var errUsage = errors.New("usage")
+
+// exitCode is run's exit status: 2 for flags that do not parse and for a health probe that
+// cannot run as configured (healthprobe.ExitUsage), 1 for a probe that found the server not
+// serving and for every other error.
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return healthprobe.ExitUsage
+	}
+	return healthprobe.ExitCode(err)
 }
 
 // flags binds every Config field to a flag, defaults from scaler.DefaultConfig.
@@ -61,7 +75,7 @@ func run(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
 		}
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *showVersion {
 		fmt.Println(version.String("scaler"))

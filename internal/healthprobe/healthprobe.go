@@ -1,6 +1,13 @@
 // Package healthprobe asks a gRPC server's health service (grpc.health.v1.Health/Check)
 // whether it is SERVING, as grpc-health-probe does. The scaler's image runs it as
 // `scaler --health-probe=host:port` for `helm test`, so the chart needs no other image.
+//
+// Exit codes (ExitCode): 0 SERVING; 1 the probe ran and the server is not serving — any other
+// status, unreachable, or the RPC failed; 2 usage — the probe's flags are invalid or its TLS
+// files unreadable, so no probe was made (ErrUsage; 2 as package flag's ExitOnError exits for
+// bad flags). A probe that exits 2 is misconfigured, not a sign of the server's health.
+// grpc-health-probe splits 1 further (2 connection, 3 RPC, 4 unhealthy, with 1 for usage);
+// here the two outcomes a test or an operator acts on differently are kept apart.
 package healthprobe
 
 import (
@@ -24,6 +31,29 @@ import (
 // ErrNotServing is wrapped when the server answers with any status but SERVING.
 var ErrNotServing = errors.New("not serving")
 
+// ErrUsage is wrapped by Check's error when the probe cannot be made as configured: Validate's
+// violations, or a TLS file that cannot be read or holds no certificate.
+var ErrUsage = errors.New("invalid health probe flags")
+
+// The exit codes of a probe run; see the package doc.
+const (
+	ExitServing    = 0
+	ExitNotServing = 1
+	ExitUsage      = 2
+)
+
+// ExitCode is the process exit code for Check's error: ExitServing for nil, ExitUsage for an
+// error wrapping ErrUsage, ExitNotServing for any other (not SERVING, unreachable, RPC failed).
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitServing
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	}
+	return ExitNotServing
+}
+
 // Config is one probe.
 type Config struct {
 	// Address is the server's host:port; empty means no probe.
@@ -45,7 +75,7 @@ func Flags(fs *flag.FlagSet, c *Config) {
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Second
 	}
-	fs.StringVar(&c.Address, "health-probe", c.Address, "probe the gRPC health service at host:port, print its status and exit (0: SERVING); for helm test")
+	fs.StringVar(&c.Address, "health-probe", c.Address, "probe the gRPC health service at host:port, print its status and exit: 0 SERVING, 1 not serving or unreachable, 2 invalid probe flags; for helm test")
 	fs.DurationVar(&c.Timeout, "health-probe-timeout", c.Timeout, "deadline of the health probe, (0, 5m]")
 	fs.StringVar(&c.CAFile, "health-probe-ca-file", c.CAFile, "health probe over TLS, verifying the server against this CA (PEM)")
 	fs.StringVar(&c.CertFile, "health-probe-cert-file", c.CertFile, "health probe client certificate (PEM, mTLS)")
@@ -102,20 +132,21 @@ func (c Config) creds() (credentials.TransportCredentials, error) {
 	return credentials.NewTLS(tc), nil
 }
 
-// Check asks the health service at c.Address and returns its status. The error wraps
-// ErrNotServing when the answer is not SERVING, and names the address otherwise.
+// Check asks the health service at c.Address and returns its status. The error wraps ErrUsage
+// when the probe cannot be made as configured (nothing is dialled), ErrNotServing when the
+// answer is not SERVING, and names the address otherwise.
 func Check(ctx context.Context, c Config) (healthpb.HealthCheckResponse_ServingStatus, error) {
 	if err := c.Validate(); err != nil {
-		return healthpb.HealthCheckResponse_UNKNOWN, err
+		return healthpb.HealthCheckResponse_UNKNOWN, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	creds, err := c.creds()
 	if err != nil {
-		return healthpb.HealthCheckResponse_UNKNOWN, err
+		return healthpb.HealthCheckResponse_UNKNOWN, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	conn, err := grpc.NewClient(c.Address, grpc.WithTransportCredentials(creds))
-	if err != nil {
+	if err != nil { // the address passed Validate: a target gRPC cannot resolve, no usage error
 		return healthpb.HealthCheckResponse_UNKNOWN, fmt.Errorf("health probe %s: %w", c.Address, err)
 	}
 	defer conn.Close()

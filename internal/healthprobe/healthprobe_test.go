@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,3 +91,40 @@ func TestValidateAddress(t *testing.T) {
 }
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
+
+// TestExitCode: a probe that ran and found the server not serving (or not there) exits 1; one
+// that could not run as configured exits 2, without dialling; SERVING exits 0.
+func TestExitCode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		give Config
+		want int
+	}{
+		{"serving", Config{Address: serve(t, healthpb.HealthCheckResponse_SERVING), Timeout: 10 * time.Second}, 0},
+		{"not serving", Config{Address: serve(t, healthpb.HealthCheckResponse_NOT_SERVING), Timeout: 10 * time.Second}, 1},
+		{"nothing listening", Config{Address: closed, Timeout: 300 * time.Millisecond}, 1},
+		{"address not host:port", Config{Address: "http://127.0.0.1:1/", Timeout: time.Second}, 2},
+		{"timeout out of range", Config{Address: closed, Timeout: time.Hour}, 2},
+		{"CA file missing", Config{Address: closed, Timeout: time.Second, CAFile: filepath.Join(dir, "none.crt")}, 2},
+		{"CA file without a certificate", Config{Address: closed, Timeout: time.Second, CAFile: notPEM}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Check(context.Background(), tt.give)
+			if got := ExitCode(err); got != tt.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", err, got, tt.want)
+			}
+		})
+	}
+}
