@@ -253,6 +253,14 @@ func Check(spec Spec) CheckResult {
 		}
 	}
 
+	inSpec := map[*Product]bool{} // the products of the spec's GPUs, whatever their layout
+	for _, n := range spec.Nodes {
+		for _, g := range n.GPUs {
+			if p, ok := LookupProduct(g.Product); ok {
+				inSpec[p] = true
+			}
+		}
+	}
 	free := func(s Service) bool {
 		for _, sl := range slots {
 			if ok, _ := sl.fits(s); ok && !sl.used {
@@ -263,6 +271,9 @@ func Check(spec Spec) CheckResult {
 	}
 	for si, s := range spec.Services {
 		r := ServiceResult{Name: s.Name, Tier: s.Tier, Profile: s.Profile, PeakRPS: s.PeakRPS, Reasons: reasons[si]}
+		if why := unoffered(s.Profile, inSpec); why != "" { // the root cause first: no layout can host it
+			r.Reasons = append([]string{why}, r.Reasons...)
+		}
 		perDomain, perNode, perGPU := map[int]int{}, map[int]int{}, map[[2]int]int{}
 		for _, sl := range placed[si] {
 			perDomain[nodeDomain[sl.node]]++
@@ -329,6 +340,38 @@ func Check(spec Spec) CheckResult {
 		res.Services = append(res.Services, r)
 	}
 	return res
+}
+
+// unoffered explains why no GPU of the spec's products (inSpec) can ever host a replica of
+// profile — a MIG profile none of them offers, or a whole GPU of a product the spec lacks —
+// naming the products that would; "" when one of them can, in some layout.
+func unoffered(profile string, inSpec map[*Product]bool) string {
+	if want, whole := LookupProduct(profile); whole {
+		if inSpec[want] {
+			return ""
+		}
+		return fmt.Sprintf("profile: no GPU in the spec is a %s (the spec's GPUs: %s)", want.Name, productList(inSpec))
+	}
+	for p := range inSpec {
+		if p.HasProfile(profile) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("profile: no GPU in the spec offers MIG profile %s (a profile of %s; the spec's GPUs: %s)",
+		profile, strings.Join(productsWithProfile(profile), ", "), productList(inSpec))
+}
+
+// productList names the products, sorted; "none" for none.
+func productList(ps map[*Product]bool) string {
+	names := make([]string, 0, len(ps))
+	for p := range ps {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func maxCount(m map[int]int) int {
