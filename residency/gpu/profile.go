@@ -81,6 +81,16 @@ func parseProfile(name string) (profileGeometry, bool) {
 // attributes ("+me", …) is preferred over a nearer one without, and equal candidates resolve
 // to the first in lexical order. Errors wrap ErrNoProfileMatch, naming the reported profile
 // and the catalog's, when nothing matches or reported is not a MIG profile name.
+//
+// Catalog profiles are bare names (peakMemoryBytes keys): they do not say which GPU product a
+// peak was measured on, and neither does a name itself (1g.10gb exists on A100 40GB, A100 80GB
+// and H100 80GB alike). So ResolveProfile matches across products by design: an H200's 1g.18gb
+// slice borrows a catalog's 1g.20gb entry measured on an H100 or A100 80GB (ratio 1.11), as an
+// exact name is shared by every product that has it. What this risks is bounded: the budget
+// stays the device's own memory (NVML), so a borrowed peak larger than the smaller slice makes
+// the model unplaceable (plan.Catalog.Unfit; a P0 one fails CheckPinned) instead of loading it; a peak measured on the larger slice can differ
+// from the model's on this one (allocator and context overhead), which only a catalog entry
+// for the reported name (measured on this product) removes — and an exact entry always wins.
 func ResolveProfile(reported string, catalog []string) (ProfileMatch, error) {
 	if slices.Contains(catalog, reported) {
 		return ProfileMatch{Reported: reported, Profile: reported, Exact: true}, nil
