@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 )
@@ -116,7 +118,12 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 	if v == NotReady || f.hasQueue(name) {
 		size := r.ContentLength
 		if size < 0 { // chunked: read it to learn its size, within the model's hold bound
+			// A client that stops sending must not keep its reservation: the read ends at the
+			// hold timeout (a server without read deadlines leaves it open; then unbounded).
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(f.cfg.HoldTimeout))
 			body, rf := f.readHeldBody(name, r.Body)
+			_ = rc.SetReadDeadline(time.Time{})
 			if rf != nil {
 				// The rest of the body is not read: without Connection: close, net/http would
 				// read up to 256 KiB of it before sending the answer.
@@ -144,7 +151,8 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 
 // httpAnswer writes r as a KServe v2 error: 404 for NOT_FOUND, 400 for a bad request, 403 for
 // model control, 503 for UNAVAILABLE, 413 for a body over MaxRequestBytes, 429 for the hold
-// budget (RESOURCE_EXHAUSTED), 500 otherwise; with Retry-After when r has a pushback.
+// budget (RESOURCE_EXHAUSTED), 408 for a body that did not arrive in time, 500 otherwise; with
+// Retry-After when r has a pushback.
 func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	code := http.StatusInternalServerError
 	switch {
@@ -160,6 +168,8 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 		code = http.StatusRequestEntityTooLarge
 	case r.code == codes.ResourceExhausted:
 		code = http.StatusTooManyRequests
+	case r.code == codes.DeadlineExceeded:
+		code = http.StatusRequestTimeout
 	}
 	if r.pushback {
 		secs := (f.cfg.RetryPushback.Milliseconds() + 999) / 1000
@@ -180,7 +190,8 @@ const readChunk = 64 << 10
 // request the queue cannot take (full in count, or its body passing the bound) is refused with
 // queue_full, before its body is read when the count is already full, one passing the budget
 // with hold_budget, a body over MaxRequestBytes (body is bounded by http.MaxBytesReader) with
-// too_large. The reservation ends when it returns: hold then accounts the request itself.
+// too_large, one that stops arriving before the caller's read deadline with body_timeout.
+// The reservation ends when it returns: hold then accounts the request itself.
 func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 	var buf bytes.Buffer
 	var reserved int64
@@ -237,6 +248,10 @@ func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, f.tooLarge(-1)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &refusal{code: codes.DeadlineExceeded, reason: "body_timeout",
+				msg: fmt.Sprintf("model %q is not ready and the request body did not arrive within the hold timeout %s (--hold-timeout)", name, f.cfg.HoldTimeout)}
 		}
 		if err != nil {
 			return nil, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: " + err.Error()}

@@ -102,3 +102,39 @@ func TestHTTPChunkedBodiesBounded(t *testing.T) {
 		t.Errorf("held request at the drain deadline: status %d, want 503", got)
 	}
 }
+
+// TestHTTPChunkedBodyStalls: a chunked body read to be held that stops arriving keeps its
+// reservation only until the hold timeout: then the front answers 408 and the bytes read are
+// released. Without the read deadline a stalled client would hold them for good.
+func TestHTTPChunkedBodyStalls(t *testing.T) {
+	cfg := testConfig()
+	cfg.HoldTimeout = time.Second
+	h := start(t, oneModel("cold", 0), cfg, false, "cold") // never loaded
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	got := make(chan int, 1)
+	go func() { got <- postChunked(t, ctx, srv.URL, "cold", pr) }()
+	if _, err := pw.Write(bytes.Repeat([]byte{'x'}, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	// The client sends nothing more and keeps the connection open.
+	select {
+	case code := <-got:
+		if code != http.StatusRequestTimeout {
+			t.Errorf("stalled chunked body: status %d, want 408", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer 10 s after the body stalled (hold timeout 1 s)")
+	}
+	if n := h.front.ReadingBytes("cold"); n != 0 {
+		t.Errorf("bytes still reserved after the refusal: %d, want 0", n)
+	}
+	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("cold", "body_timeout")); got != 1 {
+		t.Errorf("fast_failed_total{cold,body_timeout} = %v, want 1", got)
+	}
+}

@@ -18,7 +18,8 @@ type Metrics struct {
 	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
 	// front answered itself without holding them; reason is one of not_found, quarantined,
 	// never_fits, queue_full, hold_budget (--hold-max-total-bytes), draining, bad_request,
-	// too_large (--max-request-bytes; model="" when refused before its model was read), and
+	// too_large (--max-request-bytes; model="" when refused before its model was read),
+	// body_timeout (a chunked HTTP body read to be held that stopped arriving for --hold-timeout), and
 	// model_control for a refused repository load or unload (model="").
 	FastFailed *prometheus.CounterVec
 	// HoldFailed is inferscale_front_hold_failed_total{model,reason}: held requests that ended
