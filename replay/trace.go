@@ -68,6 +68,26 @@ var ErrBadHeader = errors.New("bad header")
 // ErrUnsorted is wrapped by a ParseError whose timestamp goes backwards.
 var ErrUnsorted = errors.New("timestamp before the previous row's")
 
+// ErrTooLarge is wrapped by errors for a trace past MaxTraceSpan or
+// MaxRequests.
+var ErrTooLarge = errors.New("trace too large")
+
+// MaxTraceSpan bounds the time from a trace's first arrival to its last.
+// The simulators step once per simulated second and keep per-second
+// arrays, so CPU and memory grow with the span, not with the file: two rows
+// a century apart would allocate tens of GB. 92 days (one quarter) is three
+// times the longest trace replay reads (Alibaba DLRM 2025, 31 days; GenTD26
+// spans 23) and costs about 8 M simulated seconds (64 MB per per-second
+// array).
+const MaxTraceSpan = 92 * 24 * time.Hour
+
+// MaxRequests bounds the requests one per-request trace may hold (each is
+// kept in memory with its workload, about 40 B). A CSV row is one request,
+// but an azure-functions cell or a servegen window expands to many: one
+// 56-byte matrix with a count of 2^31 asked for 51 GB. 50 M is 2.5 times
+// BinnedThreshold, above which ServeGen traces are replayed binned.
+const MaxRequests = 50_000_000
+
 // ParseError is a problem at one line and column of a trace file.
 type ParseError struct {
 	// Line is 1-based and counts the header.
@@ -86,7 +106,9 @@ func (e *ParseError) Error() string {
 		fmt.Fprintf(&b, ", column %s", e.Column)
 	}
 	if e.Value != "" {
-		fmt.Fprintf(&b, ", value %q", e.Value)
+		// At most the first 80 bytes: one field of a hostile file may be
+		// as long as the file.
+		fmt.Fprintf(&b, ", value %s", quoteHead(e.Value))
 	}
 	fmt.Fprintf(&b, ": %v", e.Err)
 	return b.String()
@@ -120,7 +142,11 @@ func newTable(r io.Reader, required ...string) (*table, error) {
 		t.header[0] = strings.TrimPrefix(t.header[0], "\ufeff")
 	}
 	for i, name := range t.header {
-		t.col[strings.TrimSpace(name)] = i
+		name = strings.TrimSpace(name)
+		if j, dup := t.col[name]; dup && name != "" {
+			return nil, fmt.Errorf("%w: column %s appears twice (columns %d and %d); want each column once", ErrBadHeader, quoteHead(name), j+1, i+1)
+		}
+		t.col[name] = i
 	}
 	var missing []string
 	for _, c := range required {
@@ -204,6 +230,9 @@ var timeLayouts = []string{
 	"2006-01-02T15:04:05.999999999",
 }
 
+// minUnixNano and maxUnixNano are the instants UnixNano can represent.
+var minUnixNano, maxUnixNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
 // parseTimestamp accepts RFC 3339 (with or without fraction),
 // "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fractional digits, UTC), or a
 // plain decimal number of seconds (a Unix time or an offset from any origin).
@@ -215,7 +244,9 @@ func parseTimestamp(s string) (time.Duration, bool) {
 		return time.Duration(math.Round(f * 1e9)), true
 	}
 	for _, l := range timeLayouts {
-		if tt, err := time.Parse(l, s); err == nil {
+		// UnixNano is undefined outside 1678–2262 (int64 nanoseconds);
+		// such dates are refused, not wrapped into another instant.
+		if tt, err := time.Parse(l, s); err == nil && !tt.Before(minUnixNano) && !tt.After(maxUnixNano) {
 			return time.Duration(tt.UnixNano()), true
 		}
 	}
@@ -237,8 +268,22 @@ func (c *clock) offset(t *table, name, value string, abs time.Duration) (time.Du
 	if abs < c.last {
 		return 0, &ParseError{Line: t.line, Column: name, Value: value, Err: ErrUnsorted}
 	}
+	// abs ≥ origin, so a negative difference is an int64 overflow: a span
+	// far past MaxTraceSpan.
+	if d := abs - c.origin; d < 0 || d > MaxTraceSpan {
+		return 0, &ParseError{Line: t.line, Column: name, Value: value, Err: fmt.Errorf("%w: %s after the first row's timestamp; want a trace span of at most %s (MaxTraceSpan, 92 days)", ErrTooLarge, spanText(d), MaxTraceSpan)}
+	}
 	c.last = abs
 	return abs - c.origin, nil
+}
+
+// spanText prints a span for an error; an overflowed one (negative) is
+// "more than 292 years".
+func spanText(d time.Duration) string {
+	if d < 0 {
+		return "more than 292 years"
+	}
+	return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
 }
 
 // Trace is a whole request trace in memory.
@@ -265,6 +310,9 @@ func ReadAll(name string, format Format, src Source) (*Trace, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if len(tr.Requests) == MaxRequests {
+			return nil, fmt.Errorf("read %s: %w: more than %d requests; want at most MaxRequests (%d) per-request, or a servegen trace in binned mode", name, ErrTooLarge, MaxRequests, MaxRequests)
 		}
 		tr.Requests = append(tr.Requests, r)
 	}

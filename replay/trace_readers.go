@@ -171,28 +171,32 @@ func NewGenTD26(r io.Reader) (Source, error) {
 func (g *gentd26) Models() []string { return g.m.names }
 
 func (g *gentd26) Next() (Request, error) {
-	if err := g.t.next(); err != nil {
-		return Request{}, err
+	// A loop, not a recursive call per skipped row: a file of millions of
+	// rows without a checkpoint overflowed the stack (1 GB at 6 M rows).
+	for {
+		if err := g.t.next(); err != nil {
+			return Request{}, err
+		}
+		ts := g.t.str(colTDCreate)
+		abs, ok := parseTimestamp(ts)
+		if !ok {
+			return Request{}, g.t.fail(colTDCreate, ts, "want YYYY-MM-DD HH:MM:SS")
+		}
+		at, err := g.clk.offset(g.t, colTDCreate, ts, abs)
+		if err != nil {
+			return Request{}, err
+		}
+		exec, err := g.t.floatCol(colTDExec, true, 0, 7*24*3600)
+		if err != nil {
+			return Request{}, err
+		}
+		name := g.t.str(colTDModel)
+		if name == "" {
+			g.skipped++
+			continue
+		}
+		return Request{At: at, Model: g.m.id(name), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: float32(exec)}, nil
 	}
-	ts := g.t.str(colTDCreate)
-	abs, ok := parseTimestamp(ts)
-	if !ok {
-		return Request{}, g.t.fail(colTDCreate, ts, "want YYYY-MM-DD HH:MM:SS")
-	}
-	at, err := g.clk.offset(g.t, colTDCreate, ts, abs)
-	if err != nil {
-		return Request{}, err
-	}
-	exec, err := g.t.floatCol(colTDExec, true, 0, 7*24*3600)
-	if err != nil {
-		return Request{}, err
-	}
-	name := g.t.str(colTDModel)
-	if name == "" {
-		g.skipped++
-		return g.Next()
-	}
-	return Request{At: at, Model: g.m.id(name), InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: float32(exec)}, nil
 }
 
 // Column names of GenTD26's monitoring files.

@@ -32,6 +32,9 @@ func ReadFunctionsMatrix(r io.Reader) (*FunctionsMatrix, error) {
 		return nil, err
 	}
 	first := t.col["minute_1"]
+	if maxMin := int(MaxTraceSpan / time.Minute); len(t.header)-first > maxMin {
+		return nil, fmt.Errorf("%w: %w: %d minute columns; want at most %d (MaxTraceSpan, 92 days)", ErrBadHeader, ErrTooLarge, len(t.header)-first, maxMin)
+	}
 	for i := first; i < len(t.header); i++ {
 		if want := "minute_" + strconv.Itoa(i-first+1); t.header[i] != want {
 			return nil, fmt.Errorf("%w: column %d is %q, want %q", ErrBadHeader, i+1, t.header[i], want)
@@ -39,6 +42,7 @@ func ReadFunctionsMatrix(r io.Reader) (*FunctionsMatrix, error) {
 	}
 	fm := &FunctionsMatrix{}
 	seen := map[string]bool{}
+	var total int64 // invocations so far; each becomes one request
 	for {
 		if err := t.next(); err == io.EOF {
 			break
@@ -58,6 +62,9 @@ func ReadFunctionsMatrix(r io.Reader) (*FunctionsMatrix, error) {
 			v, err := t.intCol(t.header[first+i], false)
 			if err != nil {
 				return nil, err
+			}
+			if total += int64(v); total > MaxRequests {
+				return nil, t.fail(t.header[first+i], t.str(t.header[first+i]), "%w: the matrix's invocations pass %d; want at most MaxRequests (%d) in all", ErrTooLarge, MaxRequests, MaxRequests)
 			}
 			row[i] = v
 		}
@@ -167,6 +174,14 @@ func ReadServeGen(r io.Reader) (*ServeGen, error) {
 		if w.LenS, err = t.floatCol("window_len_s", false, 1, 1e6); err != nil {
 			return nil, err
 		}
+		// Binned mode bins whole seconds: a fractional length would
+		// put windows in the wrong bins.
+		if w.LenS != math.Trunc(w.LenS) {
+			return nil, t.fail("window_len_s", t.str("window_len_s"), "want a whole number of seconds in [1, 1e6]")
+		}
+		if end := w.StartS + w.LenS; end > MaxTraceSpan.Seconds() {
+			return nil, t.fail("window_start_s", t.str("window_start_s"), "%w: the window ends at %g s; want window_start_s + window_len_s ≤ %g s (MaxTraceSpan, 92 days)", ErrTooLarge, end, MaxTraceSpan.Seconds())
+		}
 		if sg.LenS == 0 {
 			sg.LenS = w.LenS
 		}
@@ -267,11 +282,17 @@ type servegenSource struct {
 	i   int // next window
 	buf []Request
 	pos int
+	n   int // requests synthesized so far
 }
 
 func (s *servegenSource) Models() []string { return s.sg.Models }
 
 func (s *servegenSource) Next() (Request, error) {
+	if s.i == 0 && s.pos == 0 && len(s.buf) == 0 {
+		if e := s.sg.ExpectedRequests(); e > MaxRequests {
+			return Request{}, fmt.Errorf("%w: Σ rate_rps × window_len_s is %.4g requests; want at most MaxRequests (%d) per request, or binned mode (--mode=binned)", ErrTooLarge, e, MaxRequests)
+		}
+	}
 	for s.pos >= len(s.buf) {
 		if s.i >= len(s.sg.Windows) {
 			return Request{}, io.EOF
@@ -288,11 +309,13 @@ func (s *servegenSource) Next() (Request, error) {
 	return r, nil
 }
 
+// tokens rounds a drawn token count; a draw past MaxInt32 (a log-normal
+// tail at a mean near the 1e7 cap) saturates instead of wrapping negative.
 func tokens(f float64) int32 {
 	if f < 0 {
 		return Unknown
 	}
-	return int32(math.Round(f))
+	return int32(math.Min(math.Round(f), math.MaxInt32))
 }
 
 func (s *servegenSource) window(w Window, buf []Request) []Request {
@@ -310,7 +333,9 @@ func (s *servegenSource) window(w Window, buf []Request) []Request {
 	mu := math.Log(w.InputTokens) - ServeGenInputSigma*ServeGenInputSigma/2
 	end := w.StartS + w.LenS
 	t := w.StartS + s.rng.Float64()*draw()
-	for t < end {
+	// Past MaxRequests in all (a burstier draw than the expected count
+	// checked in Next), stop: ReadAll refuses the trace at MaxRequests.
+	for ; t < end && s.n <= MaxRequests; s.n++ {
 		in, out := int32(Unknown), int32(Unknown)
 		if w.InputTokens > 0 {
 			in = tokens(math.Exp(mu + ServeGenInputSigma*s.rng.NormFloat64()))

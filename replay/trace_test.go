@@ -3,6 +3,8 @@ package replay
 import (
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -327,4 +329,113 @@ func FuzzGeneric(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHostileTraces: input a few bytes long that asked for tens of GB, a
+// stack overflow or a wrapped number is refused with the line, column and
+// limit (or, for a skipped-row flood, read in constant stack).
+func TestHostileTraces(t *testing.T) {
+	const td = "gmt_create,exec_time_seconds,checkpoint_model_version_id\n"
+	const fn = "HashOwner,HashApp,HashFunction,Trigger,minute_1,minute_2\n"
+	const sg = "category,model,client_id,window_start_s,window_len_s,rate_rps,iat_cv,arrival_dist,dist_p1,dist_p2\n"
+	readMatrix := func(r io.Reader) (Source, error) {
+		fm, err := ReadFunctionsMatrix(r)
+		if err != nil {
+			return nil, err
+		}
+		return fm.Requests(1), nil
+	}
+	readServeGen := func(r io.Reader) (Source, error) {
+		s, err := ReadServeGen(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.Requests(1), nil
+	}
+	tests := []struct {
+		name    string
+		open    func(io.Reader) (Source, error)
+		give    string
+		wantErr string
+		wantIs  error
+	}{
+		// 8 GB per-second arrays before: 0 and 1e9 s.
+		{"generic span of 31 years", NewGeneric, "timestamp\n0\n1000000000\n", "line 3, column timestamp, value \"1000000000\": trace too large: 11574.1 days after the first row's timestamp; want a trace span of at most 2208h0m0s", ErrTooLarge},
+		{"generic span one second past 92 days", NewGeneric, "timestamp\n0\n7948801\n", "want a trace span of at most 2208h0m0s", ErrTooLarge},
+		// abs - origin overflowed int64 into a negative offset.
+		{"generic span overflowing int64", NewGeneric, "timestamp\n-9000000000\n9000000000\n", "more than 292 years", ErrTooLarge},
+		// UnixNano wrapped 2300 into 1715, reported as out of order.
+		{"generic year 2300", NewGeneric, "timestamp\n2024-01-01T00:00:00Z\n2300-01-01T00:00:00Z\n", "line 3, column timestamp, value \"2300-01-01T00:00:00Z\": bad value", ErrBadValue},
+		{"generic duplicate column", NewGeneric, "timestamp,model,timestamp\n1,a,2\n", `column "timestamp" appears twice (columns 1 and 3)`, ErrBadHeader},
+		{"generic huge value quoted short", NewGeneric, "timestamp\n" + strings.Repeat("9", 1<<20) + "\n", `value "99999999999`, ErrBadValue},
+		// 2^31 invocations in one cell: 51 GB of requests before.
+		{"functions count past MaxRequests", readMatrix, fn + "o,a,f1,http,2147483647,0\n", "line 2, column minute_1, value \"2147483647\": bad value: trace too large: the matrix's invocations pass 50000000", ErrTooLarge},
+		{"functions total past MaxRequests", readMatrix, fn + "o,a,f1,http,30000000,0\no,a,f2,http,0,20000001\n", "line 3, column minute_2", ErrTooLarge},
+		{"functions too many minutes", readMatrix, "HashFunction," + minuteCols(132481) + "\n", "132481 minute columns; want at most 132480", ErrTooLarge},
+		{"servegen window past 92 days", readServeGen, sg + "language,m,0,1000000000,600,1,1,Gamma,1,1\n", "line 2, column window_start_s, value \"1000000000\": bad value: trace too large: the window ends at 1.0000006e+09 s; want window_start_s + window_len_s ≤ 7.9488e+06 s", ErrTooLarge},
+		{"servegen fractional window", readServeGen, sg + "language,m,0,0,1.5,1,1,Gamma,1,1\n", "column window_len_s, value \"1.5\": bad value: want a whole number of seconds", ErrBadValue},
+		// 1e7 req/s for 1e6 s: 10^13 requests buffered before.
+		{"servegen expected requests past MaxRequests", readServeGen, sg + "language,m,0,0,1000000,10000000,1,Gamma,1,1\n", "Σ rate_rps × window_len_s is 1e+13 requests; want at most MaxRequests (50000000)", ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := tt.open(strings.NewReader(tt.give))
+			_, err = readAll(t, src, err)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, tt.wantIs) {
+				t.Errorf("error = %.300v; want it to contain %q and wrap %v", err, tt.wantErr, tt.wantIs)
+			}
+			if err != nil && len(err.Error()) > 400 {
+				t.Errorf("error is %d bytes, want a short one", len(err.Error()))
+			}
+		})
+	}
+
+	// Six million rows without a checkpoint overflowed the goroutine stack
+	// (one recursive call per row); a loop reads them in constant stack.
+	t.Run("gentd26 skipped-row flood", func(t *testing.T) {
+		const n = 6_000_000
+		var b strings.Builder
+		b.WriteString(td)
+		for range n {
+			b.WriteString("2024-01-01 00:00:00,1,\n")
+		}
+		b.WriteString("2024-01-01 00:00:01,1,M0\n")
+		src, err := NewGenTD26(strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := ReadAll("td", FormatGenTD26, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Request{{At: time.Second, Model: 0, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: 1}}
+		if diff := cmp.Diff(want, tr.Requests); diff != "" || tr.Skipped != n {
+			t.Errorf("Skipped = %d, want %d; requests (-want +got):\n%s", tr.Skipped, n, diff)
+		}
+	})
+}
+
+func minuteCols(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("minute_" + strconv.Itoa(i+1))
+	}
+	return b.String()
+}
+
+// TestServeGenTokensSaturate: a draw past MaxInt32 saturates instead of
+// wrapping into a negative count.
+func TestServeGenTokensSaturate(t *testing.T) {
+	tests := []struct {
+		give float64
+		want int32
+	}{{-1, Unknown}, {0.4, 0}, {2.5e9, math.MaxInt32}, {math.Inf(1), math.MaxInt32}}
+	for _, tt := range tests {
+		if got := tokens(tt.give); got != tt.want {
+			t.Errorf("tokens(%g) = %d, want %d", tt.give, got, tt.want)
+		}
+	}
 }
