@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -111,8 +112,8 @@ func run(args []string) error {
 	} else {
 		return fmt.Errorf("cold-start %q: want a duration (60s) or an existing GenTD26 load-latency CSV", *cold)
 	}
-	if !(*prefill > 0) || !(*decode > 0) {
-		return fmt.Errorf("prefill-tps %s, decode-tps %s: want > 0", strconv.FormatFloat(*prefill, 'g', -1, 64), strconv.FormatFloat(*decode, 'g', -1, 64))
+	if err := validateServiceFlags(*prefill, *decode, *base); err != nil {
+		return err
 	}
 	cfg.Pool.Service.PerInputTokenS, cfg.Pool.Service.PerOutputTokenS, cfg.Pool.Service.BaseS = 1 / *prefill, 1 / *decode, base.Seconds()
 	cfg.Pool.Service.IgnoreExecTime = *tokenModel
@@ -133,6 +134,26 @@ func run(args []string) error {
 		return runTune(cfg, *traces, *write)
 	}
 	return replay.Run(cfg)
+}
+
+// validateServiceFlags checks the service-time flags by their own names
+// (replay.ServiceModel.Validate speaks of its fields: at most 3600 s per
+// token and 1 h of base overhead). +Inf tokens/s passed "> 0" and became
+// 0 s per token.
+func validateServiceFlags(prefill, decode float64, base time.Duration) error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"prefill-tps", prefill}, {"decode-tps", decode}} {
+		if !(f.v >= 1.0/3600) || math.IsInf(f.v, 0) {
+			errs = append(errs, fmt.Errorf("%s %s: want a finite rate of at least 1/3600 tokens per second per slot (one token an hour)", f.name, strconv.FormatFloat(f.v, 'g', -1, 64)))
+		}
+	}
+	if base < 0 || base > time.Hour {
+		errs = append(errs, fmt.Errorf("base-service %s: want 0..1h", base))
+	}
+	return errors.Join(errs...)
 }
 
 // runTune sweeps the shared traces and writes the settings file.

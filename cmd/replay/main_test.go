@@ -18,7 +18,15 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"cold start", []string{"--cold-start=soon"}, `cold-start "soon"`},
 		{"policy", []string{"--policies=magic"}, `policy "magic"`},
 		{"format", []string{"--format=parquet"}, `format "parquet"`},
-		{"decode", []string{"--decode-tps=0"}, "decode-tps 0: want > 0"},
+		{"decode", []string{"--decode-tps=0"}, "decode-tps 0: want a finite rate of at least 1/3600 tokens per second"},
+		// +Inf passed "> 0" and replayed with free prefill.
+		{"prefill infinite", []string{"--prefill-tps=Inf"}, "prefill-tps +Inf: want a finite rate of at least 1/3600 tokens per second"},
+		{"prefill NaN", []string{"--prefill-tps=NaN"}, "prefill-tps NaN: want a finite rate"},
+		// Reported as "service model PerOutputTokenS = 1e+300", no flag name.
+		{"decode tiny", []string{"--decode-tps=1e-300"}, "decode-tps 1e-300: want a finite rate"},
+		// Also reported "BaseS, PerInputTokenS and PerOutputTokenS are all 0", which they were not.
+		{"base negative", []string{"--base-service=-1s"}, "base-service -1s: want 0..1h"},
+		{"base past an hour", []string{"--base-service=2h"}, "base-service 2h0m0s: want 0..1h"},
 		{"stray argument", []string{"trace.csv"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {
