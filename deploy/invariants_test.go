@@ -247,6 +247,44 @@ func TestGracePeriodOutlastsDrain(t *testing.T) {
 	}
 }
 
+// TestHeldBytesFitMemoryLimit: in every render, the bytes the sidecar's front may hold
+// for all models together (--hold-max-total-bytes, its own default 256 MiB when the flag is
+// absent) are at most half the sidecar's memory limit, so a pod holding its full budget
+// during a model load is not OOM-killed.
+func TestHeldBytesFitMemoryLimit(t *testing.T) {
+	saw := false
+	for _, rc := range renderCases {
+		t.Run(rc.name, func(t *testing.T) {
+			o := renderObjects(t, rc)
+			for _, d := range o.deployments {
+				sc, ok := sidecar(d.Spec.Template.Spec)
+				if !ok {
+					continue
+				}
+				saw = true
+				held := int64(256 << 20)
+				if v, ok := argMap(sc.Args)["hold-max-total-bytes"]; ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						t.Fatalf("%s: --hold-max-total-bytes=%q: %v", d.Name, v, err)
+					}
+					held = n
+				}
+				limit, ok := sc.Resources.Limits[corev1.ResourceMemory]
+				if !ok {
+					t.Fatalf("%s: sidecar without a memory limit", d.Name)
+				}
+				if 2*held > limit.Value() {
+					t.Errorf("%s: --hold-max-total-bytes %d > half the sidecar's memory limit %s", d.Name, held, limit.String())
+				}
+			}
+		})
+	}
+	if !saw {
+		t.Error("no render case has a residency sidecar")
+	}
+}
+
 // TestRBACExact pins every Role's rules and that bindings only bind the chart's own
 // ServiceAccounts to the chart's own Roles.
 func TestRBACExact(t *testing.T) {

@@ -123,6 +123,8 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		want.MIGProfile, want.PrometheusAddress, want.Namespace = "1g.10gb", chartProm, namespace
 		// The inference front takes the pool's gRPC port; Triton's gRPC moves behind it.
 		want.InferenceListen, want.TritonAddress = ":8001", "127.0.0.1:8101"
+		// The held-bytes bound fits the container's 128Mi memory limit (values.yaml).
+		want.HoldMaxTotalBytes = 64 << 20
 		if diff := cmp.Diff(want, residencyConfig(t, decls, sc)); diff != "" {
 			t.Errorf("rendered sidecar flags differ from residency.DefaultConfig() (-want +got):\n%s", diff)
 		}
@@ -155,6 +157,8 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 			"drainTimeout":       {dur("drainTimeout"), d.DrainTimeout},
 			"propagationDelay":   {dur("propagationDelay"), d.PropagationDelay},
 			"drainPollInterval":  {dur("drainPollInterval"), d.DrainPollInterval},
+			// Deliberately below cmd/residency's 256 MiB: half the sidecar's 128Mi limit.
+			"holdMaxTotalBytes": {num("holdMaxTotalBytes"), int64(64 << 20)},
 		}
 		for k, p := range got {
 			if !cmp.Equal(p.Chart, p.Go) {
@@ -456,7 +460,6 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 			"hold-timeout":          "the inference front's bounds keep cmd/residency's defaults (docs/residency.md, Hold and fail fast); residency.extraArgs overrides them",
 			"hold-max-requests":     "as hold-timeout",
 			"hold-max-bytes":        "as hold-timeout",
-			"hold-max-total-bytes":  "as hold-timeout",
 			"max-request-bytes":     "as hold-timeout",
 			"retry-pushback":        "as hold-timeout",
 			"inference-http-listen": "off in the chart: it routes gRPC through the front; Triton's HTTP port (and its probes) stay Triton's",

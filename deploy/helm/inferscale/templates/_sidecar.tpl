@@ -41,6 +41,7 @@ Its flags are cmd/residency's. */}}
     - --drain-timeout={{ $rc.drainTimeout }}
     - --propagation-delay={{ $rc.propagationDelay }}
     - --drain-poll-interval={{ $rc.drainPollInterval }}
+    - --hold-max-total-bytes={{ $rc.holdMaxTotalBytes | int64 }}
     {{- with $r.extraArgs }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
