@@ -451,6 +451,7 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 				"tls-cert-file":      "only with scaler.tls.enabled (the tls case checks the files are mounted)",
 				"tls-key-file":       "only with scaler.tls.enabled",
 				"tls-client-ca-file": "only with scaler.tls.clientAuth",
+				"max-triggers":       "cmd/scaler's default (10,000, the count the scaler's memory limit is sized for, docs/scaler.md); scaler.extraArgs overrides it",
 			}},
 		{"residency", residencyFlagDecls(t), sc.Args, map[string]string{
 			"namespace":             "defaults to $POD_NAMESPACE, which the chart sets from the downward API",

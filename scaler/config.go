@@ -72,6 +72,16 @@ type Config struct {
 	// series) measured 190 MiB RSS after one scrape. Default 1000
 	// (≈ 20,000 series, ≈ 15 MiB transient), range [0, 1000000]; 0: no bound.
 	ObjectMetricsMaxTriggers int
+	// MaxTriggers bounds the triggers (ScaledObject, metadata) registered
+	// at once; a new one past it is answered ResourceExhausted naming
+	// --max-triggers, until unused triggers are forgotten (ForgetAfter).
+	// Each costs memory and queries per refresh, and any gRPC caller can
+	// invent them: 20,000 custom triggers of three distinct queries each
+	// measured 597 MiB RSS and 60,000 queries per refresh, far past the
+	// chart's 128Mi limit. Default 10,000, the count the scaler's memory is
+	// measured and sized for (docs/scaler.md, "Memory"), range
+	// [1, 1000000].
+	MaxTriggers int
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string
 	// LogFormat is json or text. Default "json".
@@ -92,6 +102,7 @@ func DefaultConfig() Config {
 		GracefulStopTimeout:      10 * time.Second,
 		ObjectMetrics:            true,
 		ObjectMetricsMaxTriggers: 1000,
+		MaxTriggers:              10000,
 		LogLevel:                 "info",
 		LogFormat:                "json",
 	}
@@ -147,6 +158,9 @@ func (c Config) Validate() error {
 	}
 	if c.ObjectMetricsMaxTriggers < 0 || c.ObjectMetricsMaxTriggers > 1000000 {
 		errs = append(errs, fmt.Errorf("ObjectMetricsMaxTriggers (--object-metrics-max-triggers) %d: must be in [0, 1000000] (0: no bound)", c.ObjectMetricsMaxTriggers))
+	}
+	if c.MaxTriggers < 1 || c.MaxTriggers > 1000000 {
+		errs = append(errs, fmt.Errorf("MaxTriggers (--max-triggers) %d: must be in [1, 1000000]", c.MaxTriggers))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)

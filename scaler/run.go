@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		ForgetAfter:         cfg.ForgetAfter,
 		WatchNamespace:      cfg.WatchNamespace,
 		FirstEvaluationWait: DefaultFirstEvaluationWait,
+		MaxTriggers:         cfg.MaxTriggers,
 	}, signals, targets, log.With("component", "server"), hs)
 	if err != nil {
 		return err

@@ -100,6 +100,12 @@ type ServerConfig struct {
 	// this bound. 0: no wait. Range [0, 1s]; the scaler uses
 	// DefaultFirstEvaluationWait.
 	FirstEvaluationWait time.Duration
+	// MaxTriggers bounds the triggers registered at once (Config's
+	// MaxTriggers, --max-triggers): a new trigger past it is answered
+	// ResourceExhausted and costs nothing, so a caller inventing
+	// ScaledObjects or metadata cannot grow memory and the queries sent to
+	// Prometheus without end. 0: no bound.
+	MaxTriggers int
 }
 
 // Server implements KEDA's externalscaler.ExternalScalerServer. RPCs read
@@ -160,6 +166,9 @@ func NewServer(cfg ServerConfig, signals Signals, targets Targets, log *slog.Log
 	}
 	if cfg.FirstEvaluationWait < 0 || cfg.FirstEvaluationWait > time.Second {
 		errs = append(errs, fmt.Errorf("FirstEvaluationWait %v: must be in [0s, 1s]", cfg.FirstEvaluationWait))
+	}
+	if cfg.MaxTriggers < 0 {
+		errs = append(errs, fmt.Errorf("MaxTriggers %d: must be ≥ 0 (0: no bound)", cfg.MaxTriggers))
 	}
 	if signals == nil {
 		errs = append(errs, errors.New("signals: must not be nil"))
@@ -225,6 +234,9 @@ func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger,
 
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
+	}
+	if err := s.full(ref); err != nil { // before any parsing or subscribing
+		return nil, err
 	}
 	select {
 	case s.registering <- struct{}{}:
@@ -298,12 +310,39 @@ func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (
 		old.lastUsed.Store(now.UnixNano())
 		return old, nil
 	}
+	if m := s.cfg.MaxTriggers; m > 0 && len(s.triggers) >= m { // filled by concurrent registrations
+		s.mu.Unlock()
+		tr.close()
+		return nil, s.fullError(ref, m)
+	}
 	s.triggers[name] = tr
 	s.mu.Unlock()
 	s.log.Info("trigger registered", "namespace", tr.namespace, "scaledObject", tr.name, "metric", name,
 		"engine", p.Engine, "model", p.Model)
 	s.evaluate(tr, now)
 	return tr, nil
+}
+
+// full returns ResourceExhausted when MaxTriggers triggers are registered.
+func (s *Server) full(ref *pb.ScaledObjectRef) error {
+	m := s.cfg.MaxTriggers
+	if m <= 0 {
+		return nil
+	}
+	s.mu.RLock()
+	n := len(s.triggers)
+	s.mu.RUnlock()
+	if n < m {
+		return nil
+	}
+	return s.fullError(ref, m)
+}
+
+func (s *Server) fullError(ref *pb.ScaledObjectRef, m int) error {
+	return status.Errorf(codes.ResourceExhausted,
+		"ScaledObject %s/%s: not registered: the scaler already serves %d triggers, its limit (--max-triggers); "+
+			"a trigger KEDA has not called about for --forget-after (%v) is dropped and frees a place",
+		ref.GetNamespace(), ref.GetName(), m, s.cfg.ForgetAfter)
 }
 
 func (t *trigger) close() {

@@ -101,18 +101,25 @@ func newHarness(t *testing.T, targets Targets) *harness {
 // newHarnessIn is newHarness for a scaler with --watch-namespace=watchNamespace.
 func newHarnessIn(t *testing.T, targets Targets, watchNamespace string) *harness {
 	t.Helper()
+	return newHarnessConfig(t, targets, func(c *ServerConfig) { c.WatchNamespace = watchNamespace })
+}
+
+// newHarnessConfig is newHarness with edit applied to the ServerConfig.
+func newHarnessConfig(t *testing.T, targets Targets, edit func(*ServerConfig)) *harness {
+	t.Helper()
 	h := &harness{clock: &fakeClock{t: t0}, sig: newFakeSignals(), reg: prometheus.NewRegistry()}
 	hs := health.NewServer()
 	var tg Targets
 	if targets != nil {
 		tg = targets
 	}
-	srv, err := NewServer(ServerConfig{
+	cfg := ServerConfig{
 		Defaults:        Defaults{PrometheusAddress: "http://prometheus:9090"},
 		RefreshInterval: 5 * time.Second,
 		ForgetAfter:     10 * time.Minute,
-		WatchNamespace:  watchNamespace,
-	}, h.sig, tg, nil, hs)
+	}
+	edit(&cfg)
+	srv, err := NewServer(cfg, h.sig, tg, nil, hs)
 	if err != nil {
 		t.Fatal(err)
 	}

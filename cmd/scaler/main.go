@@ -60,6 +60,7 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.DurationVar(&c.GracefulStopTimeout, "graceful-stop-timeout", c.GracefulStopTimeout, "wait this long for in-flight RPCs on SIGTERM [0s, 5m]")
 	fs.BoolVar(&c.ObjectMetrics, "object-metrics", c.ObjectMetrics, "export per-ScaledObject decision series on /metrics (up to 20 per ScaledObject)")
 	fs.IntVar(&c.ObjectMetricsMaxTriggers, "object-metrics-max-triggers", c.ObjectMetricsMaxTriggers, "export per-ScaledObject series only while at most this many triggers are registered (a scrape holds every series in memory); 0: no bound")
+	fs.IntVar(&c.MaxTriggers, "max-triggers", c.MaxTriggers, "ScaledObject triggers registered at once [1, 1000000]; a new one past it is answered ResourceExhausted until unused ones are forgotten (--forget-after)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 }
