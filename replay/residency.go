@@ -140,8 +140,35 @@ type ResidencyResult struct {
 	// eviction.
 	WaitS    float64
 	Unserved int
+	// Stall splits WaitS by what each waiting request waited on.
+	Stall StallSources
+	// Refusals counts, for inferscale, each plan's refusals of loads that
+	// requests wait for, by cause (one count per model and plan).
+	Refusals RefusalCounts
 	// Series is resident GiB per sample step.
 	Series []ResidentSample
+}
+
+// StallSources splits the load stall (ResidencyResult.WaitS) of every
+// request by what it waited on, in seconds; the four sum to WaitS.
+// OwnLoadS: its model's own load, from the later of the request's arrival
+// and the load's start to the load's end. BehindS: other models' loads,
+// while the one loader was busy with them. IdleS: the loader idle while the
+// request waited — its load not yet started: refused (RefusalCounts), or
+// the controller's pause between steps (250 ms after each), or the loop not
+// yet woken. UnservedS: the wait of requests never served, to the end.
+type StallSources struct {
+	OwnLoadS, BehindS, IdleS, UnservedS float64
+}
+
+// RefusalCounts counts inferscale's refusals (plan.Refusal) of loads that
+// requests wait for, once per model and plan, by cause: Unworthy (the load
+// would evict more worth than it brings), Young (no room, and a READY model
+// within its minimum residency — the anti-thrash rule, plan.MinResidency —
+// holds memory), NoRoom (no room with no model young: busy, loading or
+// higher-ranked models hold it).
+type RefusalCounts struct {
+	Unworthy, Young, NoRoom int
 }
 
 // ResidentSample is the resident memory and model count at TimeS.
@@ -171,7 +198,9 @@ type resModel struct {
 	count    int
 	nextUse  float64
 	pending  []float64
-	gds      float64 // GreedyDual-Size's H
+	idleAt   []float64 // the loader's cumulative idle seconds at each pending arrival
+	loadAt   float64   // when its current load started
+	gds      float64   // GreedyDual-Size's H
 	est      plan.DecayedRate
 }
 
@@ -192,6 +221,22 @@ type resSim struct {
 	loadQ   []int32
 	loading int32
 	doneAt  float64
+	// idleS is the loader's idle seconds up to idleMark (while loading < 0).
+	idleS, idleMark float64
+}
+
+// idleUntil is the loader's cumulative idle seconds at t (t not before the last load change).
+func (s *resSim) idleUntil(t float64) float64 {
+	if s.loading >= 0 {
+		return s.idleS
+	}
+	return s.idleS + max(t-s.idleMark, 0)
+}
+
+// hold queues a request arriving at t for model m, which is not ready.
+func (s *resSim) hold(m *resModel, t float64) {
+	m.pending = append(m.pending, t)
+	m.idleAt = append(m.idleAt, s.idleUntil(t))
 }
 
 func newResSim(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duration, budget int64, name string) *resSim {
@@ -211,21 +256,30 @@ func (s *resSim) finishLoad(t float64) int32 {
 	m.state, m.since = rmReady, t
 	s.res.Loads++
 	s.res.BytesLoaded += m.size
-	for _, a := range m.pending {
+	idleAtStart := s.idleS
+	for k, a := range m.pending {
 		s.res.WaitS += t - a
+		own := t - max(a, m.loadAt)
+		idle := idleAtStart - m.idleAt[k]
+		s.res.Stall.OwnLoadS += own
+		s.res.Stall.IdleS += idle
+		s.res.Stall.BehindS += t - a - own - idle
 	}
 	if len(m.pending) > 0 {
 		m.lastUsed = t
 	}
-	m.pending = m.pending[:0]
+	m.pending, m.idleAt = m.pending[:0], m.idleAt[:0]
 	id := s.loading
 	s.loading, s.doneAt = -1, math.Inf(1)
+	s.idleMark = t
 	return id
 }
 
 func (s *resSim) startLoad(id int32, t float64) {
 	m := &s.models[id]
 	m.state = rmLoading
+	m.loadAt = t
+	s.idleS = s.idleUntil(t)
 	s.loading = id
 	s.doneAt = t + m.load.Seconds()
 }
@@ -244,6 +298,7 @@ func (s *resSim) finish(end float64) ResidencyResult {
 	for i := range s.models {
 		for _, a := range s.models[i].pending {
 			s.res.WaitS += end - a
+			s.res.Stall.UnservedS += end - a
 			s.res.Unserved++
 		}
 	}
@@ -357,11 +412,11 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 			m.gds = gdsH(m)
 		case rmOff:
 			m.state = rmQueued
-			m.pending = append(m.pending, t)
+			s.hold(m, t)
 			s.loadQ = append(s.loadQ, r.Model)
 			startNext(t)
 		default:
-			m.pending = append(m.pending, t)
+			s.hold(m, t)
 		}
 	}
 	end := tr.Duration().Seconds()
@@ -376,7 +431,8 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 
 func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 
-// runPlan replays plan.Plan, the residency controller's pure decision:
+// runPlan replays plan.Decide (plan.Plan's actions; its refusals are
+// counted in Refusals), the residency controller's pure decision:
 // every LoopInterval the controller observes the loaded set, each model's
 // expected demand — a plan.DecayedRate of its arrivals (half-life
 // plan.DefaultHalfLife), counting requests for models not loaded (as the
@@ -438,7 +494,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				s.res.Hits++
 				m.lastUsed = at
 			} else {
-				m.pending = append(m.pending, at)
+				s.hold(m, at)
 			}
 		}
 		for s.doneAt <= t {
@@ -498,7 +554,28 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					sub.Models = append(sub.Models, cat.Models[id])
 				}
 			}
-			actions := plan.Plan(sub, bud, obs, demand, now)
+			dec := plan.Decide(sub, bud, obs, demand, now)
+			actions := dec.Actions
+			young := 0 // 1: a young model holds memory, −1: none, 0: not yet looked at
+			for _, r := range dec.Refused {
+				switch {
+				case r.Reload:
+				case r.Unworthy:
+					s.res.Refusals.Unworthy++
+				default:
+					if young == 0 {
+						young = -1
+						if youngHolds(sub, obs, now) {
+							young = 1
+						}
+					}
+					if young > 0 {
+						s.res.Refusals.Young++
+					} else {
+						s.res.Refusals.NoRoom++
+					}
+				}
+			}
 			lastPlan, changed = t, false
 			// As the controller's step: the plan's leading unloads, or else its first load,
 			// which the step waits for.
@@ -724,4 +801,14 @@ func AutoBudgetModels(tr *Trace) float64 {
 	sum += float64(len(seen))
 	n++
 	return math.Max(4, math.Round(sum/n/2))
+}
+
+// youngHolds reports whether a READY model of obs is within its minimum residency at now.
+func youngHolds(cat plan.Catalog, obs plan.Observed, now time.Time) bool {
+	for name, st := range obs.Models {
+		if m, ok := cat.Model(name); ok && st.State == plan.StateReady && now.Sub(st.LoadedSince) < plan.MinResidency(cat, m) {
+			return true
+		}
+	}
+	return false
 }

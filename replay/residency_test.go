@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,55 @@ func TestResidencyGDS(t *testing.T) {
 			t.Errorf("%s: loads %d hits %d wait %g; want %d, %d, %g", tt.policy, r.Loads, r.Hits, r.WaitS, tt.loads, tt.hits, tt.waitS)
 		}
 	}
+}
+
+// TestResidencyStallSources: the load stall split by what each request waited on, and the
+// refusals counted by cause, on hand-checked timelines.
+func TestResidencyStallSources(t *testing.T) {
+	req := func(at float64, m int32) Request {
+		return Request{At: time.Duration(at * 1e9), Model: m, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: Unknown}
+	}
+	cfg := DefaultResidencyConfig()
+	t.Run("lru: behind another load", func(t *testing.T) {
+		// a (60 s) requested at 0, b (8 s) at 1: a loads 0–60, b waits 1–60 behind it and
+		// loads 60–68. Stall: a 60 own; b 59 behind + 8 own.
+		tr := &Trace{Name: "behind", Models: []string{"a", "b"}, Requests: []Request{req(0, 0), req(1, 1)}}
+		r := runCache(tr, cfg, []int64{1 << 30, 1 << 30}, []time.Duration{60 * time.Second, 8 * time.Second}, 4<<30, ResidencyLRU, 60)
+		want := StallSources{OwnLoadS: 68, BehindS: 59}
+		if r.Stall != want || r.WaitS != 127 {
+			t.Errorf("stall %+v, wait %g; want %+v, 127", r.Stall, r.WaitS, want)
+		}
+	})
+	t.Run("inferscale: loop not woken", func(t *testing.T) {
+		// Without the wake on a held request, a request at 1 s waits for the 5 s tick: 4 s idle,
+		// then its 10 s load.
+		c := cfg
+		c.WakeOnHeld = false
+		tr := &Trace{Name: "tick", Models: []string{"a"}, Requests: []Request{req(1, 0)}}
+		r, err := runPlan(tr, c, []int64{1 << 30}, []time.Duration{10 * time.Second}, 4<<30, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := StallSources{OwnLoadS: 10, IdleS: 4}
+		if r.Stall != want || r.WaitS != 14 || r.Refusals != (RefusalCounts{}) {
+			t.Errorf("stall %+v, wait %g, refusals %+v; want %+v, 14, none", r.Stall, r.WaitS, r.Refusals, want)
+		}
+	})
+	t.Run("inferscale: young model holds the memory", func(t *testing.T) {
+		// a and b (6 GiB, 10 s) on 10 GiB. a requested at 0 loads 0–10; b at 11 finds a within
+		// its minimum residency (k × 10 s, until 20): refused at the wake (11) and the tick
+		// (16), a evicted at the tick at 21, b loads after the 250 ms pause, 21.25–31.25.
+		tr := &Trace{Name: "young", Models: []string{"a", "b"}, Requests: []Request{req(0, 0), req(11, 1)}}
+		r, err := runPlan(tr, cfg, []int64{6 << 30, 6 << 30}, []time.Duration{10 * time.Second, 10 * time.Second}, 10<<30, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := StallSources{OwnLoadS: 20, IdleS: 10.25}
+		if math.Abs(r.Stall.OwnLoadS-want.OwnLoadS) > 1e-6 || math.Abs(r.Stall.IdleS-want.IdleS) > 1e-6 || math.Abs(r.Stall.BehindS) > 1e-6 ||
+			r.Refusals != (RefusalCounts{Young: 2}) {
+			t.Errorf("stall %+v, refusals %+v; want %+v, 2 young", r.Stall, r.Refusals, want)
+		}
+	})
 }
 
 // TestResidencySummaryRows: one row per budget and policy, with the budget of each run.
@@ -119,6 +169,17 @@ func replayShared(t *testing.T, path, coldStart string) {
 			bel, _ := rc.Result(ResidencyBelady, budget)
 			if in.Unserved != 0 {
 				t.Errorf("%s at %d: %d requests failed or dropped", l.Name, budget, in.Unserved)
+			}
+			for _, r := range rc.Results {
+				if r.BudgetBytes != budget {
+					continue
+				}
+				st := r.Stall
+				if sum := st.OwnLoadS + st.BehindS + st.IdleS + st.UnservedS; math.Abs(sum-r.WaitS) > 1e-6*r.WaitS {
+					t.Errorf("%s at %d: stall sources sum to %g s, stall %g s", r.Policy, budget, sum, r.WaitS)
+				}
+				t.Logf("%s at %.1f GiB: stall %.1f h = own load %.1f + behind other loads %.1f + loader idle %.1f + unserved %.1f; refusals %+v",
+					r.Policy, float64(budget)/(1<<30), r.WaitS/3600, st.OwnLoadS/3600, st.BehindS/3600, st.IdleS/3600, st.UnservedS/3600, r.Refusals)
 			}
 			t.Logf("targets at %.1f GiB: stall ÷ LRU %.2f (≤ 0.7), ÷ Belady %.2f (≤ 1.3), hit %.4f vs LRU %.4f",
 				float64(budget)/(1<<30), in.WaitS/lru.WaitS, in.WaitS/bel.WaitS,
