@@ -28,8 +28,11 @@ func TestHostileQueryIsInvalidArgument(t *testing.T) {
 	tests := []struct {
 		name, key, query, want string
 	}{
+		{name: "100 KB", key: KeyQueueQuery, query: strings.Repeat("a+", 50<<10) + "a",
+			want: fmt.Sprintf("queueQuery: bad request: bad PromQL query: the query is %d bytes; the limit is %d bytes", 100<<10+1, prom.MaxQueryBytes)},
+		// Past MaxMetadataBytes the whole metadata is refused first, naming the largest key.
 		{name: "1 MB", key: KeyQueueQuery, query: strings.Repeat("a+", 1<<19) + "a",
-			want: fmt.Sprintf("queueQuery: bad request: bad PromQL query: the query is %d bytes; the limit is %d bytes", 1<<20+1, prom.MaxQueryBytes)},
+			want: `ScaledObject team-a/pool-1MB: scalerMetadata is 1048664 bytes (keys and values), the largest "queueQuery" (1048587 bytes); the limit is 163840 bytes (160 KiB: nine queries of at most 16384 bytes, and the other keys)`},
 		{name: "depth 8k", key: KeyRateQuery, query: strings.Repeat("(", 8000) + "up" + strings.Repeat(")", 8000),
 			want: fmt.Sprintf("rateQuery: bad request: bad PromQL query: the query nests 8000 deep; the limit is depth %d", prom.MaxQueryDepth)},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -76,5 +77,51 @@ func TestMaxTriggersConfig(t *testing.T) {
 	}
 	if _, err := NewServer(ServerConfig{RefreshInterval: time.Second, ForgetAfter: time.Second, MaxTriggers: -1}, newFakeSignals(), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "MaxTriggers -1: must be ≥ 0") {
 		t.Errorf("NewServer(MaxTriggers -1) = %v", err)
+	}
+}
+
+// TestHostileRefs: a reference no ScaledObject can have is refused before anything is
+// kept, and no error repeats more than 64 bytes of what the caller sent (a 3 MiB metric
+// name came back whole in the NotFound message).
+func TestHostileRefs(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		give *pb.ScaledObjectRef
+		want string
+	}{
+		{"namespace past 63 bytes", ref(strings.Repeat("n", 64), "pool", queueMeta()),
+			`scaledObjectRef.namespace "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn": must be a Kubernetes namespace name, at most 63 bytes`},
+		{"1 MiB namespace", ref(strings.Repeat("n", 1<<20), "pool", queueMeta()), `… (1048576 bytes): must be a Kubernetes namespace name, at most 63 bytes`},
+		{"name past 253 bytes", ref("team-a", strings.Repeat("p", 254), queueMeta()), `… (254 bytes): must be a Kubernetes object name, at most 253 bytes`},
+		{"metadata past 160 KiB", ref("team-a", "pool", queueMeta("model", strings.Repeat("m", 160<<10))),
+			`ScaledObject team-a/pool: scalerMetadata is 163956 bytes (keys and values), the largest "model" (163845 bytes); the limit is 163840 bytes`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for name, call := range h.everyRPC(ctx, tt.give) {
+				st := status.Convert(call())
+				if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), tt.want) {
+					t.Errorf("%s: %v %.300q, want InvalidArgument containing %q", name, st.Code(), st.Message(), tt.want)
+				}
+				if len(st.Message()) > 400 {
+					t.Errorf("%s: a %d-byte message", name, len(st.Message()))
+				}
+			}
+		})
+	}
+	if got := h.srv.Triggers(); got != 0 {
+		t.Errorf("Triggers() = %d after refused refs, want 0", got)
+	}
+
+	r := ref("team-a", "pool", queueMeta())
+	if _, err := h.client.GetMetricSpec(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: strings.Repeat("z", 3<<20)})
+	st := status.Convert(err)
+	if want := `metric "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"… (3145728 bytes) is not served for ScaledObject team-a/pool`; st.Code() != codes.NotFound || !strings.HasPrefix(st.Message(), want) || len(st.Message()) > 400 {
+		t.Errorf("GetMetrics with a 3 MiB name: %v %.300q (%d bytes), want NotFound starting %q", st.Code(), st.Message(), len(st.Message()), want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
@@ -217,6 +218,9 @@ func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger,
 	if ref == nil || ref.GetName() == "" || ref.GetNamespace() == "" {
 		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef: name and namespace are required")
 	}
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
 	if ns := s.cfg.WatchNamespace; ns != "" && ref.GetNamespace() != ns {
 		return nil, status.Errorf(codes.InvalidArgument,
 			"ScaledObject %s/%s: namespace %q is not served: this scaler watches only namespace %q (--watch-namespace)",
@@ -259,6 +263,42 @@ func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger,
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
+}
+
+// MaxMetadataBytes bounds a trigger's metadata, keys and values together:
+// nine queries (queue, rate, activity, ready, running, serviceTime,
+// dispersion, uniqueRate, verified) at prom.MaxQueryBytes are 144 KiB, and
+// 16 KiB more is far more than every other key needs. A registered trigger
+// keeps its metadata, so without it MaxTriggers triggers of gRPC's 4 MiB
+// messages could hold 40 GB.
+const MaxMetadataBytes = 160 << 10
+
+// checkRef refuses, InvalidArgument, a reference no ScaledObject can have:
+// a namespace longer than a DNS-1123 label (63 bytes), a name longer than a
+// DNS-1123 subdomain (253 bytes), or metadata past MaxMetadataBytes. Each is
+// kept per trigger, and only a caller other than KEDA sends them. (The
+// characters are not checked: the namespace reaches PromQL only as a
+// matcher value, and the metric name is sanitized.)
+func checkRef(ref *pb.ScaledObjectRef) error {
+	if n := len(ref.GetNamespace()); n > validation.DNS1123LabelMaxLength {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace %s: must be a Kubernetes namespace name, at most %d bytes", echo(ref.GetNamespace()), validation.DNS1123LabelMaxLength)
+	}
+	if n := len(ref.GetName()); n > validation.DNS1123SubdomainMaxLength {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name %s: must be a Kubernetes object name, at most %d bytes", echo(ref.GetName()), validation.DNS1123SubdomainMaxLength)
+	}
+	n, largest := 0, ""
+	md := ref.GetScalerMetadata()
+	for k, v := range md {
+		n += len(k) + len(v)
+		if l := len(k) + len(v); l > len(largest)+len(md[largest]) || l == len(largest)+len(md[largest]) && k < largest {
+			largest = k
+		}
+	}
+	if n > MaxMetadataBytes {
+		return status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: scalerMetadata is %d bytes (keys and values), the largest %s (%d bytes); the limit is %d bytes (160 KiB: nine queries of at most %d bytes, and the other keys)",
+			ref.GetNamespace(), ref.GetName(), n, echo(largest), len(largest)+len(md[largest]), MaxMetadataBytes, prom.MaxQueryBytes)
+	}
+	return nil
 }
 
 // register parses ref's metadata, subscribes its signals and evaluates it
@@ -558,8 +598,8 @@ func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 		return nil, err
 	}
 	if req.GetMetricName() != tr.metric {
-		return nil, status.Errorf(codes.NotFound, "metric %q is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
-			req.GetMetricName(), tr.namespace, tr.name, tr.metric)
+		return nil, status.Errorf(codes.NotFound, "metric %s is not served for ScaledObject %s/%s with this metadata (it advertises %q)",
+			echo(req.GetMetricName()), tr.namespace, tr.name, tr.metric)
 	}
 	rec, err := s.answer(ctx, tr)
 	if err != nil {
