@@ -26,14 +26,23 @@ type SLO struct {
 	MaxErrorRate float64
 }
 
+// MaxWindow and MaxWindowRequests bound a window: up to MaxWindows of them make a level,
+// so --window=100000h measured one level for 114 years. An hour is 720 times
+// perf_analyzer's 5 s default; 100,000 arrivals are 2,000 times its 50 and resolve a p99 from
+// 1,000 requests above it, while a window's latencies stay under 1 MB.
+const (
+	MaxWindow         = time.Hour
+	MaxWindowRequests = 100_000
+)
+
 // MeasureConfig is how one rate level is measured.
 type MeasureConfig struct {
 	// Window is the shortest measurement window (perf_analyzer's --measurement-interval,
-	// default 5 s there). Range: > 0.
+	// default 5 s there). Range: (0, MaxWindow].
 	Window time.Duration
 	// MinWindowRequests stretches the window at low rates to hold at least this many expected
 	// arrivals (window = max(Window, MinWindowRequests ÷ rate)); 50 is perf_analyzer's
-	// --measurement-request-count default. Range: >= 1.
+	// --measurement-request-count default. Range: [1, MaxWindowRequests].
 	MinWindowRequests int
 	// MaxWindows ends an unstable level (perf_analyzer's --max-trials, default 10). The first
 	// window is warm-up and never counts. Range: >= StableWindows + 1.
@@ -88,11 +97,11 @@ func (c MeasureConfig) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
-	if c.Window <= 0 {
-		bad("window (--window) is %v, want > 0", c.Window)
+	if c.Window <= 0 || c.Window > MaxWindow {
+		bad("window (--window) is %v, want (0, %v]", c.Window, MaxWindow)
 	}
-	if c.MinWindowRequests < 1 {
-		bad("minWindowRequests (--min-window-requests) is %d, want >= 1", c.MinWindowRequests)
+	if c.MinWindowRequests < 1 || c.MinWindowRequests > MaxWindowRequests {
+		bad("minWindowRequests (--min-window-requests) is %d, want 1..%d", c.MinWindowRequests, MaxWindowRequests)
 	}
 	if c.MaxWindows < StableWindows+1 || c.MaxWindows > 1000 {
 		bad("maxWindows (--max-windows) is %d, want %d..1000 (one warm-up window, then %d to agree)", c.MaxWindows, StableWindows+1, StableWindows)

@@ -144,11 +144,8 @@ func (c Config) Validate() error {
 	if c.ConnectTimeout <= 0 {
 		bad("--connect-timeout %v: want > 0", c.ConnectTimeout)
 	}
-	search := c.Search
-	if search.StartRPS == 0 { // probed by Run
-		search.StartRPS = max(search.MinRPS, math.SmallestNonzeroFloat64)
-	}
-	return errors.Join(append(errs, c.Measure.Validate(), search.Validate())...)
+	// StartRPS 0 is probed by Run.
+	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0))...)
 }
 
 // probeRequests is how many requests, one at a time, estimate the service time when
@@ -202,6 +199,22 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		LoadShape: record.LoadShape{Arrivals: "poisson", SLOLatencySeconds: cfg.Measure.SLO.Latency.Seconds(),
 			SLOQuantile: cfg.Measure.SLO.Quantile, MaxErrorRate: cfg.Measure.SLO.MaxErrorRate,
 			WindowSeconds: cfg.Measure.Window.Seconds(), MaxWindows: cfg.Measure.MaxWindows, Stability: cfg.Measure.Stability, Seed: cfg.Seed},
+	}
+	// Bad input files are refused before the target is contacted or a model loaded.
+	var loaded *replay.Loaded
+	if cfg.Trace != "" {
+		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
+		if err != nil {
+			return Written{}, fmt.Errorf("%w: --trace: %w", ErrInvalidConfig, err)
+		}
+		if l.Trace == nil {
+			return Written{}, fmt.Errorf("%w: --trace %s: a %s trace has no per-request arrival times", ErrInvalidConfig, cfg.Trace, l.Format)
+		}
+		loaded = l
+	}
+	// A record that cannot be written is found out now, not after minutes of measuring.
+	if err := checkWritable(cfg.OutDir); err != nil {
+		return Written{}, fmt.Errorf("%w: --out: %w", ErrInvalidConfig, err)
 	}
 	var limits []string
 	note := func(format string, args ...any) { limits = append(limits, fmt.Sprintf(format, args...)) }
@@ -304,14 +317,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	}
 
 	var trace []time.Duration // arrival times of --trace
-	if cfg.Trace != "" {
-		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
-		if err != nil {
-			return Written{}, fmt.Errorf("--trace: %w", err)
-		}
-		if l.Trace == nil {
-			return Written{}, fmt.Errorf("--trace %s: a %s trace has no per-request arrival times", cfg.Trace, l.Format)
-		}
+	if l := loaded; l != nil {
 		var pairs [][2]int
 		for _, r := range l.Trace.Requests {
 			trace = append(trace, r.At)
@@ -389,6 +395,19 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		return out, fmt.Errorf("%w: %s on %s: %s", ErrRefused, cfg.Model, cfg.Profile, strings.Join(rec.Verdict.Limits, "; "))
 	}
 	return out, nil
+}
+
+// checkWritable makes dir (as the record's write will) and creates and removes a file in it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".capacity-write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // fillFromSearch puts μ, the figures at μ, the curve and the scaler's k and S in rec.

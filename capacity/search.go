@@ -21,7 +21,8 @@ type SearchConfig struct {
 	StartRPS float64
 	// StepFactor multiplies the rate while levels pass. Range: > 1.
 	StepFactor float64
-	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range: (0, 1).
+	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range:
+	// [MinPrecision, 1).
 	Precision float64
 	// MaxRPS caps the step-up; reaching it ends the search with μ = the highest passing rate
 	// (a limit the record notes). Range: >= StartRPS.
@@ -36,27 +37,48 @@ func DefaultSearchConfig() SearchConfig {
 	return SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 100000, MinRPS: 0.1}
 }
 
+// MinPrecision is the finest Precision accepted: 0.1 %, already finer than a level's own
+// noise (a window of 50 Poisson arrivals varies by 14 %). 1e-300 never ended: bisection
+// reaches adjacent floats, where (fail − pass) ÷ pass stays near 1e-16, one measured level
+// after another.
+const MinPrecision = 1e-3
+
 // Validate returns every violation, each naming the field (and its flag) and range.
-func (c SearchConfig) Validate() error {
+func (c SearchConfig) Validate() error { return c.validate(false) }
+
+// validate is Validate; probed says StartRPS is 0, to be probed (Config.Validate): MinRPS
+// and MaxRPS are then checked against each other, not against a start rate the user never
+// gave.
+func (c SearchConfig) validate(probed bool) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	if !(c.StartRPS > 0) || !finite(c.StartRPS) {
+	if !probed && (!(c.StartRPS > 0) || !finite(c.StartRPS)) {
 		bad("startRPS (--start-rate) is %v, want > 0", c.StartRPS)
 	}
 	if !(c.StepFactor > 1) || !finite(c.StepFactor) || c.StepFactor > 100 {
 		bad("stepFactor (--step-factor) is %v, want (1, 100]", c.StepFactor)
 	}
-	if !(c.Precision > 0 && c.Precision < 1) {
-		bad("precision (--precision) is %v, want (0, 1)", c.Precision)
+	if !(c.Precision >= MinPrecision && c.Precision < 1) {
+		bad("precision (--precision) is %v, want [%g, 1)", c.Precision, MinPrecision)
 	}
-	if !(c.MaxRPS >= c.StartRPS) || !finite(c.MaxRPS) {
-		bad("maxRPS (--max-rate) is %v, want >= startRPS %v", c.MaxRPS, c.StartRPS)
-	}
-	if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
-		bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
+	switch {
+	case probed:
+		if !(c.MaxRPS > 0) || !finite(c.MaxRPS) {
+			bad("maxRPS (--max-rate) is %v, want a finite rate > 0", c.MaxRPS)
+		}
+		if !(c.MinRPS > 0 && c.MinRPS <= c.MaxRPS) {
+			bad("minRPS (--min-rate) is %v, want (0, maxRPS %v]", c.MinRPS, c.MaxRPS)
+		}
+	default:
+		if !(c.MaxRPS >= c.StartRPS) || !finite(c.MaxRPS) {
+			bad("maxRPS (--max-rate) is %v, want >= startRPS %v", c.MaxRPS, c.StartRPS)
+		}
+		if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
+			bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -159,6 +181,9 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 	}
 	for (hi-lo)/lo > cfg.Precision {
 		mid := (lo + hi) / 2
+		if mid <= lo || mid >= hi { // adjacent floats: nothing left between them
+			break
+		}
 		ok, err := try(mid)
 		if err != nil {
 			return finish(err)

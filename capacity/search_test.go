@@ -120,3 +120,23 @@ func TestSearchClientBoundAfterPass(t *testing.T) {
 		t.Errorf("μ %v, limits %q, err %v; want μ 20 with a client-bound limit", res.MuRPS, res.Limits, err)
 	}
 }
+
+// TestSearchFinestPrecision: at MinPrecision the search ends within 0.1 % below the
+// limit in a bounded number of levels; a finer precision, which bisected for ever (adjacent
+// floats never get within 1e-300 of each other), is refused naming the flag.
+func TestSearchFinestPrecision(t *testing.T) {
+	const limit = 123.456
+	var tried []float64
+	res, err := capacity.Search(context.Background(), capacity.SearchConfig{StartRPS: 100, StepFactor: 2, Precision: capacity.MinPrecision, MaxRPS: 1e5, MinRPS: 1},
+		threshold(limit, &tried))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.MuRPS > limit || res.MuRPS < limit*(1-capacity.MinPrecision) || len(tried) > 20 {
+		t.Errorf("μ = %v after %d levels, want within 0.1 %% below %v in at most 20", res.MuRPS, len(tried), limit)
+	}
+	err = capacity.SearchConfig{StartRPS: 1, StepFactor: 2, Precision: 1e-300, MaxRPS: 10, MinRPS: 1}.Validate()
+	if err == nil || !contains(err.Error(), "precision (--precision) is 1e-300, want [0.001, 1)") {
+		t.Errorf("Validate(precision 1e-300) = %v", err)
+	}
+}

@@ -76,7 +76,7 @@ func (t TritonTarget) Describe() string {
 func InferRequest(model, sampleFile string, inputs []string) (*inference.ModelInferRequest, error) {
 	req := &inference.ModelInferRequest{}
 	if sampleFile != "" {
-		data, err := os.ReadFile(sampleFile)
+		data, err := readBounded(sampleFile, maxInputDataBytes)
 		if err != nil {
 			return nil, fmt.Errorf("--input-data: %w", err)
 		}
@@ -94,6 +94,29 @@ func InferRequest(model, sampleFile string, inputs []string) (*inference.ModelIn
 		req.RawInputContents = append(req.RawInputContents, raw)
 	}
 	return req, nil
+}
+
+// maxInputDataBytes bounds the --input-data file: maxTensorBytes of tensor content, which
+// protobuf JSON spells in base64 (4/3) or as numbers (more), with room for the rest. A 2 GB
+// file was read whole before the JSON was refused.
+const maxInputDataBytes = 4 * maxTensorBytes
+
+// readBounded reads the file at path, refusing one longer than limit bytes without reading
+// past it.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
+	}
+	return data, nil
 }
 
 // datatypeBytes is the element size of each KServe v2 tensor datatype of fixed size.

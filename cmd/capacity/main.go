@@ -100,7 +100,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "capacity:", err)
+		if !errors.Is(err, capacity.ErrInvalidConfig) { // those already start "capacity: invalid config"
+			fmt.Fprint(stderr, "capacity: ")
+		}
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	out, err := capacity.Run(ctx, cfg, stderr)
@@ -109,6 +112,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			out.Path, out.Record.SLOThroughputRPS, 100*cfg.Measure.SLO.Quantile, cfg.Measure.SLO.Latency,
 			out.Record.Memory.PeakBytes, out.Record.Memory.SwapPeakBytes, out.Record.LoadTimeSeconds, out.Record.Verdict.Allowed)
 		fmt.Fprint(stdout, capacity.ScaledObjectMetadata(out.Record))
+	}
+	if errors.Is(err, capacity.ErrInvalidConfig) {
+		// Bad input found by Run (an unreadable --trace, an unwritable --out, a profile
+		// NVML cannot size): the same as a bad flag, and nothing was measured.
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "capacity:", err)

@@ -196,3 +196,58 @@ func TestOpenAIWithTrace(t *testing.T) {
 		t.Errorf("server saw %d distinct max_tokens, want the trace's variety", len(maxTokens))
 	}
 }
+
+// TestBadInputRefusedBeforeMeasuring: a bad --trace or an unwritable --out is exit 2 naming
+// the flag, found before the model is touched (before: the trace was read after loading the
+// model, and --out only after the whole search, minutes later); a huge --input-data is
+// refused without reading it all; values that made a run endless are out of range.
+func TestBadInputRefusedBeforeMeasuring(t *testing.T) {
+	fake := startFake(t, tritontest.Model{Name: "m", MemoryBytes: 1 << 30, LoadTime: 10 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4})
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.csv")
+	if err := os.WriteFile(junk, []byte("\x00\x01\x02 not a trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 2<<30); err != nil { // sparse: 2 GiB of zeros, no disk
+		t.Fatal(err)
+	}
+	base := append([]string{"--target=" + fake.GRPCAddr(), "--metrics-url=" + fake.MetricsURL(), "--model=m", "--mig-profile=1g.10gb"}, short...)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"junk trace", []string{"--trace=" + junk, "--out=" + dir}, "capacity: invalid config: --trace: " + junk + ": unknown trace format"},
+		{"out is a file", []string{"--out=" + filepath.Join(notDir, "records")}, "capacity: invalid config: --out: mkdir " + notDir + ": not a directory"},
+		{"2 GiB input data", []string{"--input-data=" + huge, "--out=" + dir}, "--input-data: " + huge + " is over 268435456 bytes"},
+		// 1e-300 bisected for ever (adjacent floats never get within it).
+		{"precision too fine", []string{"--precision=1e-300", "--out=" + dir}, "precision (--precision) is 1e-300, want [0.001, 1)"},
+		{"window of 114 years", []string{"--window=1000000h", "--out=" + dir}, "window (--window) is 1000000h0m0s, want (0, 1h0m0s]"},
+		{"two billion requests a window", []string{"--min-window-requests=2000000000", "--out=" + dir}, "minWindowRequests (--min-window-requests) is 2000000000, want 1..100000"},
+		// The start rate is probed here: the error is --min-rate's own, not "startRPS is NaN".
+		{"min rate NaN", []string{"--min-rate=NaN", "--out=" + dir}, "capacity: invalid config: minRPS (--min-rate) is NaN, want (0, maxRPS 100000]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append(append([]string(nil), base...), tt.args...), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 containing %q", code, stderr.String(), tt.want)
+			}
+			if strings.Contains(stderr.String(), "capacity: capacity:") || strings.Contains(stderr.String(), "startRPS") {
+				t.Errorf("stderr %q: doubled prefix or a flag not given", stderr.String())
+			}
+			if st, _ := fake.Model("m"); st.Loads != 1 || st.Unloads != 0 {
+				t.Errorf("model loads/unloads = %d/%d, want 1/0 (the startup load only): the bad run touched it", st.Loads, st.Unloads)
+			}
+		})
+	}
+}
