@@ -16,7 +16,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
@@ -162,12 +164,53 @@ func Marshal(r Record) ([]byte, error) { return yamlv3.Marshal(r) }
 func Parse(data []byte) (Record, error) {
 	var r Record
 	if err := strictyaml.Unmarshal(data, &r); err != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
+		return Record{}, fmt.Errorf("%w: %w", ErrRecord, bounded(err))
 	}
 	if err := r.Validate(); err != nil {
 		return Record{}, err
 	}
 	return r, nil
+}
+
+// A decode error is cut to maxErrLines lines of at most maxErrLineBytes each: the strict
+// decoder reports every unknown key and quotes what it could not decode, so a `record:`
+// pointing at another file (/etc/passwd, up to MaxBytes of it) repeated that file in the
+// error, one line per line.
+const (
+	maxErrLines     = 5
+	maxErrLineBytes = 160
+)
+
+// boundedError is an error's message cut by bounded; Unwrap keeps the original.
+type boundedError struct {
+	msg string
+	err error
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
+
+// bounded returns err with its message cut to maxErrLines lines of maxErrLineBytes (at a
+// rune boundary), saying how much was left out; a short message is returned as it is.
+func bounded(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	cut := false
+	if len(lines) > maxErrLines {
+		lines, cut = append(lines[:maxErrLines:maxErrLines], fmt.Sprintf("… and %d more lines", len(lines)-maxErrLines)), true
+	}
+	for i, l := range lines {
+		if len(l) > maxErrLineBytes {
+			n := maxErrLineBytes
+			for n > 0 && !utf8.RuneStart(l[n]) {
+				n--
+			}
+			lines[i], cut = fmt.Sprintf("%s… (%d bytes)", l[:n], len(l)), true
+		}
+	}
+	if !cut {
+		return err
+	}
+	return &boundedError{msg: strings.Join(lines, "\n"), err: err}
 }
 
 // MaxBytes bounds one record file. A record with a curve of a few hundred levels is tens of

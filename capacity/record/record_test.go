@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,43 @@ func TestReadIsBounded(t *testing.T) {
 	}
 	if _, err := Read("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("Read(/dev/zero) = %v; want the size limit", err)
+	}
+}
+
+// TestParseErrorIsBounded: a file that is not a record (a `record:` pointing at
+// /etc/passwd, or a file of unknown keys) gives an error of at most five lines of 160
+// bytes; before, the decoder's every line came back, quoting the file.
+func TestParseErrorIsBounded(t *testing.T) {
+	var keys strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&keys, "secret%05d: value\n", i)
+	}
+	tests := []struct {
+		name      string
+		give      string
+		wantLines []string
+	}{
+		{"10,000 unknown keys", keys.String(), []string{"secret00000", "… and 9995 more lines"}},
+		{"one long line", "root:x:0:0:" + strings.Repeat("x", 10000) + "\n", []string{"… (", " bytes)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			if !errors.Is(err, ErrRecord) {
+				t.Fatalf("Parse = %v, want ErrRecord", err)
+			}
+			msg := err.Error()
+			if n := strings.Count(msg, "\n") + 1; n > maxErrLines+1 || len(msg) > (maxErrLines+1)*(maxErrLineBytes+40) {
+				t.Errorf("error is %d lines, %d bytes: %.400q", n, len(msg), msg)
+			}
+			for _, w := range tt.wantLines {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %.400q lacks %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "secret00009") {
+				t.Errorf("error repeats the 10th key: %.400q", msg)
+			}
+		})
 	}
 }
