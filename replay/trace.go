@@ -125,9 +125,47 @@ type table struct {
 	line   int
 }
 
+// MaxLineBytes bounds one line of a CSV trace: encoding/csv holds a whole line in memory,
+// so a file without newlines (2 GB of NULs) was read into one 2 GB line. The widest line a
+// format needs is an azure-functions row over MaxTraceSpan: 132,480 minute counts of up to
+// ten digits and a comma, 1.5 MB.
+const MaxLineBytes = 4 << 20
+
+// ErrLineTooLong is returned for a line past MaxLineBytes.
+var ErrLineTooLong = fmt.Errorf("line longer than %d bytes (MaxLineBytes, 4 MiB)", MaxLineBytes)
+
+// lineLimiter passes r through, failing with ErrLineTooLong once a line (bytes since the last
+// '\n') passes max.
+type lineLimiter struct {
+	r       io.Reader
+	max, n  int
+	line    int // 1-based line being read
+	tripped bool
+}
+
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	if l.tripped {
+		return 0, &ParseError{Line: l.line, Err: fmt.Errorf("%w: %w", ErrBadValue, ErrLineTooLong)}
+	}
+	n, err := l.r.Read(p)
+	for i, c := range p[:n] {
+		if c == '\n' {
+			l.n = 0
+			l.line++
+			continue
+		}
+		if l.n++; l.n > l.max {
+			l.tripped = true
+			return i, nil // the next Read reports it
+		}
+	}
+	return n, err
+}
+
 // newTable reads the header and checks that every required column is there.
 func newTable(r io.Reader, required ...string) (*table, error) {
-	cr := csv.NewReader(r)
+	limited := &lineLimiter{r: r, max: MaxLineBytes, line: 1}
+	cr := csv.NewReader(limited)
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
 	h, err := cr.Read()

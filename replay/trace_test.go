@@ -368,6 +368,10 @@ func TestHostileTraces(t *testing.T) {
 		{"generic year 2300", NewGeneric, "timestamp\n2024-01-01T00:00:00Z\n2300-01-01T00:00:00Z\n", "line 3, column timestamp, value \"2300-01-01T00:00:00Z\": bad value", ErrBadValue},
 		{"generic duplicate column", NewGeneric, "timestamp,model,timestamp\n1,a,2\n", `column "timestamp" appears twice (columns 1 and 3)`, ErrBadHeader},
 		{"generic huge value quoted short", NewGeneric, "timestamp\n" + strings.Repeat("9", 1<<20) + "\n", `value "99999999999`, ErrBadValue},
+		// A file without newlines was one line held whole by encoding/csv (2 GB of NULs: OOM).
+		{"header past MaxLineBytes", NewGeneric, strings.Repeat("\x00", MaxLineBytes+1), "line 1: bad value: line longer than 4194304 bytes (MaxLineBytes, 4 MiB)", ErrLineTooLong},
+		{"row past MaxLineBytes", NewGeneric, "timestamp\n1\n" + strings.Repeat("9", MaxLineBytes+1) + "\n", "line 3: bad value: line longer than 4194304 bytes", ErrLineTooLong},
+		{"load times past MaxLineBytes", func(r io.Reader) (Source, error) { _, err := ReadLoadTimes(r); return nil, err }, strings.Repeat("\x00", MaxLineBytes+1), "line 1: bad value: line longer than", ErrLineTooLong},
 		// 2^31 invocations in one cell: 51 GB of requests before.
 		{"functions count past MaxRequests", readMatrix, fn + "o,a,f1,http,2147483647,0\n", "line 2, column minute_1, value \"2147483647\": bad value: trace too large: the matrix's invocations pass 50000000", ErrTooLarge},
 		{"functions total past MaxRequests", readMatrix, fn + "o,a,f1,http,30000000,0\no,a,f2,http,0,20000001\n", "line 3, column minute_2", ErrTooLarge},

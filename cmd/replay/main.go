@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -122,7 +123,7 @@ func run(args []string) error {
 	cfg.Progress, cfg.Residency, cfg.ResidencyBudgetModels = *progress, *residencyOn, *budgetModels
 	cfg.Pool.InitialReplicas, cfg.Hindsight, cfg.NoOptimum = *initial, *hindsight, !*optimum
 	if *settingsFile != "" {
-		data, err := os.ReadFile(*settingsFile)
+		data, err := readSettings(*settingsFile)
 		if err != nil {
 			return err
 		}
@@ -134,6 +135,27 @@ func run(args []string) error {
 		return runTune(cfg, *traces, *write)
 	}
 	return replay.Run(cfg)
+}
+
+// maxSettingsBytes bounds --settings: the embedded replay/settings.yaml is 4 KiB, and
+// --settings=/dev/zero was read without end (out of memory).
+const maxSettingsBytes = 1 << 20
+
+// readSettings reads the settings file at path, at most maxSettingsBytes.
+func readSettings(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSettingsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	if len(data) > maxSettingsBytes {
+		return nil, fmt.Errorf("settings %s: larger than %d bytes (1 MiB); the embedded replay/settings.yaml is about 4 KiB", path, maxSettingsBytes)
+	}
+	return data, nil
 }
 
 // validateServiceFlags checks the service-time flags by their own names

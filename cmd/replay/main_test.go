@@ -28,6 +28,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"base negative", []string{"--base-service=-1s"}, "base-service -1s: want 0..1h"},
 		{"base past an hour", []string{"--base-service=2h"}, "base-service 2h0m0s: want 0..1h"},
 		{"stray argument", []string{"trace.csv"}, "unexpected arguments"},
+		// Read without end before: out of memory.
+		{"endless settings", []string{"--settings=/dev/zero"}, "settings /dev/zero: larger than 1048576 bytes (1 MiB)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
