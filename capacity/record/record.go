@@ -16,6 +16,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -163,6 +165,9 @@ func Marshal(r Record) ([]byte, error) { return yamlv3.Marshal(r) }
 // it.
 func Parse(data []byte) (Record, error) {
 	var r Record
+	if err := plainNumbers(data); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
+	}
 	if err := strictyaml.Unmarshal(data, &r); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrRecord, bounded(err))
 	}
@@ -170,6 +175,46 @@ func Parse(data []byte) (Record, error) {
 		return Record{}, err
 	}
 	return r, nil
+}
+
+// plainNumberRE is a number as cmd/capacity writes one: JSON's number syntax, plain decimal
+// or exponent notation.
+var plainNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// plainNumbers refuses a number in any other notation, because the decoder does not read
+// them as written: sloThroughputRPS: 0x10 came out as 16, 1_000 as 1000, .5 as 0 and -.inf
+// as -9.223372036854776e+18, each without an error, so the record carried a figure nobody
+// wrote. Quoted strings are left to the strict decoder.
+func plainNumbers(data []byte) error {
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &root); err != nil {
+		return nil // the strict decoder reports it
+	}
+	var walk func(n *yamlv3.Node) error
+	walk = func(n *yamlv3.Node) error {
+		if n.Kind == yamlv3.ScalarNode && n.Style == 0 && (n.Tag == "!!int" || n.Tag == "!!float") && !plainNumberRE.MatchString(n.Value) {
+			return fmt.Errorf("%s (line %d): write numbers in plain decimal or exponent notation, as cmd/capacity writes them (e.g. 40, 0.5, 1e+06)", echo(n.Value), n.Line)
+		}
+		for _, c := range n.Content {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&root)
+}
+
+// echo quotes v for an error, at most 64 bytes of it.
+func echo(v string) string {
+	if len(v) <= 64 {
+		return strconv.Quote(v)
+	}
+	n := 64
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:n]), len(v))
 }
 
 // A decode error is cut to maxErrLines lines of at most maxErrLineBytes each: the strict

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,5 +118,34 @@ func TestParseErrorIsBounded(t *testing.T) {
 				t.Errorf("error repeats the 10th key: %.400q", msg)
 			}
 		})
+	}
+}
+
+// TestParseRefusesOtherNumberNotations: the decoder read sloThroughputRPS: 0x10 as 16,
+// 1_000 as 1000, .5 as 0 and -.inf as -9.223372036854776e+18; a record's numbers are plain
+// decimal or exponent notation (JSON's syntax), as cmd/capacity writes them.
+func TestParseRefusesOtherNumberNotations(t *testing.T) {
+	const head = "model: m\nprofile: 1g.10gb\n"
+	tests := []struct{ give, want string }{
+		{"0x10", `"0x10" (line 3): write numbers in plain decimal or exponent notation`},
+		{"1_000", `"1_000" (line 3): write numbers`},
+		{"0o17", `"0o17" (line 3): write numbers`},
+		{"-.inf", `"-.inf" (line 3): write numbers`},
+		{".nan", `".nan" (line 3): write numbers`},
+		{".5", `".5" (line 3): write numbers`},
+		{"+5", `"+5" (line 3): write numbers`},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(head + "sloThroughputRPS: " + tt.give + "\n"))
+		if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("sloThroughputRPS: %s: Parse = %v, want ErrRecord containing %q", tt.give, err, tt.want)
+		}
+	}
+	for _, ok := range []string{"40", "2.5", "1e3", "1.5E+02", "0", "1e+03"} {
+		if r, err := Parse([]byte(head + "loadTimeSeconds: " + ok + "\n")); err != nil {
+			t.Errorf("loadTimeSeconds: %s: Parse = %v, want it read", ok, err)
+		} else if want, _ := strconv.ParseFloat(ok, 64); r.LoadTimeSeconds != want {
+			t.Errorf("loadTimeSeconds: %s read as %v", ok, r.LoadTimeSeconds)
+		}
 	}
 }
