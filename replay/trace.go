@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -385,6 +386,10 @@ func (tr *Trace) FilterModels(names []string) (*Trace, error) {
 	keep := map[int32]int32{}
 	out := &Trace{Name: tr.Name, Format: tr.Format, Skipped: tr.Skipped, SkipReason: tr.SkipReason}
 	for _, n := range names {
+		if slices.Contains(out.Models, n) {
+			// Kept twice it became a second, empty model (residency counted 2 models for a,a).
+			return nil, fmt.Errorf("model %q is listed twice; list each model once", n)
+		}
 		i, ok := idx[n]
 		if !ok {
 			return nil, fmt.Errorf("model %q is not in the trace (it has %d models, e.g. %s)", n, len(tr.Models), strings.Join(tr.Models[:min(5, len(tr.Models))], ", "))

@@ -240,6 +240,9 @@ func (sg *ServeGen) FilterModels(names []string) (*ServeGen, error) {
 	out := &ServeGen{LenS: sg.LenS}
 	re := map[int32]int32{}
 	for _, n := range names {
+		if slices.Contains(out.Models, n) {
+			return nil, fmt.Errorf("model %q is listed twice; list each model once", n)
+		}
 		i := slices.Index(sg.Models, n)
 		if i < 0 {
 			return nil, fmt.Errorf("model %q is not in the trace (models: %s)", n, strings.Join(sg.Models, ", "))

@@ -443,3 +443,23 @@ func TestServeGenTokensSaturate(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterModelsTwice: a model named twice is an error; kept, it became a second, empty
+// model (the residency replay counted 2 models for --model=a,a).
+func TestFilterModelsTwice(t *testing.T) {
+	tr := &Trace{Models: []string{"a", "b"}, Requests: []Request{{Model: 0}, {At: time.Second, Model: 1}}}
+	if _, err := tr.FilterModels([]string{"a", "a"}); err == nil || err.Error() != `model "a" is listed twice; list each model once` {
+		t.Errorf("Trace.FilterModels(a, a) = %v", err)
+	}
+	sg := &ServeGen{Models: []string{"a", "b"}, LenS: 60}
+	if _, err := sg.FilterModels([]string{"b", "b"}); err == nil || err.Error() != `model "b" is listed twice; list each model once` {
+		t.Errorf("ServeGen.FilterModels(b, b) = %v", err)
+	}
+	got, err := tr.FilterModels([]string{"b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b", "a"}, got.Models); diff != "" {
+		t.Errorf("models (-want +got):\n%s", diff)
+	}
+}
