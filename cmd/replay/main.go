@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,11 @@ func run(args []string) error {
 	}
 	cfg.TracePath, cfg.Format, cfg.Mode = *trace, replay.Format(*format), *mode
 	cfg.Models, cfg.Policies = splitList(*models), splitList(*policies)
+	for i, p := range cfg.Policies {
+		if slices.Contains(cfg.Policies[:i], p) { // each row was printed twice
+			return fmt.Errorf("policies: %q is listed twice; list each family once", p)
+		}
+	}
 	cfg.Pool.SLO, cfg.Pool.SLOTarget, cfg.Pool.PricePerGPUHour = *slo, *sloTarget, *price
 	cfg.Pool.Slots, cfg.Pool.GPUsPerReplica, cfg.Pool.MaxReplicas, cfg.Pool.MinReplicas = *slots, *gpus, *maxRep, *minRep
 	if d, err := time.ParseDuration(*cold); err == nil {

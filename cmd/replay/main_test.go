@@ -17,6 +17,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"slots", []string{"--slots=0"}, "slots = 0: want 1..1024"},
 		{"cold start", []string{"--cold-start=soon"}, `cold-start "soon"`},
 		{"policy", []string{"--policies=magic"}, `policy "magic"`},
+		// Each of its rows was printed twice.
+		{"policy twice", []string{"--policies=static,inferscale,static"}, `policies: "static" is listed twice; list each family once`},
 		{"format", []string{"--format=parquet"}, `format "parquet"`},
 		{"decode", []string{"--decode-tps=0"}, "decode-tps 0: want a finite rate of at least 1/3600 tokens per second"},
 		// +Inf passed "> 0" and replayed with free prefill.
