@@ -20,11 +20,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/version"
@@ -140,7 +143,36 @@ func run(args []string) error {
 	if tune {
 		return runTune(cfg, *traces, *write)
 	}
+	if err := checkOut(cfg.OutDir); err != nil {
+		return err
+	}
 	return replay.Run(cfg)
+}
+
+// checkOut refuses an --out the replay could not write, before the replay runs (it was
+// found out afterwards, a long trace's run wasted), without creating anything: --out must be
+// a writable folder, or not exist below one.
+func checkOut(dir string) error {
+	p := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("out %q: %s is not a folder", dir, p)
+		case err == nil:
+			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
+				return fmt.Errorf("out %q: folder %s is not writable: %w", dir, p, err)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return fmt.Errorf("out %q: %w", dir, err)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return fmt.Errorf("out %q: no existing folder above it", dir)
+		}
+		p = parent
+	}
 }
 
 // maxSettingsBytes bounds --settings: the embedded replay/settings.yaml is 4 KiB, and

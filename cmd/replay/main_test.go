@@ -99,3 +99,21 @@ func TestTuneRejectsMissingTraces(t *testing.T) {
 		t.Errorf("tune over an empty folder: %v, want an error naming azure-llm-code", err)
 	}
 }
+
+// TestRunRefusesUnwritableOutFirst: an --out below a file is refused before the replay runs
+// (it was found after the whole run), and nothing is created.
+func TestRunRefusesUnwritableOutFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(file, "out")
+	err := run([]string{"--out", out, "--progress=false"})
+	if want := fmt.Sprintf("out %q: %s is not a folder", out, file); err == nil || err.Error() != want {
+		t.Errorf("run = %v, want %q", err, want)
+	}
+	if err := run([]string{"--out", filepath.Join(dir, "new", "deeper"), "--policies=static", "--progress=false", "--optimum=false", "--hindsight=false"}); err != nil {
+		t.Errorf("a new folder below a writable one: %v", err)
+	}
+}
