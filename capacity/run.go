@@ -107,8 +107,11 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("--target %q: want the server's base URL (e.g. http://localhost:8000)", c.Target)
 		}
-		if c.OpenAI.PromptTokens < 1 || c.OpenAI.MaxTokens < 1 {
-			bad("--prompt-tokens %d and --max-tokens %d: want >= 1", c.OpenAI.PromptTokens, c.OpenAI.MaxTokens)
+		if c.OpenAI.PromptTokens < 1 || c.OpenAI.PromptTokens > MaxOpenAITokens {
+			bad("--prompt-tokens %d: want 1..%d", c.OpenAI.PromptTokens, MaxOpenAITokens)
+		}
+		if c.OpenAI.MaxTokens < 1 || c.OpenAI.MaxTokens > MaxOpenAITokens {
+			bad("--max-tokens %d: want 1..%d", c.OpenAI.MaxTokens, MaxOpenAITokens)
 		}
 	default:
 		bad("--protocol %q: want %s or %s", c.Protocol, ProtocolTriton, ProtocolOpenAI)

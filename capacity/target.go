@@ -182,6 +182,12 @@ type TokenLengths struct {
 	next  atomic.Uint64
 }
 
+// MaxOpenAITokens bounds a request's prompt and max_tokens (--prompt-tokens, --max-tokens,
+// and a trace's lengths, clamped to it): a million tokens is the longest context of the
+// models vLLM serves; each send builds its prompt ("hi " per token, 3 MB at the bound), and
+// --prompt-tokens=2000000000 asked for 6 GB per request.
+const MaxOpenAITokens = 1_000_000
+
 // NewTokenLengths returns the pairs (each count >= 1, capped at 1,000,000) starting at
 // position start; an error when there are none.
 func NewTokenLengths(pairs [][2]int, start uint64) (*TokenLengths, error) {
@@ -190,7 +196,7 @@ func NewTokenLengths(pairs [][2]int, start uint64) (*TokenLengths, error) {
 	}
 	t := &TokenLengths{}
 	for _, p := range pairs {
-		t.pairs = append(t.pairs, [2]int{min(max(1, p[0]), 1_000_000), min(max(1, p[1]), 1_000_000)})
+		t.pairs = append(t.pairs, [2]int{min(max(1, p[0]), MaxOpenAITokens), min(max(1, p[1]), MaxOpenAITokens)})
 	}
 	t.next.Store(start % uint64(len(pairs)))
 	return t, nil

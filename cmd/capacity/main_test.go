@@ -33,6 +33,9 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 			want: []string{"--slo-quantile", "--slo-latency", "--step-factor", "--window"}},
 		{name: "target without port", args: []string{"--target=localhost", "--model=m", "--mig-profile=1g.10gb"}, want: []string{`--target "localhost": want host:port`}},
 		{name: "bad input tensor", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP33:1"}, want: []string{`--input "X:FP33:1": datatype "FP33"`}},
+		// 6 GB of prompt per request before.
+		{name: "openai prompt too long", args: []string{"--protocol=openai", "--target=http://localhost:8000", "--model=m", "--mig-profile=1g.10gb", "--prompt-tokens=2000000000", "--max-tokens=0"},
+			want: []string{"--prompt-tokens 2000000000: want 1..1000000", "--max-tokens 0: want 1..1000000"}},
 		{name: "openai target must be a URL", args: []string{"--protocol=openai", "--target=localhost:8000", "--model=m", "--mig-profile=1g.10gb"}, want: []string{"want the server's base URL"}},
 	}
 	for _, tt := range tests {
