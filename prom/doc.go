@@ -9,7 +9,8 @@
 //     selector is pinned to one namespace, using Prometheus's own parser, so a ScaledObject or
 //     a sidecar can never read another namespace's series;
 //   - grouped queries: presets ([Preset], [PresetQuery]) hold the standard queries for Triton
-//     and vLLM pools and for NVIDIA DCGM engine activity, grouped `by (namespace, model)`;
+//     and vLLM pools and for NVIDIA DCGM engine activity, grouped `by (namespace, model)`,
+//     and the poller evaluates all of an engine's signals as one [PresetBundle];
 //     [GroupByModel] turns a per-model template into one query grouped by the model label;
 //     either is evaluated once for every subscriber and split per key;
 //   - the background [Poller], which evaluates each distinct query once per refresh and keeps

@@ -62,6 +62,9 @@ func (k Key) String() string {
 	if k.group == (group{}) {
 		return k.q.address + " " + k.q.promql
 	}
+	if k.group.signal != "" {
+		return fmt.Sprintf("%s %s [namespace=%q model=%q %s=%q]", k.q.address, k.q.promql, k.group.namespace, k.group.model, SignalLabel, k.group.signal)
+	}
 	return fmt.Sprintf("%s %s [namespace=%q model=%q]", k.q.address, k.q.promql, k.group.namespace, k.group.model)
 }
 
@@ -71,10 +74,12 @@ type queryID struct {
 	split   string // model label a custom query is split by; "" sums it
 }
 
-// group is one (namespace, model) slice of a grouped preset result; zero for custom queries.
+// group is one (namespace, model) slice of a grouped result, and for a preset bundle the
+// signal; zero for custom queries.
 type group struct {
 	namespace string
 	model     string
+	signal    Kind // the bundle's SignalLabel; "" for other queries
 }
 
 // Result is the last snapshot of one key.
@@ -105,8 +110,9 @@ type sample struct {
 // Poller.mu.
 type query struct {
 	id         queryID
-	kind       Kind // first subscriber's kind; a metrics label only
+	kind       Kind // first subscriber's kind, or presets/<engine> for a bundle; a metrics label only
 	grouped    bool
+	bundle     bool // a PresetBundle: series are split by SignalLabel too
 	modelLabel string
 	client     v1.API
 
@@ -324,13 +330,17 @@ func (p *Poller) resolve(r Request) (Key, *query, error) {
 	if r.Model == "" {
 		return Key{}, nil, fmt.Errorf("%w: model is required with engine %q", ErrBadRequest, engine)
 	}
-	promql, err := PresetQuery(engine, r.Kind, Labels{Namespace: p.cfg.NamespaceLabel, Pod: p.cfg.PodLabel})
+	labels := Labels{Namespace: p.cfg.NamespaceLabel, Pod: p.cfg.PodLabel}
+	if _, err := PresetQuery(engine, r.Kind, labels); err != nil { // the kind has a preset
+		return Key{}, nil, err
+	}
+	promql, err := PresetBundle(engine, labels)
 	if err != nil {
 		return Key{}, nil, err
 	}
 	id := queryID{address: addr, promql: promql}
-	k := Key{q: id, group: group{namespace: r.Namespace, model: r.Model}}
-	return k, &query{id: id, kind: r.Kind, grouped: true, modelLabel: preset.ModelLabel}, nil
+	k := Key{q: id, group: group{namespace: r.Namespace, model: r.Model, signal: r.Kind}}
+	return k, &query{id: id, kind: Kind("presets/" + engine), grouped: true, bundle: true, modelLabel: preset.ModelLabel}, nil
 }
 
 // warnReplaced logs at WARN, once per distinct (namespace, query), that confinement replaced
@@ -502,7 +512,7 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 		if q.id.split != "" {
 			nsLabel = "" // custom split queries: confined already, split by model only
 		}
-		series, total, empty, err = split(v, q.grouped, nsLabel, q.modelLabel)
+		series, total, empty, err = split(v, q.grouped, q.bundle, nsLabel, q.modelLabel)
 	}
 	if err != nil {
 		err = fmt.Errorf("query %s %q: %w", q.id.address, q.id.promql, err)
@@ -528,9 +538,10 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 }
 
 // split converts a query result into per-group samples (grouped: keyed by the values of
-// nsLabel and modelLabel; an empty nsLabel leaves the namespace out) or one total (custom:
-// the sum of the vector's samples, the latest sample time; empty when the vector is).
-func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]sample, sample, bool, error) {
+// nsLabel and modelLabel, and of SignalLabel for a bundle; an empty nsLabel leaves the
+// namespace out) or one total (custom: the sum of the vector's samples, the latest sample
+// time; empty when the vector is).
+func split(v model.Value, grouped, bundle bool, nsLabel, modelLabel string) (map[group]sample, sample, bool, error) {
 	switch v := v.(type) {
 	case *model.Scalar:
 		if grouped {
@@ -542,6 +553,9 @@ func split(v model.Value, grouped bool, nsLabel, modelLabel string) (map[group]s
 			series := make(map[group]sample, len(v))
 			for _, s := range v {
 				g := group{model: string(s.Metric[model.LabelName(modelLabel)])}
+				if bundle {
+					g.signal = Kind(s.Metric[SignalLabel])
+				}
 				if nsLabel != "" {
 					g.namespace = string(s.Metric[model.LabelName(nsLabel)])
 				}

@@ -167,8 +167,8 @@ func TestPollerAgainstPrometheus(t *testing.T) {
 		wantValue(t, p, kScalar, 4) // DCGM series of namespace a only (p1 x2, p2, p3)
 	})
 	t.Run("metrics", func(t *testing.T) {
-		if got := testutil.ToFloat64(p.m.perRefresh); got != float64(p.Queries()) || got != 13 {
-			t.Errorf("queries_per_refresh = %v, want 13 (6 preset + 5 custom + 2 split custom)", got)
+		if got := testutil.ToFloat64(p.m.perRefresh); got != float64(p.Queries()) || got != 9 {
+			t.Errorf("queries_per_refresh = %v, want 9 (2 preset bundles, Triton and vLLM, + 5 custom + 2 split custom)", got)
 		}
 		if n, err := testutil.GatherAndCount(reg, "inferscale_scaler_prom_query_duration_seconds", "inferscale_scaler_prom_snapshot_age_seconds", "inferscale_scaler_prom_subscriptions"); err != nil || n == 0 {
 			t.Errorf("poller metrics not gathered: n=%d err=%v", n, err)
@@ -185,6 +185,11 @@ func TestPollerAgainstPrometheus(t *testing.T) {
 				}
 				queries = append(queries, q)
 			}
+			b, err := PresetBundle(engine, testLabels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queries = append(queries, b)
 		}
 		for _, q := range []string{
 			`sum by (model) (rate(nv_inference_request_success{namespace="b",model=~"m.*"}[1m]))`,

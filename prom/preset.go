@@ -223,6 +223,31 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 	return "", fmt.Errorf("%w: kind %q is not one of %s", ErrBadRequest, kind, kindList())
 }
 
+// SignalLabel is the label [PresetBundle] adds to every series: the [Kind] the series is a
+// value of.
+const SignalLabel = "inferscale_signal"
+
+// PresetBundle returns one PromQL query that evaluates every Kind of engine's preset at
+// once: each [PresetQuery] wrapped in label_replace(q, "inferscale_signal", "<kind>", "", "")
+// (the empty regex matches the absent source label, so every series gets the label; the
+// idiom of Prometheus's label_replace documentation) and the seven joined with `or`. The
+// kinds' series then differ in SignalLabel, so `or` keeps all of them. The poller evaluates
+// one bundle per engine and Prometheus address per refresh instead of one query per kind:
+// the signals of a refresh share one evaluation instant, and 1,000 preset ScaledObjects cost
+// one query per engine. Prometheus still evaluates every part, so its work is the same as
+// the seven queries'. Errors wrap [ErrBadRequest] for an unknown engine.
+func PresetBundle(engine string, l Labels) (string, error) {
+	parts := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		q, err := PresetQuery(engine, k, l)
+		if err != nil {
+			return "", err
+		}
+		parts[i] = fmt.Sprintf("label_replace(%s, %q, %q, \"\", \"\")", q, SignalLabel, string(k))
+	}
+	return strings.Join(parts, " or "), nil
+}
+
 // busy is the mean number of requests in service over the last minute, in seconds of
 // service per second: (rate(total) − rate(waiting)) × unit.
 func busy(p Preset, by string) string {

@@ -144,11 +144,8 @@ func TestGrouping(t *testing.T) {
 			perTrigger++
 		}
 	}
-	if got := p.Queries(); got > 14 {
-		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want <= 14", scaledObjects, got)
-	}
-	if got, want := p.Queries(), 14; got != want {
-		t.Errorf("distinct queries = %d, want %d (2 engines x 7 kinds)", got, want)
+	if got, want := p.Queries(), 2; got != want {
+		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want %d (one bundle per engine)", scaledObjects, got, want)
 	}
 	if got := p.Subscriptions(); got != perTrigger {
 		t.Errorf("Subscriptions = %d, want %d", got, perTrigger)
@@ -164,7 +161,7 @@ func TestSplit(t *testing.T) {
 		{Metric: model.Metric{"namespace": "b", "model": "m"}, Value: 9, Timestamp: 1000},
 		{Metric: model.Metric{"namespace": "a", "model": "n"}, Value: 1, Timestamp: 1000},
 	}
-	series, _, _, err := split(v, true, "namespace", "model")
+	series, _, _, err := split(v, true, false, "namespace", "model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,18 +169,33 @@ func TestSplit(t *testing.T) {
 	for g, s := range series {
 		got[g] = s.value
 	}
-	want := map[group]float64{{"a", "m"}: 7, {"b", "m"}: 9, {"a", "n"}: 1}
+	want := map[group]float64{{"a", "m", ""}: 7, {"b", "m", ""}: 9, {"a", "n", ""}: 1}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(group{})); diff != "" {
 		t.Errorf("split (-want +got):\n%s", diff)
 	}
-	_, total, empty, err := split(v, false, "namespace", "model")
+	_, total, empty, err := split(v, false, false, "namespace", "model")
 	if err != nil || empty || total.value != 17 {
 		t.Errorf("custom split = %v, empty %v, err %v; want the sum 17", total.value, empty, err)
 	}
-	if _, _, empty, _ := split(model.Vector{}, false, "namespace", "model"); !empty {
+	// A bundle's series are split by signal too; outside a bundle the label is not read.
+	v = append(v, &model.Sample{Metric: model.Metric{"namespace": "a", "model": "m", SignalLabel: "rate"}, Value: 3, Timestamp: 1000})
+	v[0].Metric = model.Metric{"namespace": "a", "model": "m", SignalLabel: "queue"}
+	series, _, _, err = split(v, true, true, "namespace", "model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[group]float64{}
+	for g, s := range series {
+		got[g] = s.value
+	}
+	want = map[group]float64{{"a", "m", KindQueue}: 7, {"a", "m", KindRate}: 3, {"b", "m", ""}: 9, {"a", "n", ""}: 1}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(group{})); diff != "" {
+		t.Errorf("bundle split (-want +got):\n%s", diff)
+	}
+	if _, _, empty, _ := split(model.Vector{}, false, false, "namespace", "model"); !empty {
 		t.Errorf("custom split of an empty vector: empty = false, want true")
 	}
-	if _, _, _, err := split(model.Matrix{}, false, "namespace", "model"); err == nil {
+	if _, _, _, err := split(model.Matrix{}, false, false, "namespace", "model"); err == nil {
 		t.Errorf("split of a matrix: no error")
 	}
 }
@@ -197,7 +209,7 @@ func BenchmarkSplitGrouped1000(b *testing.B) {
 		}, Value: model.SampleValue(i), Timestamp: 1000}
 	}
 	for b.Loop() {
-		if _, _, _, err := split(v, true, "namespace", "model"); err != nil {
+		if _, _, _, err := split(v, true, false, "namespace", "model"); err != nil {
 			b.Fatal(err)
 		}
 	}
