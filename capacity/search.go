@@ -25,7 +25,7 @@ type SearchConfig struct {
 	// [MinPrecision, 1).
 	Precision float64
 	// MaxRPS caps the step-up; reaching it ends the search with μ = the highest passing rate
-	// (a limit the record notes). Range: >= StartRPS.
+	// (a limit the record notes). Range: [StartRPS, MaxRate].
 	MaxRPS float64
 	// MinRPS ends a step-down (from a failing StartRPS) with μ = 0. Range: (0, StartRPS].
 	MinRPS float64
@@ -36,6 +36,11 @@ type SearchConfig struct {
 func DefaultSearchConfig() SearchConfig {
 	return SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 100000, MinRPS: 0.1}
 }
+
+// MaxRate bounds MaxRPS (and so StartRPS): the generator walks every scheduled arrival, sent
+// or dropped at its in-flight cap, so --start-rate=1e9 spent minutes on a level it could never
+// offer (one loopback core sends about 10^5 requests a second; 10^6 leaves ten times that).
+const MaxRate = 1e6
 
 // MinPrecision is the finest Precision accepted: 0.1 %, already finer than a level's own
 // noise (a window of 50 Poisson arrivals varies by 14 %). 1e-300 never ended: bisection
@@ -66,15 +71,15 @@ func (c SearchConfig) validate(probed bool) error {
 	}
 	switch {
 	case probed:
-		if !(c.MaxRPS > 0) || !finite(c.MaxRPS) {
-			bad("maxRPS (--max-rate) is %v, want a finite rate > 0", c.MaxRPS)
+		if !(c.MaxRPS > 0 && c.MaxRPS <= MaxRate) {
+			bad("maxRPS (--max-rate) is %v, want (0, %g]", c.MaxRPS, MaxRate)
 		}
 		if !(c.MinRPS > 0 && c.MinRPS <= c.MaxRPS) {
 			bad("minRPS (--min-rate) is %v, want (0, maxRPS %v]", c.MinRPS, c.MaxRPS)
 		}
 	default:
-		if !(c.MaxRPS >= c.StartRPS) || !finite(c.MaxRPS) {
-			bad("maxRPS (--max-rate) is %v, want >= startRPS %v", c.MaxRPS, c.StartRPS)
+		if !(c.MaxRPS >= c.StartRPS && c.MaxRPS <= MaxRate) {
+			bad("maxRPS (--max-rate) is %v, want [startRPS %v, %g]", c.MaxRPS, c.StartRPS, MaxRate)
 		}
 		if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
 			bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
