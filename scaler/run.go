@@ -201,17 +201,47 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	return g.Wait()
 }
 
+// maxPEMBytes bounds each TLS file read: a certificate chain or CA bundle is kilobytes
+// (Debian's whole ca-certificates bundle is about 220 KB); --tls-cert-file=/dev/zero was read
+// until the process ran out of memory.
+const maxPEMBytes = 1 << 20
+
+// readPEM reads the file at path for flag, at most maxPEMBytes.
+func readPEM(flag, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
+	}
+	if len(data) > maxPEMBytes {
+		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, maxPEMBytes)
+	}
+	return data, nil
+}
+
 // serverTLS loads the server certificate and, for mTLS, the client CA.
 func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	certPEM, err := readPEM("TLSCertFile (--tls-cert-file)", cfg.TLSCertFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := readPEM("TLSKeyFile (--tls-key-file)", cfg.TLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("TLSCertFile/TLSKeyFile: %w", err)
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if cfg.TLSClientCAFile != "" {
-		pemBytes, err := os.ReadFile(cfg.TLSClientCAFile)
+		pemBytes, err := readPEM("TLSClientCAFile (--tls-client-ca-file)", cfg.TLSClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("TLSClientCAFile: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pemBytes) {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,42 @@ func TestMutualTLS(t *testing.T) {
 	}
 	if err := call(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}); err == nil {
 		t.Fatal("without client certificate: call succeeded, want a handshake failure")
+	}
+}
+
+// TestServerTLSFilesBounded: each TLS file is read at most 1 MiB (--tls-cert-file=/dev/zero
+// was read until the process ran out of memory); a good pair still loads.
+func TestServerTLSFilesBounded(t *testing.T) {
+	p := newPKI(t)
+	dir := t.TempDir()
+	crt, key := p.issue(t, 2, true)
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := Config{TLSCertFile: write("tls.crt", crt), TLSKeyFile: write("tls.key", key), TLSClientCAFile: write("ca.crt", p.caPEM)}
+	if _, err := serverTLS(good); err != nil {
+		t.Fatalf("serverTLS(good files) = %v", err)
+	}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"cert /dev/zero", func(c *Config) { c.TLSCertFile = "/dev/zero" }, `TLSCertFile (--tls-cert-file) "/dev/zero": larger than 1048576 bytes (1 MiB); want a PEM file`},
+		{"key /dev/zero", func(c *Config) { c.TLSKeyFile = "/dev/zero" }, `TLSKeyFile (--tls-key-file) "/dev/zero": larger than 1048576 bytes`},
+		{"client CA /dev/zero", func(c *Config) { c.TLSClientCAFile = "/dev/zero" }, `TLSClientCAFile (--tls-client-ca-file) "/dev/zero": larger than 1048576 bytes`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			tt.edit(&c)
+			if _, err := serverTLS(c); err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("serverTLS = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
