@@ -143,33 +143,33 @@ func run(args []string) error {
 	if tune {
 		return runTune(cfg, *traces, *write)
 	}
-	if err := checkOut(cfg.OutDir); err != nil {
+	if err := checkOut("out", cfg.OutDir); err != nil {
 		return err
 	}
 	return replay.Run(cfg)
 }
 
-// checkOut refuses an --out the replay could not write, before the replay runs (it was
-// found out afterwards, a long trace's run wasted), without creating anything: --out must be
-// a writable folder, or not exist below one.
-func checkOut(dir string) error {
+// checkOut refuses a folder (flag's: --out, or --write's folder) the run could not write,
+// before it runs (found out afterwards, a long run was wasted), without creating anything:
+// dir must be a writable folder, or not exist below one.
+func checkOut(flag, dir string) error {
 	p := filepath.Clean(dir)
 	for {
 		st, err := os.Stat(p)
 		switch {
 		case err == nil && !st.IsDir():
-			return fmt.Errorf("out %q: %s is not a folder", dir, p)
+			return fmt.Errorf("%s %q: %s is not a folder", flag, dir, p)
 		case err == nil:
 			if err := syscall.Access(p, 2 /* W_OK */); err != nil {
-				return fmt.Errorf("out %q: folder %s is not writable: %w", dir, p, err)
+				return fmt.Errorf("%s %q: folder %s is not writable: %w", flag, dir, p, err)
 			}
 			return nil
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return fmt.Errorf("out %q: %w", dir, err)
+			return fmt.Errorf("%s %q: %w", flag, dir, err)
 		}
 		parent := filepath.Dir(p)
 		if parent == p {
-			return fmt.Errorf("out %q: no existing folder above it", dir)
+			return fmt.Errorf("%s %q: no existing folder above it", flag, dir)
 		}
 		p = parent
 	}
@@ -219,6 +219,13 @@ func validateServiceFlags(prefill, decode float64, base time.Duration) error {
 // runTune sweeps the shared traces and writes the settings file.
 func runTune(cfg replay.RunConfig, traces, write string) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// Found out after the sweep before: 18 minutes on this machine.
+	if st, err := os.Stat(write); err == nil && st.IsDir() {
+		return fmt.Errorf("write %q: is a folder; want the settings file to write", write)
+	}
+	if err := checkOut("write", filepath.Dir(write)); err != nil {
 		return err
 	}
 	s, res, err := replay.Tune(traces, cfg, os.Stderr)

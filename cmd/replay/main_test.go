@@ -117,3 +117,20 @@ func TestRunRefusesUnwritableOutFirst(t *testing.T) {
 		t.Errorf("a new folder below a writable one: %v", err)
 	}
 }
+
+// TestTuneRefusesUnwritableWriteFirst: --write is checked before the sweep (it was found
+// after it, 18 minutes on the shared machine).
+func TestTuneRefusesUnwritableWriteFirst(t *testing.T) {
+	dir := t.TempDir()
+	if err := run([]string{"tune", "--traces", dir, "--write", dir}); err == nil || err.Error() != fmt.Sprintf("write %q: is a folder; want the settings file to write", dir) {
+		t.Errorf("--write=<folder>: %v", err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(file, "settings.yaml")
+	if err := run([]string{"tune", "--traces", dir, "--write", w}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("write %q: %s is not a folder", file, file)) {
+		t.Errorf("--write below a file: %v", err)
+	}
+}
