@@ -155,8 +155,20 @@ type Point struct {
 	ErrorsByCode map[string]int `json:"errorsByCode,omitempty" yaml:"errorsByCode,omitempty"`
 }
 
-// FileName is the record's file name: <model>.<profile>.yaml.
-func FileName(model, profile string) string { return model + "." + profile + ".yaml" }
+// FileName is the record's file name, <model>.<profile>.yaml, one path element: every
+// byte of model outside [A-Za-z0-9._-] becomes '_'. vLLM's served model names have a slash
+// (meta-llama/Llama-3.1-8B-Instruct), so the record went to a subfolder that did not exist
+// and the write failed after the whole measurement, and a name with ../ wrote outside
+// --out. (profile is a validated profile name.)
+func FileName(model, profile string) string {
+	b := []byte(model)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b) + "." + profile + ".yaml"
+}
 
 // Marshal writes r as YAML, keys in the order of the type.
 func Marshal(r Record) ([]byte, error) { return yamlv3.Marshal(r) }

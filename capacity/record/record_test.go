@@ -149,3 +149,20 @@ func TestParseRefusesOtherNumberNotations(t *testing.T) {
 		}
 	}
 }
+
+// TestFileNameIsOnePathElement: a vLLM model name with a slash went into a folder that did
+// not exist (the write failed after the measurement); ../ went outside --out.
+func TestFileNameIsOnePathElement(t *testing.T) {
+	tests := []struct{ model, want string }{
+		{"classifier-v5", "classifier-v5.1g.10gb.yaml"},
+		{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama_Llama-3.1-8B-Instruct.1g.10gb.yaml"},
+		{"../../etc/cron.d/x", ".._.._etc_cron.d_x.1g.10gb.yaml"},
+		{"a\\b c\x00é", "a_b_c___.1g.10gb.yaml"},
+	}
+	for _, tt := range tests {
+		got := FileName(tt.model, "1g.10gb")
+		if got != tt.want || filepath.Base(got) != got {
+			t.Errorf("FileName(%q) = %q, want %q", tt.model, got, tt.want)
+		}
+	}
+}

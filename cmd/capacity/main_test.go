@@ -179,14 +179,15 @@ func TestOpenAIWithTrace(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"--protocol=openai", "--target=" + srv.URL, "--model=llama", "--mig-profile=h100-80gb", "--slo-latency=1s",
+	// A served model name with a slash, as vLLM's are: the record is one file in --out.
+	args := append([]string{"--protocol=openai", "--target=" + srv.URL, "--model=meta/llama", "--mig-profile=h100-80gb", "--slo-latency=1s",
 		"--trace=../../replay/demo/AzureLLMInferenceTrace_code.csv", "--start-rate=200", "--max-rate=200", "--out=" + dir}, short...)
 	// The trace is bursty (lulls of a minute): whether 200 req/s in its shape passes in these
 	// short windows is not the point here; allowed (0) or refused (1), the record is written.
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	rec, err := record.Read(filepath.Join(dir, "llama.h100-80gb.yaml"))
+	rec, err := record.Read(filepath.Join(dir, "meta_llama.h100-80gb.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
