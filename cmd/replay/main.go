@@ -106,6 +106,16 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !tune && (set["traces"] || set["write"]) { // they did nothing
+		return errors.New("--traces and --write apply to replay tune only (go run ./cmd/replay tune --traces=… --write=…)")
+	}
+	if set["rate-scale"] && !tune {
+		if err := checkRateScale(*trace, *format); err != nil {
+			return err
+		}
+	}
 	cfg.TracePath, cfg.Format, cfg.Mode = *trace, replay.Format(*format), *mode
 	cfg.Models, cfg.Policies = splitList(*models), splitList(*policies)
 	for i, p := range cfg.Policies {
@@ -173,6 +183,37 @@ func checkOut(flag, dir string) error {
 		}
 		p = parent
 	}
+}
+
+// checkRateScale refuses --rate-scale for a trace that is not ServeGen's, where it did
+// nothing (only ServeGen's windows have rates to scale; replay refuses it in request mode).
+func checkRateScale(trace, format string) error {
+	f := replay.Format(format)
+	switch {
+	case f != "":
+	case trace == "":
+		f = replay.FormatAzureLLM // the embedded trace
+	default:
+		p, err := replay.ResolvePath(trace)
+		if err != nil {
+			return err
+		}
+		fh, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		head := make([]byte, 64<<10)
+		n, _ := io.ReadFull(fh, head)
+		fh.Close()
+		first, _, _ := strings.Cut(string(head[:n]), "\n")
+		if f, err = replay.DetectFormat(first); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if f != replay.FormatServeGen {
+		return fmt.Errorf("rate-scale: applies to servegen traces (binned mode) only; this trace is %s", f)
+	}
+	return nil
 }
 
 // maxSettingsBytes bounds --settings: the embedded replay/settings.yaml is 4 KiB, and

@@ -17,6 +17,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"slots", []string{"--slots=0"}, "slots = 0: want 1..1024"},
 		{"cold start", []string{"--cold-start=soon"}, `cold-start "soon"`},
 		{"policy", []string{"--policies=magic"}, `policy "magic"`},
+		// Flags that did nothing.
+		{"rate scale on the Azure trace", []string{"--rate-scale=2"}, "rate-scale: applies to servegen traces (binned mode) only; this trace is azure-llm"},
+		{"tune flags without tune", []string{"--traces=/x"}, "--traces and --write apply to replay tune only"},
 		// Each of its rows was printed twice.
 		{"policy twice", []string{"--policies=static,inferscale,static"}, `policies: "static" is listed twice; list each family once`},
 		{"format", []string{"--format=parquet"}, `format "parquet"`},
@@ -132,5 +135,18 @@ func TestTuneRefusesUnwritableWriteFirst(t *testing.T) {
 	w := filepath.Join(file, "settings.yaml")
 	if err := run([]string{"tune", "--traces", dir, "--write", w}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("write %q: %s is not a folder", file, file)) {
 		t.Errorf("--write below a file: %v", err)
+	}
+}
+
+func TestCheckRateScaleAcceptsServeGen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sg.csv")
+	if err := os.WriteFile(p, []byte("category,model,client_id,window_start_s,window_len_s,rate_rps,iat_cv,arrival_dist,dist_p1,dist_p2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRateScale(p, ""); err != nil {
+		t.Errorf("checkRateScale(servegen file) = %v", err)
+	}
+	if err := checkRateScale("", "servegen"); err != nil {
+		t.Errorf("checkRateScale(--format=servegen) = %v", err)
 	}
 }
