@@ -36,6 +36,12 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, " ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
+// protocolOf names the protocol each protocol-specific flag is for.
+var protocolOf = map[string]string{
+	"input": capacity.ProtocolTriton, "input-data": capacity.ProtocolTriton, "metrics-url": capacity.ProtocolTriton,
+	"prompt-tokens": capacity.ProtocolOpenAI, "max-tokens": capacity.ProtocolOpenAI, "ignore-eos": capacity.ProtocolOpenAI,
+}
+
 // parseFlags returns the Config the flags describe (validated by capacity.Config.Validate in
 // Run) and the request flags.
 func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
@@ -83,6 +89,16 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	// A flag of the other protocol did nothing: refuse it.
+	var wrong []string
+	fs.Visit(func(f *flag.Flag) {
+		if protocolOf[f.Name] != "" && protocolOf[f.Name] != cfg.Protocol {
+			wrong = append(wrong, "--"+f.Name)
+		}
+	})
+	if len(wrong) > 0 && (cfg.Protocol == capacity.ProtocolTriton || cfg.Protocol == capacity.ProtocolOpenAI) {
+		return cfg, fmt.Errorf("%s: not used with --protocol=%s", strings.Join(wrong, ", "), cfg.Protocol)
 	}
 	if cfg.Protocol == capacity.ProtocolTriton && cfg.Model != "" {
 		req, err := capacity.InferRequest(cfg.Model, inputData, inputs)

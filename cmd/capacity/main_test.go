@@ -37,6 +37,11 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		// 6 GB of prompt per request before.
 		{name: "openai prompt too long", args: []string{"--protocol=openai", "--target=http://localhost:8000", "--model=m", "--mig-profile=1g.10gb", "--prompt-tokens=2000000000", "--max-tokens=0"},
 			want: []string{"--prompt-tokens 2000000000: want 1..1000000", "--max-tokens 0: want 1..1000000"}},
+		// Each did nothing with the other protocol.
+		{name: "openai flags with triton", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--max-tokens=64", "--ignore-eos"},
+			want: []string{"--ignore-eos, --max-tokens: not used with --protocol=triton-grpc"}},
+		{name: "triton flags with openai", args: []string{"--protocol=openai", "--target=http://localhost:8000", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP32:1"},
+			want: []string{"--input: not used with --protocol=openai"}},
 		{name: "openai target must be a URL", args: []string{"--protocol=openai", "--target=localhost:8000", "--model=m", "--mig-profile=1g.10gb"}, want: []string{"want the server's base URL"}},
 	}
 	for _, tt := range tests {
