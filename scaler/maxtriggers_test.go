@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/prom"
 )
 
 // TestMaxTriggers: any gRPC caller can invent ScaledObjects (or metadata) and each
@@ -123,5 +126,44 @@ func TestHostileRefs(t *testing.T) {
 	st := status.Convert(err)
 	if want := `metric "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"… (3145728 bytes) is not served for ScaledObject team-a/pool`; st.Code() != codes.NotFound || !strings.HasPrefix(st.Message(), want) || len(st.Message()) > 400 {
 		t.Errorf("GetMetrics with a 3 MiB name: %v %.300q (%d bytes), want NotFound starting %q", st.Code(), st.Message(), len(st.Message()), want)
+	}
+}
+
+// TestMaxStreams: at most MaxTriggers StreamIsActive calls are open at once (KEDA keeps one
+// per external-push trigger); one more is ResourceExhausted, and a closed stream frees its
+// place. Before, one trigger took any number of streams (≈ 27 KiB each).
+func TestMaxStreams(t *testing.T) {
+	h := newHarnessConfig(t, nil, func(c *ServerConfig) { c.MaxTriggers = 2 })
+	h.sig.set("team-a", prom.KindQueue, prom.Result{Value: 1, EvaluatedAt: t0})
+	r := ref("team-a", "pool", queueMeta())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func(ctx context.Context) (pb.ExternalScaler_StreamIsActiveClient, error) {
+		s, err := h.client.StreamIsActive(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.Recv() // the first push, or the refusal
+		return s, err
+	}
+	for i := range 2 {
+		if _, err := open(ctx); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	defer cancel3()
+	_, err := open(ctx3)
+	const want = "ScaledObject team-a/pool: StreamIsActive: 2 streams are open, the limit (--max-triggers: KEDA keeps one per external-push trigger)"
+	if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
+		t.Fatalf("third stream: %v, want ResourceExhausted %q", err, want)
+	}
+	cancel() // both close
+	deadline := time.Now().Add(5 * time.Second)
+	for h.srv.streams.Load() != 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if _, err := open(ctx3); err != nil {
+		t.Errorf("a stream after the others closed: %v", err)
 	}
 }

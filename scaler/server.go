@@ -128,6 +128,8 @@ type Server struct {
 	// PromQL can take.
 	registering chan struct{}
 
+	streams atomic.Int64 // open StreamIsActive calls, all triggers
+
 	mu       sync.RWMutex
 	triggers map[string]*trigger // by metric name
 	quit     chan struct{}       // closed by Stop: ends streams
@@ -549,6 +551,15 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
+	// KEDA keeps one stream per external-push trigger, so at most MaxTriggers are open; each
+	// holds a goroutine and its buffers (≈ 27 KiB measured), and a caller could open them
+	// without end on one trigger.
+	if n := s.streams.Add(1); s.cfg.MaxTriggers > 0 && n > int64(s.cfg.MaxTriggers) {
+		s.streams.Add(-1)
+		return status.Errorf(codes.ResourceExhausted, "ScaledObject %s/%s: StreamIsActive: %d streams are open, the limit (--max-triggers: KEDA keeps one per external-push trigger)",
+			tr.namespace, tr.name, s.cfg.MaxTriggers)
+	}
+	defer s.streams.Add(-1)
 	tr.streams.Add(1)
 	defer tr.streams.Add(-1)
 	sent, last := false, false
