@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/model"
@@ -131,18 +132,24 @@ func TestGrouping(t *testing.T) {
 	p := newTestPoller(t, "http://127.0.0.1:1")
 	const scaledObjects = 1000
 	perTrigger := 0
+	strs := map[*byte]bool{}
 	for i := range scaledObjects {
 		engine := EngineTriton
 		if i%2 == 1 {
 			engine = EngineVLLM
 		}
 		for _, kind := range Kinds {
-			_, err := p.Subscribe(Request{Namespace: fmt.Sprintf("ns-%d", i%50), Kind: kind, Engine: engine, Model: fmt.Sprintf("model-%d", i)})
+			k, err := p.Subscribe(Request{Namespace: fmt.Sprintf("ns-%d", i%50), Kind: kind, Engine: engine, Model: fmt.Sprintf("model-%d", i)})
 			if err != nil {
 				t.Fatal(err)
 			}
+			strs[unsafe.StringData(k.q.promql)] = true
 			perTrigger++
 		}
+	}
+	// The 7,000 keys share their query's one PromQL string (a bundle is ~1.8 KB).
+	if len(strs) != 2 {
+		t.Errorf("the keys hold %d distinct PromQL strings, want 2 (one per bundle)", len(strs))
 	}
 	if got, want := p.Queries(), 2; got != want {
 		t.Errorf("distinct queries for %d preset ScaledObjects = %d, want %d (one bundle per engine)", scaledObjects, got, want)
