@@ -167,3 +167,30 @@ func TestMaxStreams(t *testing.T) {
 		t.Errorf("a stream after the others closed: %v", err)
 	}
 }
+
+// TestMaxTotalMetadataBytes: with MaxTriggers set, the registered triggers' metadata together
+// holds at most MaxTotalMetadataBytes (10,000 triggers of 160 KiB each would hold 1.6 GB); a
+// trigger past it is ResourceExhausted and a forgotten one gives its bytes back.
+func TestMaxTotalMetadataBytes(t *testing.T) {
+	h := newHarnessConfig(t, nil, func(c *ServerConfig) { c.MaxTriggers = 1000 })
+	ctx := context.Background()
+	big := strings.Repeat("m", 150<<10)
+	meta := queueMeta("model", big)
+	per := metadataBytes(ref("team-a", "x", meta))
+	fit := MaxTotalMetadataBytes / per
+	for i := range fit {
+		if _, err := h.client.GetMetricSpec(ctx, ref("team-a", fmt.Sprintf("pool-%d", i), meta)); err != nil {
+			t.Fatalf("trigger %d of %d: %v", i, fit, err)
+		}
+	}
+	_, err := h.client.GetMetricSpec(ctx, ref("team-a", "one-more", meta))
+	want := fmt.Sprintf("ScaledObject team-a/one-more: not registered: the registered triggers' metadata holds %d bytes and this one's %d would pass 16777216 (16 MiB, MaxTotalMetadataBytes)", fit*per, per)
+	if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
+		t.Fatalf("past the total: %v, want ResourceExhausted %q", err, want)
+	}
+	h.clock.add(11 * time.Minute) // every trigger unused past ForgetAfter
+	h.srv.Refresh(h.clock.now())
+	if _, err := h.client.GetMetricSpec(ctx, ref("team-a", "one-more", meta)); err != nil {
+		t.Errorf("after the others were forgotten: %v", err)
+	}
+}

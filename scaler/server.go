@@ -130,16 +130,18 @@ type Server struct {
 
 	streams atomic.Int64 // open StreamIsActive calls, all triggers
 
-	mu       sync.RWMutex
-	triggers map[string]*trigger // by metric name
-	quit     chan struct{}       // closed by Stop: ends streams
-	stopOnce sync.Once
+	mu            sync.RWMutex
+	metadataBytes int                 // Σ trigger.metadataBytes of triggers
+	triggers      map[string]*trigger // by metric name
+	quit          chan struct{}       // closed by Stop: ends streams
+	stopOnce      sync.Once
 }
 
 // trigger is one ScaledObject trigger: its policy, subscriptions and
 // decision state.
 type trigger struct {
 	namespace, name, metric string
+	metadataBytes           int // keys and values, counted in Server.metadataBytes
 	policy                  decision.Policy
 	handles                 [decision.NumSignals]SignalHandle
 	lastUsed                atomic.Int64 // unix nanoseconds of the last RPC
@@ -275,6 +277,21 @@ func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger,
 // messages could hold 40 GB.
 const MaxMetadataBytes = 160 << 10
 
+// MaxTotalMetadataBytes bounds the metadata of all registered triggers together (with
+// MaxTriggers set): MaxTriggers triggers of MaxMetadataBytes each would still hold 1.6 GB. A
+// preset trigger's metadata is about 200 bytes and a custom one's with three queries about
+// 500, so 16 MiB is eight times what 10,000 preset triggers need.
+const MaxTotalMetadataBytes = 16 << 20
+
+// metadataBytes is ref's metadata size, keys and values.
+func metadataBytes(ref *pb.ScaledObjectRef) int {
+	n := 0
+	for k, v := range ref.GetScalerMetadata() {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
 // checkRef refuses, InvalidArgument, a reference no ScaledObject can have:
 // a namespace longer than a DNS-1123 label (63 bytes), a name longer than a
 // DNS-1123 subdomain (253 bytes), or metadata past MaxMetadataBytes. Each is
@@ -288,10 +305,9 @@ func checkRef(ref *pb.ScaledObjectRef) error {
 	if n := len(ref.GetName()); n > validation.DNS1123SubdomainMaxLength {
 		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name %s: must be a Kubernetes object name, at most %d bytes", echo(ref.GetName()), validation.DNS1123SubdomainMaxLength)
 	}
-	n, largest := 0, ""
+	n, largest := metadataBytes(ref), ""
 	md := ref.GetScalerMetadata()
 	for k, v := range md {
-		n += len(k) + len(v)
 		if l := len(k) + len(v); l > len(largest)+len(md[largest]) || l == len(largest)+len(md[largest]) && k < largest {
 			largest = k
 		}
@@ -310,7 +326,7 @@ func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
 	}
-	tr := &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p}
+	tr := &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, metadataBytes: metadataBytes(ref)}
 	for _, sig := range decision.AllSignals() {
 		// R comes from Kubernetes when the ScaledObject is found there;
 		// readyQuery (or the preset's pod count) stands in otherwise.
@@ -357,6 +373,14 @@ func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (
 		tr.close()
 		return nil, s.fullError(ref, m)
 	}
+	if s.cfg.MaxTriggers > 0 && s.metadataBytes+tr.metadataBytes > MaxTotalMetadataBytes {
+		held := s.metadataBytes
+		s.mu.Unlock()
+		tr.close()
+		return nil, status.Errorf(codes.ResourceExhausted, "ScaledObject %s/%s: not registered: the registered triggers' metadata holds %d bytes and this one's %d would pass %d (16 MiB, MaxTotalMetadataBytes)",
+			ref.GetNamespace(), ref.GetName(), held, tr.metadataBytes, MaxTotalMetadataBytes)
+	}
+	s.metadataBytes += tr.metadataBytes
 	s.triggers[name] = tr
 	s.mu.Unlock()
 	s.log.Info("trigger registered", "namespace", tr.namespace, "scaledObject", tr.name, "metric", name,
@@ -651,6 +675,7 @@ func (s *Server) Refresh(now time.Time) {
 	for name, tr := range s.triggers {
 		if tr.lastUsed.Load() < cutoff && tr.streams.Load() == 0 {
 			delete(s.triggers, name)
+			s.metadataBytes -= tr.metadataBytes
 			tr.close()
 			s.log.Info("trigger forgotten (no RPC for ForgetAfter)", "namespace", tr.namespace, "scaledObject", tr.name,
 				"metric", name, "forgetAfter", s.cfg.ForgetAfter)
