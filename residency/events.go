@@ -11,19 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/inferscale/inferscale/internal/kubeevent"
 )
 
 // ErrNotInCluster is returned by NewKubeEvents outside a Kubernetes pod; the sidecar then
 // records no events.
 var ErrNotInCluster = errors.New("not running in a Kubernetes cluster")
-
-// eventsGVR is events.k8s.io/v1 events.
-var eventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 
 // Event limits of events.k8s.io/v1 validation.
 const (
@@ -137,15 +133,9 @@ func (k *KubeEvents) Event(warning bool, reason, note string) {
 func (k *KubeEvents) run() {
 	defer close(k.done)
 	for ev := range k.queue {
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ev)
-		if err == nil {
-			u := &unstructured.Unstructured{Object: obj}
-			u.SetAPIVersion("events.k8s.io/v1")
-			u.SetKind("Event")
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err = k.client.Resource(eventsGVR).Namespace(ev.Namespace).Create(ctx, u, metav1.CreateOptions{})
-			cancel()
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := kubeevent.Create(ctx, k.client, ev)
+		cancel()
 		if err != nil {
 			k.log.Warn("event not recorded", "reason", ev.Reason, "err", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/inferscale/inferscale/internal/kubeevent"
 )
 
 func TestKubeEvents(t *testing.T) {
@@ -35,7 +37,7 @@ func TestKubeEvents(t *testing.T) {
 	var got []eventsv1.Event
 	for _, a := range client.Actions() {
 		c, ok := a.(k8stesting.CreateAction)
-		if !ok || a.GetResource() != eventsGVR || a.GetNamespace() != "ml" {
+		if !ok || a.GetResource() != kubeevent.GVR || a.GetNamespace() != "ml" {
 			t.Fatalf("unexpected action %#v", a)
 		}
 		var ev eventsv1.Event

@@ -12,8 +12,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/inferscale/inferscale/internal/kubeevent"
 	"github.com/inferscale/inferscale/scaler/decision"
 )
 
@@ -103,12 +104,13 @@ const (
 	maxEventField = 128
 )
 
-// Events writes ScaledObject events through the events.k8s.io/v1 API, asynchronously: Record
+// Events writes ScaledObject events through the events.k8s.io/v1 API (client-go's dynamic
+// client, internal/kubeevent: the typed clientset doubled the binary), asynchronously: Record
 // never blocks an evaluation (a full queue drops the event and counts it), each reason is
 // written at most once per EventMinInterval per ScaledObject, and a failed write is logged
 // once per reason per interval too. Run sends until its context ends.
 type Events struct {
-	client   eventsclient.EventsV1Interface
+	client   dynamic.Interface
 	instance string // reportingInstance: the pod's name
 	log      *slog.Logger
 	now      func() time.Time
@@ -120,7 +122,7 @@ type Events struct {
 }
 
 // NewEvents returns an Events writer; instance names this scaler replica (its pod name).
-func NewEvents(client eventsclient.EventsV1Interface, instance string, log *slog.Logger) *Events {
+func NewEvents(client dynamic.Interface, instance string, log *slog.Logger) *Events {
 	if instance == "" {
 		instance, _ = os.Hostname()
 	}
@@ -189,7 +191,7 @@ func (e *Events) Run(ctx context.Context) error {
 func (e *Events) send(ctx context.Context, ev *eventsv1.Event) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := e.client.Events(ev.Namespace).Create(wctx, ev, metav1.CreateOptions{}); err != nil {
+	if err := kubeevent.Create(wctx, e.client, ev); err != nil {
 		e.log.Warn("event not written (check the events.k8s.io create RBAC in that namespace)",
 			"namespace", ev.Namespace, "scaledObject", ev.Regarding.Name, "reason", ev.Reason, "err", err)
 	}

@@ -8,9 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/inferscale/inferscale/internal/kubeevent"
 	"github.com/inferscale/inferscale/scaler/decision"
 )
 
@@ -55,8 +58,12 @@ func TestDecisionEvents(t *testing.T) {
 }
 
 func TestEventsRecordRateLimitAndWrite(t *testing.T) {
-	cs := fake.NewClientset()
-	e := NewEvents(cs.EventsV1(), "scaler-0", nil)
+	scheme := runtime.NewScheme()
+	if err := eventsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dc := dynamicfake.NewSimpleDynamicClient(scheme)
+	e := NewEvents(dc, "scaler-0", nil)
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	now := t0
 	e.now = func() time.Time { return now }
@@ -74,14 +81,17 @@ func TestEventsRecordRateLimitAndWrite(t *testing.T) {
 	for len(e.queue) > 0 {
 		e.send(context.Background(), <-e.queue)
 	}
-	l, err := cs.EventsV1().Events("team-a").List(context.Background(), metav1.ListOptions{})
+	ul, err := dc.Resource(kubeevent.GVR).Namespace("team-a").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Items) != 2 {
-		t.Fatalf("team-a has %d events, want 2", len(l.Items))
+	if len(ul.Items) != 2 {
+		t.Fatalf("team-a has %d events, want 2", len(ul.Items))
 	}
-	ev := l.Items[0]
+	var ev eventsv1.Event
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ul.Items[0].Object, &ev); err != nil {
+		t.Fatal(err)
+	}
 	if ev.Regarding.Kind != "ScaledObject" || ev.Regarding.APIVersion != "keda.sh/v1alpha1" || ev.Regarding.Name != "resnet50" ||
 		string(ev.Regarding.UID) != "uid-1" || ev.Reason != EventUnavailable || ev.Type != corev1.EventTypeWarning ||
 		ev.ReportingController != "inferscale.io/scaler" || ev.ReportingInstance != "scaler-0" || ev.Action == "" || ev.EventTime.IsZero() {

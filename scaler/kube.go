@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -55,11 +55,11 @@ func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.
 		return nil, fmt.Errorf("Kubernetes informers (ScaledObjects, Deployments, StatefulSets in %s; check RBAC) not synced within %v: %w", watchScope(cfg.WatchNamespace), kubeSyncTimeout, err)
 	}
 	log.Info("Kubernetes informers synced", "watchNamespace", cfg.WatchNamespace)
-	cs, err := kubernetes.NewForConfig(rc)
+	dc, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes client for events: %w", err)
 	}
-	ev := NewEvents(cs.EventsV1(), "", log)
+	ev := NewEvents(dc, "", log)
 	g.Go(func() error { return ev.Run(ctx) })
 	return clusterTargets{c: cluster, ev: ev}, nil
 }
