@@ -31,8 +31,10 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -173,7 +175,9 @@ func (c *converter) value(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, 
 		c.leaf(buf, node, t, path, c.anyJSON)
 	case pt.Implements(textUnmarshaler) || t.Kind() == reflect.String:
 		c.leaf(buf, node, t, path, c.text)
-	case t.Kind() == reflect.Bool, isNumber(t.Kind()):
+	case isNumber(t.Kind()):
+		c.number(buf, node, t, path)
+	case t.Kind() == reflect.Bool:
 		c.leaf(buf, node, t, path, c.anyJSON)
 	case t.Kind() == reflect.Struct && node.Kind == yamlv3.MappingNode:
 		c.object(buf, node, t, path)
@@ -253,7 +257,7 @@ func (c *converter) anyJSON(buf *bytes.Buffer, node *yamlv3.Node, path string) {
 			}
 			writeString(buf, node.Value)
 		case "!!int", "!!float":
-			buf.WriteString(number(node))
+			buf.WriteString(numberJSON(node))
 		default:
 			writeString(buf, node.Value)
 		}
@@ -273,23 +277,147 @@ func (c *converter) anyJSON(buf *bytes.Buffer, node *yamlv3.Node, path string) {
 	}
 }
 
-// number is a YAML 1.2 number as JSON: the text itself when it is a JSON number, else the
-// decoded value (0x1f, 0o17, +1, 1_000 as yaml.v3 reads them), else a string.
-func number(node *yamlv3.Node) string {
-	if json.Valid([]byte(node.Value)) && strings.Trim(node.Value, "+-0123456789.eE") == "" {
+// plainNumberRE is a number in plain decimal or exponent notation: YAML 1.2 core schema's
+// decimal integer ([-+]?[0-9]+) and float forms without .inf and .nan. go.yaml.in/yaml/v3 also
+// reads 0x1F, 0o17, 1_000 (YAML 1.1 and Go literal forms) and truncates 1.5, .5 and -.inf when
+// decoding into an integer; no number field takes any of them.
+var plainNumberRE = regexp.MustCompile(`^([-+]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]+))?$`)
+
+// number writes a numeric scalar for a number field of type t (an integer or float kind), or
+// reports why it is not one: a notation other than plain decimal or exponent ("0x1F"), .inf
+// or .nan, a fraction for an integer field ("1.5": want a whole number; 1e3 and 2.0 are whole),
+// or a value outside t's range (named, never saturated or wrapped). Other nodes (a quoted
+// string, a mapping) go to anyJSON, whose decoding reports them.
+func (c *converter) number(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
+	for node.Kind == yamlv3.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
+	// yaml.v3 resolves a plain number past float64 (1e400) as a string: it is still a number
+	// as written, and out of range.
+	plainStr := node.Tag == "!!str" && node.Style == 0 && plainNumberRE.MatchString(node.Value) && strings.ContainsAny(node.Value, "0123456789")
+	if node.Kind != yamlv3.ScalarNode || (node.Tag != "!!int" && node.Tag != "!!float" && !plainStr) {
+		c.leaf(buf, node, t, path, c.anyJSON)
+		return
+	}
+	out, msg := numberFor(node.Value, t)
+	if msg != "" {
+		c.fail(path, node.Line, echo(node.Value)+": "+msg)
+		buf.WriteString("null")
+		return
+	}
+	buf.WriteString(out)
+}
+
+// numberFor is the JSON of text (a YAML !!int or !!float) as a value of t, or why it is not.
+func numberFor(text string, t reflect.Type) (out, msg string) {
+	switch strings.ToLower(strings.TrimLeft(text, "+-")) {
+	case ".inf", ".nan":
+		return "", "want a finite number"
+	}
+	m := plainNumberRE.FindStringSubmatch(text)
+	if m == nil || m[2] == "" && m[3] == "" {
+		return "", "write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3)"
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		bits := t.Bits()
+		f, err := strconv.ParseFloat(text, bits)
+		if err != nil || math.IsInf(f, 0) {
+			maxf := math.MaxFloat64
+			if bits == 32 {
+				maxf = math.MaxFloat32
+			}
+			return "", fmt.Sprintf("out of range [%g, %g]", -maxf, maxf)
+		}
+		return strconv.FormatFloat(f, 'g', -1, bits), ""
+	}
+	// An integer kind: the digits and the power of ten they are scaled by, exactly (no
+	// float rounding: 9007199254740993 stays itself, 1.0000000000000000001 is a fraction).
+	lo, hi := intRange(t)
+	outOfRange := fmt.Sprintf("out of range [%s, %s]", lo, hi)
+	digits := strings.TrimLeft(m[2]+m[3], "0")
+	exp := -len(m[3])
+	if m[4] != "" {
+		e, err := strconv.Atoi(m[4])
+		switch {
+		case err != nil && digits == "":
+			e = 0 // 0e999999999999 is 0
+		case err != nil && m[4][0] == '-':
+			return "", "want a whole number"
+		case err != nil:
+			return "", outOfRange
+		}
+		exp += e
+	}
+	if digits == "" {
+		return "0", ""
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	switch {
+	case exp < 0:
+		return "", "want a whole number"
+	case len(trimmed)+exp > 20: // past every 64-bit integer
+		return "", outOfRange
+	}
+	whole := m[1] + trimmed + strings.Repeat("0", exp)
+	var err error
+	if isUnsigned(t.Kind()) {
+		if m[1] == "-" {
+			return "", outOfRange
+		}
+		_, err = strconv.ParseUint(strings.TrimPrefix(whole, "+"), 10, t.Bits())
+	} else {
+		_, err = strconv.ParseInt(whole, 10, t.Bits())
+	}
+	if err != nil {
+		return "", outOfRange
+	}
+	return strings.TrimPrefix(whole, "+"), ""
+}
+
+// intRange words the range of an integer kind.
+func intRange(t reflect.Type) (lo, hi string) {
+	bits := t.Bits()
+	if isUnsigned(t.Kind()) {
+		return "0", strconv.FormatUint(math.MaxUint64>>(64-bits), 10)
+	}
+	return strconv.FormatInt(math.MinInt64>>(64-bits), 10), strconv.FormatInt(math.MaxInt64>>(64-bits), 10)
+}
+
+func isUnsigned(k reflect.Kind) bool {
+	switch k {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+// echo quotes v for an error, at most 64 bytes of it.
+func echo(v string) string {
+	if len(v) <= 64 {
+		return strconv.Quote(v)
+	}
+	n := 64
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:n]), len(v))
+}
+
+// numberJSON is a YAML number as JSON for a target that is not a number field (an interface,
+// a json.Unmarshaler such as resource.Quantity): the text itself when it is a JSON number, a
+// plain decimal or exponent number JSON cannot write as such (+1, .5, 2.) as its float64
+// value, anything else (0x1F, 1_000, .inf, a number past float64) as a string, so that it
+// is never read as a value nobody wrote and a numeric decoder reports it.
+func numberJSON(node *yamlv3.Node) string {
+	if json.Valid([]byte(node.Value)) && strings.Trim(node.Value, "-0123456789.eE") == "" {
 		return node.Value
 	}
-	var i int64
-	if node.Decode(&i) == nil {
-		return strconv.FormatInt(i, 10)
-	}
-	var u uint64
-	if node.Decode(&u) == nil {
-		return strconv.FormatUint(u, 10)
-	}
-	var f float64
-	if node.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+	if plainNumberRE.MatchString(node.Value) {
+		if f, err := strconv.ParseFloat(node.Value, 64); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
 	}
 	return strconv.Quote(node.Value)
 }
