@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -109,13 +110,36 @@ func validPort(p string) bool {
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
+// MaxPEMBytes bounds each TLS file the probe reads, the rule the scaler's own TLS files follow
+// (scaler/run.go): a certificate chain or CA bundle is kilobytes (Debian's whole
+// ca-certificates bundle is about 220 KB); --health-probe-ca-file=/dev/zero was read until the
+// process ran out of memory.
+const MaxPEMBytes = 1 << 20
+
+// readPEM reads the file at path for flag, at most MaxPEMBytes.
+func readPEM(flag, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPEMBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
+	}
+	if len(data) > MaxPEMBytes {
+		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, MaxPEMBytes)
+	}
+	return data, nil
+}
+
 func (c Config) creds() (credentials.TransportCredentials, error) {
 	if c.CAFile == "" {
 		return insecure.NewCredentials(), nil
 	}
-	pem, err := os.ReadFile(c.CAFile)
+	pem, err := readPEM("--health-probe-ca-file", c.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("--health-probe-ca-file: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
@@ -123,7 +147,15 @@ func (c Config) creds() (credentials.TransportCredentials, error) {
 	}
 	tc := &tls.Config{RootCAs: pool, ServerName: c.ServerName, MinVersion: tls.VersionTLS12}
 	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		certPEM, err := readPEM("--health-probe-cert-file", c.CertFile)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readPEM("--health-probe-key-file", c.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("--health-probe-cert-file: %w", err)
 		}
