@@ -3,7 +3,11 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -32,17 +36,24 @@ type PollerConfig struct {
 	// PodLabel is the label that carries the pod name on engine and DCGM series; the
 	// activity and ready presets join and count on it. Default "pod".
 	PodLabel string
+	// MaxResponseBytes bounds the Prometheus responses held at once, in bytes: one response
+	// alone, and all the evaluations in flight together (from the first byte read until the
+	// result is split). A query past it fails with an error wrapping [ErrResponseTooLarge]
+	// (its keys' Result.Err) instead of growing the process without bound. 0 means
+	// [DefaultMaxResponseBytes] (16 MiB, why there); otherwise range [64 KiB, 1 GiB].
+	MaxResponseBytes int64
 }
 
 // DefaultConfig returns the defaults documented on [PollerConfig].
 func DefaultConfig() PollerConfig {
 	return PollerConfig{
-		RefreshInterval: 5 * time.Second,
-		QueryTimeout:    10 * time.Second,
-		Concurrency:     8,
-		ForgetAfter:     10 * time.Minute,
-		NamespaceLabel:  "namespace",
-		PodLabel:        "pod",
+		RefreshInterval:  5 * time.Second,
+		QueryTimeout:     10 * time.Second,
+		Concurrency:      8,
+		ForgetAfter:      10 * time.Minute,
+		NamespaceLabel:   "namespace",
+		PodLabel:         "pod",
+		MaxResponseBytes: DefaultMaxResponseBytes,
 	}
 }
 
@@ -72,24 +83,128 @@ func (c PollerConfig) Validate() error {
 	if !model.LegacyValidation.IsValidLabelName(c.PodLabel) {
 		errs = append(errs, fmt.Errorf("PodLabel %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", c.PodLabel))
 	}
+	if c.MaxResponseBytes != 0 && (c.MaxResponseBytes < minResponseBytes || c.MaxResponseBytes > maxResponseBytes) {
+		errs = append(errs, fmt.Errorf("MaxResponseBytes %d: must be 0 (default, %d) or in [%d, %d] (64 KiB, 1 GiB)", c.MaxResponseBytes, DefaultMaxResponseBytes, minResponseBytes, maxResponseBytes))
+	}
 	return errors.Join(errs...)
 }
 
-// ValidAddress reports whether addr is an absolute http or https URL with a
-// host: the one rule for a Prometheus base URL, shared by the poller, the
-// scaler's --prometheus-address and the prometheusAddress metadata key.
-func ValidAddress(addr string) bool {
+// The range of PollerConfig.MaxResponseBytes: 64 KiB holds several hundred series (a small
+// deployment's bundles); 1 GiB, about 1.1 million preset ScaledObjects' bundles, is past any
+// memory the scaler would be given.
+const (
+	minResponseBytes = 64 << 10
+	maxResponseBytes = 1 << 30
+)
+
+// ValidAddress reports whether addr passes [validateAddress]: the one rule for a
+// Prometheus base URL, shared by the poller, the scaler's --prometheus-address and the
+// prometheusAddress metadata key.
+func ValidAddress(addr string) bool { return validateAddress(addr) == nil }
+
+// validateAddress returns nil for an absolute http or https URL with a host that is not a
+// refused IP address (see [refusedIP]), and otherwise an error wrapping ErrBadRequest that
+// names prometheusAddress and why. Hostnames are not resolved here (the answer could change
+// by the time of the query: DNS rebinding); the poller's dialer refuses the same addresses
+// once resolved, and a NetworkPolicy on the scaler's egress is the real control.
+//
+// A host made only of numeric labels (2852039166, 0251.0376.0251.0376, 0xa9.254.169.254) must
+// be an IPv4 address in dotted-decimal form: other spellings are read as IPv4 by some
+// resolvers (inet_aton) and are no hostname (no top-level domain is numeric, RFC 3696 §2).
+func validateAddress(addr string) error {
 	u, err := url.Parse(addr)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // without the URL, quoted (cut) below
+		}
+		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
+	}
+	host := u.Hostname()
+	if host == "" {
+		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		if numericHost(host) {
+			return fmt.Errorf("%w: prometheusAddress %s: host %s is a numeric address not in dotted-decimal form; write the IP address as a.b.c.d", ErrBadRequest, quoteAddr(addr), quoteAddr(host))
+		}
+		return nil // a hostname
+	}
+	if why := refusedIP(ip); why != "" {
+		return fmt.Errorf("%w: prometheusAddress %s: %s is %s: refused (the scaler is shared by every namespace, so such an address would let any ScaledObject reach it)", ErrBadRequest, quoteAddr(addr), host, why)
+	}
+	return nil
 }
 
-// validateAddress is ValidAddress as an error wrapping ErrBadRequest.
-func validateAddress(addr string) error {
-	if _, err := url.Parse(addr); err != nil {
-		return fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, addr, err)
+// quoteAddr quotes addr for an error, cut to its first 256 bytes: the address is the user's
+// and may be of any length.
+func quoteAddr(addr string) string {
+	const max = 256
+	if len(addr) <= max {
+		return strconv.Quote(addr)
 	}
-	if !ValidAddress(addr) {
-		return fmt.Errorf("%w: prometheusAddress %q: must be an http:// or https:// URL with a host", ErrBadRequest, addr)
+	return strconv.Quote(addr[:max]) + fmt.Sprintf("… (%d bytes)", len(addr))
+}
+
+// refusedIP says why the scaler does not query ip, or "" when it may: link-local addresses
+// (169.254.0.0/16, fe80::/10, and their multicast ranges), where every major cloud serves its
+// instance metadata and credentials (169.254.169.254: AWS, GCP, Azure, OCI); the two metadata
+// addresses outside them (AWS's IPv6 fd00:ec2::254, Alibaba Cloud's 100.100.100.200); and the
+// unspecified addresses 0.0.0.0 and ::, which connect to the scaler's own host. Loopback and
+// the private ranges stay allowed: an in-cluster Prometheus lives there.
+func refusedIP(ip netip.Addr) string {
+	ip = ip.Unmap() // ::ffff:169.254.169.254 is 169.254.169.254
+	switch {
+	case ip.IsUnspecified():
+		return "the unspecified address (it reaches the scaler's own host)"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return "a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there)"
+	case ip == awsMetadataIPv6, ip == alibabaMetadata:
+		return "a cloud instance metadata address"
+	}
+	return ""
+}
+
+var (
+	awsMetadataIPv6 = netip.MustParseAddr("fd00:ec2::254")
+	alibabaMetadata = netip.MustParseAddr("100.100.100.200")
+)
+
+// numericHost reports whether every dot-separated label of host is a decimal, octal or
+// 0x-hex number (the forms inet_aton accepts).
+func numericHost(host string) bool {
+	for label := range strings.SplitSeq(host, ".") {
+		if label == "" {
+			return false
+		}
+		digits := label
+		hex := len(label) > 2 && (label[:2] == "0x" || label[:2] == "0X")
+		if hex {
+			digits = label[2:]
+		}
+		for _, r := range digits {
+			if !(r >= '0' && r <= '9' || hex && (r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F')) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// refuseDial is the poller's net.Dialer Control: it refuses a connection to an address
+// [refusedIP] names, after name resolution, so a hostname that resolves to the metadata
+// endpoint (metadata.google.internal) is refused as its IP address would be. It runs before
+// the connection is attempted.
+func refuseDial(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return nil // not an IP:port (unix sockets): nothing to judge
+	}
+	if why := refusedIP(ap.Addr()); why != "" {
+		return fmt.Errorf("prom: refusing to connect to %s: %s", address, why)
 	}
 	return nil
 }

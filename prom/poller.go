@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,7 @@ type Poller struct {
 	log       *slog.Logger
 	m         *metrics
 	transport *http.Transport
+	budget    *respBudget
 	now       func() time.Time
 	kick      chan struct{}
 	sem       chan struct{} // Concurrency slots
@@ -170,10 +172,17 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = cfg.Concurrency
+	// http.DefaultTransport's dialer, plus the refusal of metadata addresses once resolved.
+	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseDial}).DialContext
+	maxResp := cfg.MaxResponseBytes
+	if maxResp == 0 {
+		maxResp = DefaultMaxResponseBytes
+	}
 	p := &Poller{
 		cfg:       cfg,
 		log:       log,
 		transport: tr,
+		budget:    &respBudget{max: maxResp},
 		now:       time.Now,
 		kick:      make(chan struct{}, 1),
 		sem:       make(chan struct{}, cfg.Concurrency),
@@ -230,7 +239,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 	if !ok {
 		client, ok := p.clients[key.q.address]
 		if !ok {
-			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: p.transport})
+			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budget}})
 			if err != nil {
 				return Key{}, fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, key.q.address, err)
 			}
@@ -499,8 +508,13 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	qctx, cancel := context.WithTimeout(ctx, p.cfg.QueryTimeout)
 	defer cancel()
+	// The response's bytes count against MaxResponseBytes until its result is split below.
+	c := &charge{b: p.budget, address: q.id.address}
+	defer c.release() // also on shutdown's early return
+	qctx = withCharge(qctx, c)
 	start := time.Now()
 	v, _, _, err := q.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
+	err = boundedAPIError(err)
 	p.m.duration.WithLabelValues(string(q.kind)).Observe(time.Since(start).Seconds())
 	if ctx.Err() != nil {
 		return // shutting down: keep the snapshot as it was
@@ -517,6 +531,7 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 		}
 		series, total, empty, err = split(v, q.grouped, q.bundle, nsLabel, q.modelLabel)
 	}
+	c.release() // the decoded vector is garbage now; its bytes go back to the budget
 	if err != nil {
 		err = fmt.Errorf("query %s %q: %w", q.id.address, q.id.promql, err)
 		p.m.errors.WithLabelValues(string(q.kind)).Inc()

@@ -1,0 +1,154 @@
+package prom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+)
+
+// DefaultMaxResponseBytes is the default [PollerConfig.MaxResponseBytes]: 16 MiB.
+//
+// Why: the largest legitimate answers are the preset bundles, one per (address, engine),
+// each holding seven series per (namespace, model). A bundle series is about 130 bytes of
+// Prometheus JSON (`{"metric":{"inferscale_signal":"activity","model":"…","namespace":"…"},
+// "value":[1767225600.123,"0.123"]}`), so the 10,000 ScaledObjects the scaler is sized for
+// (docs/scaler.md, "Memory") answer 70,000 × 130 B ≈ 9 MB in all, however they are spread
+// over addresses and engines; custom queries add well under 1 KB each. 16 MiB leaves 1.8×
+// that. It cannot be much larger: client_golang buffers the whole body, copies it and then
+// decodes it into model values, and BenchmarkResponseDecode measures 4.0–4.6× the body
+// retained by the decoded vector (≈ 7× at the peak, with the buffers): 16 MiB of answers in
+// flight peak near 110 MiB, the chart's 128Mi scaler limit being the ceiling.
+const DefaultMaxResponseBytes = 16 << 20
+
+// ErrResponseTooLarge is wrapped by the error of a query whose Prometheus response passed
+// [PollerConfig.MaxResponseBytes], alone or together with the responses in flight beside it.
+// The error names the limit and the address, never the body.
+var ErrResponseTooLarge = errors.New("prometheus response too large")
+
+// respBudget bounds the bytes of Prometheus responses held at once: by every evaluation from
+// its first response byte until the evaluation has decoded and split its result (a body's
+// bytes stay in client_golang's buffer and decoded values until then, not only while read).
+type respBudget struct {
+	max  int64
+	held atomic.Int64
+}
+
+// charge is one evaluation's share of a respBudget.
+type charge struct {
+	b       *respBudget
+	address string
+	mu      sync.Mutex
+	n       int64
+	done    bool // released: a late Read (client_golang reads on after a timeout) takes nothing
+}
+
+// add takes n more bytes; past the limit it returns an error wrapping ErrResponseTooLarge
+// and keeps nothing of n.
+func (c *charge) add(n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return fmt.Errorf("response from %s read after its evaluation ended", c.address)
+	}
+	if c.n+n > c.b.max {
+		return fmt.Errorf("%w: the answer from %s is over the %d-byte limit on Prometheus responses (MaxResponseBytes)", ErrResponseTooLarge, c.address, c.b.max)
+	}
+	if held := c.b.held.Add(n); held > c.b.max {
+		c.b.held.Add(-n)
+		return fmt.Errorf("%w: the answers in flight together are over the %d-byte limit on Prometheus responses (MaxResponseBytes); the one from %s had %d bytes", ErrResponseTooLarge, c.b.max, c.address, c.n)
+	}
+	c.n += n
+	return nil
+}
+
+// release gives every byte of c back to the budget.
+func (c *charge) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.b.held.Add(-c.n)
+	c.n = 0
+	c.done = true
+}
+
+type chargeKey struct{}
+
+// withCharge returns ctx carrying c: responses to requests made with it are charged to c.
+func withCharge(ctx context.Context, c *charge) context.Context {
+	return context.WithValue(ctx, chargeKey{}, c)
+}
+
+// limitedTransport wraps a RoundTripper so that every response body is charged to the
+// evaluation of the request's context (or, without one, to a charge of its own released
+// when the body is closed).
+type limitedTransport struct {
+	base   http.RoundTripper
+	budget *respBudget
+}
+
+func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	c, ok := req.Context().Value(chargeKey{}).(*charge)
+	own := !ok
+	if own {
+		c = &charge{b: t.budget, address: req.URL.Scheme + "://" + req.URL.Host}
+	}
+	resp.Body = &limitedBody{rc: resp.Body, c: c, own: own}
+	return resp, nil
+}
+
+// limitedBody charges what it reads; once past the budget every Read fails.
+type limitedBody struct {
+	rc  io.ReadCloser
+	c   *charge
+	own bool
+	err error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		if cerr := b.c.add(int64(n)); cerr != nil {
+			b.err = cerr
+			return 0, cerr
+		}
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error {
+	if b.own {
+		b.c.release()
+	}
+	return b.rc.Close()
+}
+
+// maxErrorMessageBytes bounds the Prometheus error message a failed query keeps: the message
+// is the server's (any size a hostile server sends), and it is held in the snapshot and logged.
+const maxErrorMessageBytes = 512
+
+// boundedAPIError returns err without the response body that client_golang keeps in a
+// *v1.Error's Detail (up to MaxResponseBytes held per failing query until its next
+// evaluation), and with its message cut to maxErrorMessageBytes. Other errors pass as they are.
+func boundedAPIError(err error) error {
+	var apiErr *v1.Error
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	msg := apiErr.Msg
+	if len(msg) > maxErrorMessageBytes {
+		msg = msg[:maxErrorMessageBytes] + fmt.Sprintf("… (%d bytes cut)", len(apiErr.Msg)-maxErrorMessageBytes)
+	}
+	return &v1.Error{Type: apiErr.Type, Msg: msg}
+}
