@@ -22,8 +22,8 @@ import (
 // over addresses and engines; custom queries add well under 1 KB each. 16 MiB leaves 1.8×
 // that. It cannot be much larger: client_golang buffers the whole body, copies it and then
 // decodes it into model values, and BenchmarkResponseDecode measures 4.0–4.6× the body
-// retained by the decoded vector (≈ 7× at the peak, with the buffers): 16 MiB of answers in
-// flight peak near 110 MiB, the chart's 128Mi scaler limit being the ceiling.
+// retained by the decoded vector (≈ 7× at the peak with the buffers, computed): 16 MiB of
+// answers in flight cost ≈ 110 MiB for a moment, against the chart's 128Mi scaler limit.
 const DefaultMaxResponseBytes = 16 << 20
 
 // ErrResponseTooLarge is wrapped by the error of a query whose Prometheus response passed
