@@ -132,7 +132,15 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	fs.StringVar(&c.Pushgateway, "pushgateway", "", "push the verdicts as inferscale_ledger_* gauges to this Prometheus Pushgateway")
 	fs.StringVar(&c.PushJob, "push-job", "inferscale-ledger", "Pushgateway job name")
 	v := version.Flag(fs)
-	err = fs.Parse(args)
+	if err = fs.Parse(args); err != nil {
+		return c, *v, err
+	}
+	// flag stops at the first argument that is not a flag, so `ledger extra --spec=x` left
+	// --spec unparsed and reported it missing: name the stray argument instead.
+	if fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q: ledger takes only flags (e.g. --spec=FILE); flags after it were not read", fs.Arg(0))
+		fmt.Fprintln(out, "ledger:", err)
+	}
 	return c, *v, err
 }
 
@@ -278,10 +286,42 @@ func publishReport(c Config, rep ledger.Report) error {
 	return nil
 }
 
+// MaxKubeconfigBytes bounds a kubeconfig file: client-go's clientcmd reads the whole file
+// itself, and --kubeconfig=/dev/zero read until the process ran out of memory. A kubeconfig
+// with a few clusters and embedded certificates is kilobytes.
+const MaxKubeconfigBytes = 1 << 20
+
+// checkKubeconfig refuses a kubeconfig that is not a regular file of at most
+// MaxKubeconfigBytes, before clientcmd reads it; a path that does not exist is left to
+// clientcmd (it skips a missing $KUBECONFIG entry, and reports a missing --kubeconfig).
+func checkKubeconfig(flag, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %q: %w", flag, path, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %q: not a regular file (%v); want a kubeconfig file", flag, path, fi.Mode().Type())
+	case fi.Size() > MaxKubeconfigBytes:
+		return fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want a kubeconfig file", flag, path, fi.Size(), MaxKubeconfigBytes)
+	}
+	return nil
+}
+
 func restConfig(c Config) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
+		if err := checkKubeconfig("--kubeconfig", c.Kubeconfig); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, p := range rules.Precedence { // $KUBECONFIG's files, else ~/.kube/config
+			if err := checkKubeconfig("kubeconfig ($KUBECONFIG or ~/.kube/config)", p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {

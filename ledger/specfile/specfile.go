@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"github.com/inferscale/inferscale/capacity/record"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -85,6 +88,11 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 	}
 	if fe := plainNumbers(&root, name); fe != nil {
 		return spec, fe
+	}
+	var numErrs []error
+	numberFields(&root, reflect.TypeFor[ledger.Spec](), "", name, &numErrs)
+	if len(numErrs) > 0 {
+		return spec, errors.Join(numErrs...)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -172,6 +180,120 @@ func plainNumbers(n *yaml.Node, name string) *FieldError {
 		}
 	}
 	return nil
+}
+
+// numberRE is a number in plain decimal or exponent notation (what plainNumbers lets
+// through); its groups are the sign, the integer digits, the fraction digits and the exponent.
+var numberRE = regexp.MustCompile(`^([-+]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]+))?$`)
+
+// fieldRange words the accepted range of each numeric field, as Validate does.
+var fieldRange = map[string]string{
+	"pricePerHour":      "[0, 1e6] USD per hour",
+	"peakRPS":           fmt.Sprintf("[0, %g]", ledger.MaxRPS),
+	"safeRPSPerReplica": fmt.Sprintf("[0, %g]", ledger.MaxRPS),
+	"readyReplicas":     fmt.Sprintf("[0, %d]", ledger.MaxReplicas),
+}
+
+// numberFields walks the document along the spec's types (yaml tags) and reports each number
+// go.yaml.in/yaml/v3 would not read as written: a fraction in an integer field
+// (readyReplicas: 1.5 became 1), and a value past float64 (pricePerHour: 1e400, which yaml.v3
+// resolves as a string and then refuses without naming the field). Each error names the
+// field, its line, and for a value out of range the field's range.
+func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			numberFields(c, t, path, name, errs)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			var ft reflect.Type
+			if t != nil && t.Kind() == reflect.Struct {
+				ft = yamlField(t, key.Value)
+			}
+			p := key.Value
+			if path != "" {
+				p = path + "." + key.Value
+			}
+			numberFields(val, ft, p, name, errs)
+		}
+	case yaml.SequenceNode:
+		var et reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			et = t.Elem()
+		}
+		for i, c := range n.Content {
+			numberFields(c, et, fmt.Sprintf("%s[%d]", path, i), name, errs)
+		}
+	case yaml.AliasNode:
+		if n.Alias != nil && n.Alias.Kind == yaml.ScalarNode { // collections are checked where anchored
+			numberFields(n.Alias, t, path, name, errs)
+		}
+	case yaml.ScalarNode:
+		if t == nil || n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") {
+			return
+		}
+		m := numberRE.FindStringSubmatch(n.Value)
+		if m == nil || m[2] == "" && m[3] == "" {
+			return
+		}
+		field := path[strings.LastIndexByte(path, '.')+1:]
+		rng, ok := fieldRange[field]
+		if !ok {
+			rng = "the range of " + t.Kind().String()
+		}
+		fail := func(msg string) {
+			*errs = append(*errs, &FieldError{File: name, Line: n.Line, Field: path, Msg: msg})
+		}
+		f, err := strconv.ParseFloat(n.Value, 64)
+		switch t.Kind() {
+		case reflect.Float32, reflect.Float64:
+			if err != nil {
+				fail(fmt.Sprintf("%s is outside %s", n.Value, rng))
+			}
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			switch {
+			case !isWhole(m):
+				fail(fmt.Sprintf("%s: want a whole number", n.Value))
+			case err != nil || f < math.MinInt64 || f > math.MaxInt64:
+				fail(fmt.Sprintf("%s is outside %s", n.Value, rng))
+			}
+		}
+	}
+}
+
+// yamlField is the type of t's field with that yaml name, nil when there is none.
+func yamlField(t reflect.Type, key string) reflect.Type {
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// isWhole reports whether a number matched by numberRE is an integer, exactly: the digits
+// scaled by the exponent leave no fraction (2.0, 1e3 and 15e-1… are decided on the digits,
+// not on a rounded float, so 1.0000000000000000001 is not whole).
+func isWhole(m []string) bool {
+	digits := strings.TrimLeft(m[2]+m[3], "0")
+	if digits == "" {
+		return true // zero
+	}
+	exp := -len(m[3])
+	if m[4] != "" {
+		e, err := strconv.Atoi(m[4])
+		if err != nil {
+			return m[4][0] != '-' // a huge positive exponent is whole (and out of range)
+		}
+		exp += e
+	}
+	trailing := len(digits) - len(strings.TrimRight(digits, "0"))
+	return exp+trailing >= 0
 }
 
 // lineOf finds the YAML line of a field path such as

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStrayArgument: flag stops at the first non-flag, so `ledger extra --spec=x` said
+// "--spec: required"; it now names the stray argument, exit 2.
+func TestStrayArgument(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"extra", "--spec=" + testdata + "source-case.yaml"}, &out, &errb)
+	const want = "ledger: unexpected argument \"extra\": ledger takes only flags (e.g. --spec=FILE); flags after it were not read\n"
+	if code != exitBad || errb.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, errb.String(), exitBad, want)
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", out.String())
+	}
+}
+
+// TestKubeconfigBounded: clientcmd reads a kubeconfig whole, and --kubeconfig=/dev/zero ran
+// the process out of memory. A kubeconfig that is not a regular file, or is over 1 MiB, is
+// bad input (exit 2) naming the flag and the file, before anything reads it.
+func TestKubeconfigBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, MaxKubeconfigBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, kubeconfig, env, want string
+	}{
+		{"device", "/dev/zero", "", `ledger: --kubeconfig "/dev/zero": not a regular file (Dc---------); want a kubeconfig file`},
+		{"directory", "/", "", `ledger: --kubeconfig "/": not a regular file (d---------); want a kubeconfig file`},
+		{"over 1 MiB", big, "", `ledger: --kubeconfig "` + big + `": 1048577 bytes, larger than 1048576 (1 MiB); want a kubeconfig file`},
+		{"$KUBECONFIG device", "", "/dev/zero", `ledger: kubeconfig ($KUBECONFIG or ~/.kube/config) "/dev/zero": not a regular file (Dc---------); want a kubeconfig file`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			args := []string{"--spec=" + testdata + "source-case.yaml", "--live", "--timeout=2s"}
+			if tt.kubeconfig != "" {
+				args = append(args, "--kubeconfig="+tt.kubeconfig)
+			}
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			if got := strings.TrimSpace(errb.String()); code != exitBad || got != tt.want {
+				t.Errorf("exit %d, stderr %q\nwant %d, %q", code, got, exitBad, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,47 @@
+package specfile
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNumberFields: go.yaml.in/yaml/v3 read readyReplicas: 1.5 as 1 without a word, and
+// refused pricePerHour: 1e400 with "cannot unmarshal !!str `1e400` into float64", naming
+// neither the field nor its range. Each is now an error naming the file, line, field and, out
+// of range, the range Validate accepts; whole numbers in other notations still decode.
+func TestNumberFields(t *testing.T) {
+	const nodes = "nodes:\n  - name: a\n    pricePerHour: PRICE\n    gpus: [{product: A100-SXM4-80GB}]\n"
+	spec := func(price, ready string) string {
+		return strings.Replace(nodes, "PRICE", price, 1) + "services:\n  - name: s\n    tier: P2\n    profile: 1g.10gb\n    readyReplicas: " + ready + "\n"
+	}
+	tests := []struct {
+		name, give, want string
+	}{
+		{"fraction of a replica", spec("1", "1.5"), "x.yaml:9: services[0].readyReplicas: 1.5: want a whole number"},
+		{"fraction below float64 precision", spec("1", "1.0000000000000000001"), "x.yaml:9: services[0].readyReplicas: 1.0000000000000000001: want a whole number"},
+		{"negative exponent fraction", spec("1", "15e-1"), "x.yaml:9: services[0].readyReplicas: 15e-1: want a whole number"},
+		{"replicas past float64", spec("1", "1e400"), "x.yaml:9: services[0].readyReplicas: 1e400 is outside [0, 100000]"},
+		{"replicas past int64", spec("1", "1e19"), "x.yaml:9: services[0].readyReplicas: 1e19 is outside [0, 100000]"},
+		{"price past float64", spec("1e400", "1"), "x.yaml:3: nodes[0].pricePerHour: 1e400 is outside [0, 1e6] USD per hour"},
+		{"negative price past float64", spec("-1e400", "1"), "x.yaml:3: nodes[0].pricePerHour: -1e400 is outside [0, 1e6] USD per hour"},
+		{"both reported", spec("1e400", "0.5"), "x.yaml:3: nodes[0].pricePerHour: 1e400 is outside [0, 1e6] USD per hour\nx.yaml:9: services[0].readyReplicas: 0.5: want a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give), "x.yaml")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+	for _, ready := range []string{"2", "2.0", "2e0", "0.2e1", "20e-1"} {
+		s, err := Parse([]byte(spec("3.5", ready)), "x.yaml")
+		if err != nil {
+			t.Errorf("readyReplicas: %s: %v", ready, err)
+			continue
+		}
+		if got := *s.Services[0].ReadyReplicas; got != 2 || s.Nodes[0].PricePerHour != 3.5 {
+			t.Errorf("readyReplicas: %s decoded as %d, price %v; want 2, 3.5", ready, got, s.Nodes[0].PricePerHour)
+		}
+	}
+}
