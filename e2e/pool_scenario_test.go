@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inferscale/inferscale/scaler"
 )
 
 // TestPool walks one pool through its life on the real control plane. The
@@ -92,6 +94,21 @@ func TestPool(t *testing.T) {
 			}
 			logf("prometheus back")
 			env.waitReplicas(t, "normal scaling after the outage", nHigh, 4*time.Minute)
+			// The scaler wrote the outage and the recovery as events.k8s.io/v1 Events on the
+			// ScaledObject (client-go's dynamic client), accepted by the real API server.
+			eventually(t, "Unavailable and Recovered events on the ScaledObject", time.Minute, func() (bool, string) {
+				l, err := env.c.kube.EventsV1().Events(env.ns).List(context.Background(), metav1.ListOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				seen := map[string]bool{}
+				for _, ev := range l.Items {
+					if ev.Regarding.Kind == "ScaledObject" && ev.Regarding.Name == env.scaledObject && ev.ReportingController == "inferscale.io/scaler" {
+						seen[ev.Reason] = true
+					}
+				}
+				return seen[scaler.EventUnavailable] && seen[scaler.EventRecovered], fmt.Sprint("reasons seen: ", seen)
+			})
 			requireNoFailures(t, env)
 		}},
 		{"scaler restart causes no scale-down", func(t *testing.T) {
