@@ -447,11 +447,12 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 	tests := []flagCase{
 		{"scaler", scalerFlagDecls(t), o.deployments[scalerName].Spec.Template.Spec.Containers[0].Args,
 			map[string]string{
-				"kubeconfig":         "in a pod the scaler uses in-cluster credentials",
-				"tls-cert-file":      "only with scaler.tls.enabled (the tls case checks the files are mounted)",
-				"tls-key-file":       "only with scaler.tls.enabled",
-				"tls-client-ca-file": "only with scaler.tls.clientAuth",
-				"max-triggers":       "cmd/scaler's default (10,000, the count the scaler's memory limit is sized for, docs/scaler.md); scaler.extraArgs overrides it",
+				"kubeconfig":               "in a pod the scaler uses in-cluster credentials",
+				"tls-cert-file":            "only with scaler.tls.enabled (the tls case checks the files are mounted)",
+				"tls-key-file":             "only with scaler.tls.enabled",
+				"tls-client-ca-file":       "only with scaler.tls.clientAuth",
+				"max-triggers":             "cmd/scaler's default (10,000, the count the scaler's memory limit is sized for, docs/scaler.md); scaler.extraArgs overrides it",
+				"query-max-response-bytes": "cmd/scaler's default (16 MiB, sized with max-triggers, docs/scaler-prom.md); scaler.extraArgs overrides it",
 			}},
 		{"residency", residencyFlagDecls(t), sc.Args, map[string]string{
 			"namespace":             "defaults to $POD_NAMESPACE, which the chart sets from the downward API",

@@ -31,6 +31,13 @@ type Config struct {
 	QueryTimeout time.Duration
 	// QueryConcurrency is how many queries run at once. Default 8, range [1, 256].
 	QueryConcurrency int
+	// QueryMaxResponseBytes bounds the Prometheus answers held at once, in bytes
+	// (prom.PollerConfig.MaxResponseBytes: one answer, and all in flight
+	// together); a query past it fails instead of growing the process. Default
+	// 16 MiB (prom.DefaultMaxResponseBytes: 10,000 preset ScaledObjects'
+	// bundles are ≈ 9 MB), range [64 KiB, 1 GiB]; raise it with --max-triggers
+	// and the memory limit.
+	QueryMaxResponseBytes int64
 	// ForgetAfter drops a ScaledObject trigger (and its queries) that KEDA
 	// has not called about for this long. Default 10m, ≥ RefreshInterval.
 	ForgetAfter time.Duration
@@ -96,6 +103,7 @@ func DefaultConfig() Config {
 		RefreshInterval:          5 * time.Second,
 		QueryTimeout:             10 * time.Second,
 		QueryConcurrency:         8,
+		QueryMaxResponseBytes:    prom.DefaultMaxResponseBytes,
 		ForgetAfter:              10 * time.Minute,
 		NamespaceLabel:           "namespace",
 		PodLabel:                 "pod",
@@ -122,7 +130,7 @@ func (c Config) Validate() error {
 	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
 		if !prom.ValidAddress(c.PrometheusAddress) {
-			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host", c.PrometheusAddress))
+			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", c.PrometheusAddress))
 		}
 	}
 	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
@@ -133,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if c.QueryConcurrency < 1 || c.QueryConcurrency > 256 {
 		errs = append(errs, fmt.Errorf("QueryConcurrency (--query-concurrency) %d: must be in [1, 256]", c.QueryConcurrency))
+	}
+	if c.QueryMaxResponseBytes < 64<<10 || c.QueryMaxResponseBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("QueryMaxResponseBytes (--query-max-response-bytes) %d: must be in [65536, 1073741824] (64 KiB, 1 GiB)", c.QueryMaxResponseBytes))
 	}
 	if c.ForgetAfter < c.RefreshInterval {
 		errs = append(errs, fmt.Errorf("ForgetAfter (--forget-after) %v: must be ≥ RefreshInterval (--refresh-interval, %v)", c.ForgetAfter, c.RefreshInterval))

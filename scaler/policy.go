@@ -326,7 +326,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	if p.PrometheusAddress == "" {
 		errs = append(errs, fmt.Errorf("%w: %s is required (an http or https URL) when the scaler has no --prometheus-address", ErrInvalidMetadata, KeyPrometheusAddress))
 	} else if !prom.ValidAddress(p.PrometheusAddress) {
-		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host", p.PrometheusAddress))
+		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host that is not a link-local (169.254.0.0/16, fe80::/10: cloud metadata), cloud-metadata or unspecified (0.0.0.0, ::) IP address", p.PrometheusAddress))
 	}
 	if engineOK && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) &&
 		!p.Configured(decision.SignalActivity) && !p.Configured(decision.SignalRunning) {

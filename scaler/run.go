@@ -89,13 +89,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	g, gctx := errgroup.WithContext(ctx)
 	if signals == nil {
 		poller, err := prom.NewPoller(prom.PollerConfig{
-			DefaultAddress:  cfg.PrometheusAddress,
-			RefreshInterval: cfg.RefreshInterval,
-			QueryTimeout:    cfg.QueryTimeout,
-			Concurrency:     cfg.QueryConcurrency,
-			ForgetAfter:     cfg.ForgetAfter,
-			NamespaceLabel:  cfg.NamespaceLabel,
-			PodLabel:        cfg.PodLabel,
+			DefaultAddress:   cfg.PrometheusAddress,
+			RefreshInterval:  cfg.RefreshInterval,
+			QueryTimeout:     cfg.QueryTimeout,
+			Concurrency:      cfg.QueryConcurrency,
+			ForgetAfter:      cfg.ForgetAfter,
+			NamespaceLabel:   cfg.NamespaceLabel,
+			PodLabel:         cfg.PodLabel,
+			MaxResponseBytes: cfg.QueryMaxResponseBytes,
 		}, reg, log.With("component", "poller"))
 		if err != nil {
 			return err

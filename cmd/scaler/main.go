@@ -49,6 +49,7 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.DurationVar(&c.RefreshInterval, "refresh-interval", c.RefreshInterval, "how often queries are evaluated and decisions refreshed [100ms, 10m]")
 	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "timeout of one Prometheus query [100ms, 5m]")
 	fs.IntVar(&c.QueryConcurrency, "query-concurrency", c.QueryConcurrency, "Prometheus queries in flight at once [1, 256]")
+	fs.Int64Var(&c.QueryMaxResponseBytes, "query-max-response-bytes", c.QueryMaxResponseBytes, "bytes of Prometheus answers held at once, one alone and all in flight together [65536, 1073741824]")
 	fs.DurationVar(&c.ForgetAfter, "forget-after", c.ForgetAfter, "drop a ScaledObject trigger KEDA has not called about for this long")
 	fs.StringVar(&c.NamespaceLabel, "namespace-label", c.NamespaceLabel, "series label carrying the Kubernetes namespace (query confinement)")
 	fs.StringVar(&c.PodLabel, "pod-label", c.PodLabel, "series label carrying the pod name")
