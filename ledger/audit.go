@@ -45,6 +45,12 @@ type AuditOptions struct {
 	// re-tried for release after the first packing (each retry packs the
 	// whole spec again). 0 re-tries every kept node.
 	MaxRetries int
+	// MaxRetryWork bounds the retries' work in GPU × service pairs (see the constant
+	// MaxRetryWork); 0 means MaxRetryWork.
+	MaxRetryWork int
+	// noBound skips the slice bound that settles a retry without packing (tests compare
+	// the two).
+	noBound bool
 }
 
 // svcNeed is what the packing must give one service.
@@ -55,12 +61,29 @@ type svcNeed struct {
 	m     int      // replicas that must survive any single loss
 	r     int      // replicas at least (P2)
 	size  int      // memory slices of the profile, for ordering
+	// kidx[productPos(p)] is the profile's index in p.Profiles, −1 where p
+	// lacks it: canAdd runs for every GPU a replica passes, so the name is
+	// looked up once per service, not once per GPU.
+	kidx []int8
+}
+
+// productPos is p's index in Products, −1 for nil.
+func productPos(p *Product) int {
+	for i := range Products {
+		if &Products[i] == p {
+			return i
+		}
+	}
+	return -1
 }
 
 func needs(spec Spec) []svcNeed {
 	out := make([]svcNeed, len(spec.Services))
 	for i, s := range spec.Services {
-		n := svcNeed{idx: i, s: s, m: minReplicasAfterLoss(s)}
+		n := svcNeed{idx: i, s: s, m: minReplicasAfterLoss(s), kidx: make([]int8, len(Products))}
+		for j := range Products {
+			n.kidx[j] = int8(Products[j].profileIndex(s.Profile))
+		}
 		if p, ok := LookupProduct(s.Profile); ok {
 			n.whole, n.size = p, 100
 		} else {
@@ -90,10 +113,12 @@ func needs(spec Spec) []svcNeed {
 type packGPU struct {
 	node, gpu int
 	prod      *Product
+	pos       int // productPos(prod)
 	tab       *layoutTable
 	layout    int16
 	whole     bool // taken by a whole-GPU service
 	used      int  // replicas on it
+	free      int  // freeMemory(), kept up to date by add
 }
 
 func (g *packGPU) canAdd(n *svcNeed) bool {
@@ -103,7 +128,7 @@ func (g *packGPU) canAdd(n *svcNeed) bool {
 	if n.whole != nil {
 		return g.used == 0 && g.prod == n.whole
 	}
-	k := g.prod.profileIndex(n.s.Profile)
+	k := n.kidx[g.pos]
 	return k >= 0 && g.tab.next[g.layout][k] >= 0
 }
 
@@ -123,9 +148,11 @@ func (g *packGPU) add(n *svcNeed) {
 	g.used++
 	if n.whole != nil {
 		g.whole = true
+		g.free = 0
 		return
 	}
-	g.layout = g.tab.next[g.layout][g.prod.profileIndex(n.s.Profile)]
+	g.layout = g.tab.next[g.layout][n.kidx[g.pos]]
+	g.free = g.freeMemory()
 }
 
 type packResult struct {
@@ -172,10 +199,11 @@ func pack(spec Spec, ns []svcNeed, nodes []int, mode packMode) packResult {
 		}
 		for j, g := range n.GPUs {
 			p, _ := LookupProduct(g.Product)
-			pg := packGPU{node: ni, gpu: j, prod: p}
+			pg := packGPU{node: ni, gpu: j, prod: p, pos: productPos(p)}
 			if p != nil {
 				pg.tab = tableFor(p)
 			}
+			pg.free = pg.freeMemory()
 			domGPUs[d] = append(domGPUs[d], len(res.gpus))
 			res.gpus = append(res.gpus, pg)
 		}
@@ -185,60 +213,94 @@ func pack(spec Spec, ns []svcNeed, nodes []int, mode packMode) packResult {
 	domFree := make([]int, D) // free memory slices per domain (packBalance)
 	for d, gs := range domGPUs {
 		for _, gi := range gs {
-			domFree[d] += res.gpus[gi].freeMemory()
+			domFree[d] += res.gpus[gi].free
 		}
 	}
+	// fits[profile][d] lists the GPUs of domain d that can still take a replica of profile,
+	// in domain order. Whether a GPU can take a profile only goes from yes to no as replicas
+	// are added (a layout with one more instance never frees room; a whole GPU once taken
+	// stays taken), so a GPU that fails once is dropped for good and every scan after it
+	// passes only GPUs that fit: a GPU is dropped at most once per profile per packing.
+	fits := map[string][][]int{}
+	built := map[string][]bool{}
+	candidates := func(d int, n *svcNeed) []int {
+		byDomain, ok := fits[n.s.Profile]
+		if !ok {
+			byDomain = make([][]int, D)
+			fits[n.s.Profile] = byDomain
+			built[n.s.Profile] = make([]bool, D)
+		}
+		if b := built[n.s.Profile]; !b[d] {
+			b[d] = true
+			byDomain[d] = append([]int(nil), domGPUs[d]...)
+		}
+		return byDomain[d]
+	}
 	firstRoom := map[string]int{}
-	onNode := map[int]int{} // replicas of the current service per node
-	onGPU := map[int]int{}
+	onNode := make([]int, len(spec.Nodes)) // replicas of the current service per node
+	onGPU := make([]int, len(res.gpus))
+	var onTouched []int // GPUs whose onGPU (and node's onNode) to reset
 	room := func(d int, n *svcNeed) int {
-		if mode == packBalance {
-			best, bfree := -1, -1
-			for _, gi := range domGPUs[d] {
+		l := candidates(d, n)
+		j := 0 // l[:j] are the GPUs kept so far
+		best := -1
+		switch mode {
+		case packBalance:
+			bfree := -1
+			for _, gi := range l {
 				g := &res.gpus[gi]
 				if !g.canAdd(n) {
 					continue
 				}
-				if f := g.freeMemory(); f > bfree {
-					best, bfree = gi, f
+				l[j] = gi
+				j++
+				if g.free > bfree {
+					best, bfree = gi, g.free
 				}
 			}
-			return best
-		}
-		if mode == packSpread {
-			best, bn, bg, bused := -1, 0, 0, false
-			for _, gi := range domGPUs[d] {
+		case packSpread:
+			bn, bg, bused := 0, 0, false
+			for _, gi := range l {
 				g := &res.gpus[gi]
 				if !g.canAdd(n) {
 					continue
 				}
+				l[j] = gi
+				j++
 				cn, cg, used := onNode[g.node], onGPU[gi], g.used > 0
 				if best < 0 || cn < bn || cn == bn && (cg < bg || cg == bg && used && !bused) {
 					best, bn, bg, bused = gi, cn, cg, used
 				}
 			}
-			return best
+		default:
+			for i, gi := range l {
+				g := &res.gpus[gi]
+				if !g.canAdd(n) {
+					continue
+				}
+				if g.used > 0 {
+					// The first used GPU that fits: keep the rest unscanned.
+					j += copy(l[j:], l[i:])
+					fits[n.s.Profile][d] = l[:j]
+					return gi
+				}
+				l[j] = gi
+				j++
+				if best < 0 {
+					best = gi
+				}
+			}
 		}
-		empty := -1
-		for _, gi := range domGPUs[d] {
-			g := &res.gpus[gi]
-			if !g.canAdd(n) {
-				continue
-			}
-			if g.used > 0 {
-				return gi
-			}
-			if empty < 0 {
-				empty = gi
-			}
-		}
-		return empty
+		fits[n.s.Profile][d] = l[:j]
+		return best
 	}
 	for k := range ns {
 		n := &ns[k]
 		var touched []int
-		clear(onNode)
-		clear(onGPU)
+		for _, gi := range onTouched {
+			onGPU[gi], onNode[res.gpus[gi].node] = 0, 0
+		}
+		onTouched = onTouched[:0]
 		placed, maxc := 0, 0
 		ptr := firstRoom[n.s.Profile]
 		for placed < n.r || placed-maxc < n.m {
@@ -284,11 +346,12 @@ func pack(spec Spec, ns []svcNeed, nodes []int, mode packMode) packResult {
 			}
 			cnt[best]++
 			maxc = max(maxc, cnt[best])
-			before := res.gpus[bestGPU].freeMemory()
+			before := res.gpus[bestGPU].free
 			res.gpus[bestGPU].add(n)
-			domFree[best] -= before - res.gpus[bestGPU].freeMemory()
+			domFree[best] -= before - res.gpus[bestGPU].free
 			onNode[res.gpus[bestGPU].node]++
 			onGPU[bestGPU]++
+			onTouched = append(onTouched, bestGPU)
 			res.where[n.idx] = append(res.where[n.idx], bestGPU)
 			placed++
 		}
@@ -362,8 +425,11 @@ func preferenceOrder(spec Spec) []int {
 // update headroom holding. It packs every service onto the nodes in
 // preference order (see pack), releases the nodes left empty, then tries
 // to release each kept node in turn, least preferred first, by packing
-// again without it. A heuristic: AuditExact solves small specs exactly.
-// The spec must pass Validate. Audit does no I/O.
+// again without it — unless the other kept GPUs lack the slices every
+// service needs (demandBound), which settles the retry without packing, and
+// until the retries have spent opt.MaxRetryWork (MaxRetryWork). A heuristic:
+// AuditExact solves small specs exactly. The spec must pass Validate. Audit
+// does no I/O.
 func Audit(spec Spec, opt AuditOptions) AuditResult {
 	ns := needs(spec)
 	order := preferenceOrder(spec)
@@ -379,13 +445,38 @@ func Audit(spec Spec, opt AuditOptions) AuditResult {
 			kept = append(kept, ni)
 		}
 	}
-	tries := 0
+	need := demandBound(ns)
+	have := supplyOf(spec, kept)
+	tries, work := 0, 0
+	maxWork := opt.MaxRetryWork
+	if maxWork <= 0 {
+		maxWork = MaxRetryWork
+	}
 	for i := len(kept) - 1; i >= 0; i-- {
 		if opt.MaxRetries > 0 && tries >= opt.MaxRetries {
 			break
 		}
 		tries++
 		cand := kept[i]
+		// A packing without cand takes at least need (demandBound); when the other kept GPUs
+		// offer less, no packing exists and none is tried. After a tight first packing this
+		// settles most retries at no cost (at 10,000 nodes × 5,000 services, all but a few).
+		if why := need.exceeds(have.minus(supplyOf(spec, []int{cand}))); why != "" && !opt.noBound {
+			keepReason[cand] = "kept: without it " + why
+			continue
+		}
+		// Each retry packs every service onto the trial's GPUs, up to three times: its work
+		// grows with GPUs × services, and past MaxRetryWork in all the rest are kept unretried.
+		cost := (have.gpus - len(spec.Nodes[cand].GPUs)) * len(ns)
+		if work+cost > maxWork {
+			for _, ni := range kept[:i+1] {
+				if keepReason[ni] == "" {
+					keepReason[ni] = fmt.Sprintf("kept: not re-tried: the release audit's retries spent their work bound (%g GPU × service pairs, ledger.MaxRetryWork)", float64(maxWork))
+				}
+			}
+			break
+		}
+		work += cost
 		trial := make([]int, 0, len(kept)-1)
 		for _, ni := range kept {
 			if ni != cand {
@@ -406,11 +497,106 @@ func Audit(spec Spec, opt AuditOptions) AuditResult {
 			}
 		}
 		kept = next
+		have = supplyOf(spec, kept)
 		if i > len(kept) {
 			i = len(kept)
 		}
 	}
 	return finish(spec, best, best.usedNodes(), keepReason, "")
+}
+
+// MaxRetryWork bounds the release audit's improvement pass: the retries stop once they have
+// packed this many GPU × service pairs in all (each retry counts the trial's GPUs × the
+// services). The first packing is never cut; a node not re-tried is kept, with that reason.
+// Retries cost up to about 3.5 ns per pair on the shared 2-core development machine, so 4e9
+// is about 15 s (docs/ledger.md has the measurements). A retry of the seeded 1,000 nodes ×
+// 8 GPUs × 500 services packs the ~80 kept nodes' 640 GPUs × 500 = 3.2e5 pairs, so such specs
+// stay far below it.
+const MaxRetryWork = 4e9
+
+// slices sums what replicas take or GPUs offer: compute and memory slices, and atLeast[c],
+// the number of instances of c or more compute slices (c in 1…7).
+type slices struct {
+	compute, memory, gpus int
+	atLeast               [8]int
+}
+
+func (a slices) minus(b slices) slices {
+	a.compute, a.memory, a.gpus = a.compute-b.compute, a.memory-b.memory, a.gpus-b.gpus
+	for c := range a.atLeast {
+		a.atLeast[c] -= b.atLeast[c]
+	}
+	return a
+}
+
+// exceeds says why the demand d cannot fit the supply s, or "" when no bound rules it out.
+func (d slices) exceeds(s slices) string {
+	switch {
+	case d.compute > s.compute:
+		return fmt.Sprintf("the kept GPUs have %d compute slices; the services need at least %d (the replicas N+1 and hosting require, at their profiles' slices)", s.compute, d.compute)
+	case d.memory > s.memory:
+		return fmt.Sprintf("the kept GPUs have %d memory slices; the services need at least %d (the replicas N+1 and hosting require, at their profiles' slices)", s.memory, d.memory)
+	}
+	for c := 2; c < len(d.atLeast); c++ {
+		if d.atLeast[c] > s.atLeast[c] {
+			return fmt.Sprintf("the kept GPUs hold at most %d instances of %d or more compute slices (⌊7/%d⌋ per GPU); the services need at least %d", s.atLeast[c], c, c, d.atLeast[c])
+		}
+	}
+	return ""
+}
+
+// demandBound is the least a packing of ns takes: each service needs at least r replicas
+// and, with m > 0, m + 1 (the loss of its fullest failure domain must leave m), each taking
+// its profile's compute slices (the g count, the same on every product) and at least the
+// fewest memory slices any product gives the profile; a whole-GPU replica takes its
+// product's whole GPU. A GPU of C compute slices holds at most ⌊C/c⌋ instances of c or more,
+// which bounds the large profiles (one 4g.40gb per GPU) where the sums alone do not.
+func demandBound(ns []svcNeed) slices {
+	var d slices
+	for _, n := range ns {
+		r := n.r
+		if n.m > 0 {
+			r = max(r, n.m+1)
+		}
+		c, m := 0, 0
+		if n.whole != nil {
+			c, m = n.whole.ComputeSlices, n.whole.MemorySlices
+		} else {
+			for i := range Products {
+				if k := n.kidx[i]; k >= 0 {
+					pr := Products[i].Profiles[k]
+					if c == 0 || pr.MemorySlices < m {
+						m = pr.MemorySlices
+					}
+					c = pr.ComputeSlices
+				}
+			}
+		}
+		d.compute += r * c
+		d.memory += r * m
+		for k := 1; k <= c && k < len(d.atLeast); k++ {
+			d.atLeast[k] += r
+		}
+	}
+	return d
+}
+
+// supplyOf is what the nodes' GPUs of known products offer.
+func supplyOf(spec Spec, nodes []int) slices {
+	var s slices
+	for _, ni := range nodes {
+		for _, g := range spec.Nodes[ni].GPUs {
+			if p, ok := LookupProduct(g.Product); ok {
+				s.compute += p.ComputeSlices
+				s.memory += p.MemorySlices
+				s.gpus++
+				for c := 1; c < len(s.atLeast); c++ {
+					s.atLeast[c] += p.ComputeSlices / c
+				}
+			}
+		}
+	}
+	return s
 }
 
 // finish turns a packing into the audit's rows and proposal. used == nil

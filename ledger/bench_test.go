@@ -182,3 +182,45 @@ func BenchmarkAuditSmall(b *testing.B) {
 		}
 	}
 }
+
+// limits is a seeded spec at MaxNodes × 8 GPUs and MaxServices, racks of 20 nodes.
+func limits() Spec { return synthetic(1, MaxNodes, 8, MaxServices, 20) }
+
+// BenchmarkSpecPassAtLimits is the baseline for the two below: one pass over the spec.
+func BenchmarkSpecPassAtLimits(b *testing.B) {
+	s := limits()
+	for b.Loop() {
+		sink, _ = specPass(s)
+	}
+}
+
+func BenchmarkCheckAtLimits(b *testing.B) {
+	s := limits()
+	for b.Loop() {
+		sink = Check(s)
+	}
+}
+
+// BenchmarkAuditAtLimits: the retries' slice bound settles nearly every retry here.
+func BenchmarkAuditAtLimits(b *testing.B) {
+	s := limits()
+	var a AuditResult
+	for b.Loop() {
+		a = Audit(s, AuditOptions{})
+	}
+	b.ReportMetric(float64(a.Released), "released")
+}
+
+// BenchmarkAuditAtLimitsNoBound is the same audit with every retry packed until the work
+// bound (MaxRetryWork) stops them: the cost the bound caps when slices do not decide.
+func BenchmarkAuditAtLimitsNoBound(b *testing.B) {
+	s := limits()
+	for i := range s.Services {
+		s.Services[i].Profile = "4g.40gb"
+	}
+	var a AuditResult
+	for b.Loop() {
+		a = Audit(s, AuditOptions{noBound: true})
+	}
+	b.ReportMetric(float64(a.Released), "released")
+}

@@ -101,16 +101,31 @@ type slot struct {
 	used      bool
 }
 
-// fits reports whether a replica of s can run in the slot, and whether the
+// need is what one replica of a service asks of a slot: a MIG profile, or a
+// whole GPU of a product. Check looks the product up once per service, not once
+// per slot it passes.
+type need struct {
+	profile string
+	whole   *Product // non-nil: a whole GPU of this product
+}
+
+func needOf(s Service) need {
+	if p, ok := LookupProduct(s.Profile); ok {
+		return need{whole: p} // one key per product, however the name is spelled
+	}
+	return need{profile: s.Profile}
+}
+
+// fits reports whether a replica of w can run in the slot, and whether the
 // match is exact (a MIG service in a whole GPU fits, but is not exact).
-func (sl *slot) fits(s Service) (ok, exact bool) {
+func (sl *slot) fits(w need) (ok, exact bool) {
 	if sl.profile != "" {
-		return sl.profile == s.Profile, true
+		return sl.profile == w.profile, true
 	}
-	if p, whole := LookupProduct(s.Profile); whole {
-		return p == sl.product, true
+	if w.whole != nil {
+		return w.whole == sl.product, true
 	}
-	return sl.product.HasProfile(s.Profile), false
+	return sl.product.HasProfile(w.profile), false
 }
 
 // Check evaluates the spec as it stands: every GPU's MIG layout, and per
@@ -178,14 +193,20 @@ func Check(spec Spec) CheckResult {
 		}
 		return tierRank[sa.Tier] < tierRank[sb.Tier]
 	})
-	take := func(node int, s Service) *slot {
+	take := func(node int, s need) *slot {
 		var loose *slot
-		for _, sl := range byNode[node] {
+		// Used slots stay used: drop them from the node's list as they are passed.
+		l, j := byNode[node], 0
+		defer func() { byNode[node] = l[:j] }()
+		for i, sl := range l {
 			if sl.used {
 				continue
 			}
+			l[j] = sl
+			j++
 			if ok, exact := sl.fits(s); ok {
 				if exact {
+					j += copy(l[j:], l[i+1:])
 					return sl
 				}
 				if loose == nil {
@@ -195,13 +216,33 @@ func Check(spec Spec) CheckResult {
 		}
 		return loose
 	}
+	// fitNodes[w] lists, in spec order, the nodes that may still have a free slot for w:
+	// slots only get used, so a node without one never gets one again and is dropped
+	// when a scan finds so.
+	fitNodes := map[need][]int{}
+	nodesFor := func(w need) []int {
+		l, ok := fitNodes[w]
+		if !ok {
+			l = make([]int, len(spec.Nodes))
+			for i := range l {
+				l[i] = i
+			}
+		}
+		return l
+	}
 	placed := make([][]*slot, len(spec.Services))
 	var reasons = make([][]string, len(spec.Services))
+	// perDomain and perNode count the current service's replicas; touched lists
+	// what to reset before the next service.
+	perDomain := make([]int, len(domainIndex))
+	perNode := make([]int, len(spec.Nodes))
+	var touched []int
 	for _, si := range order {
 		s := spec.Services[si]
+		w := needOf(s)
 		if len(s.Placement) > 0 {
 			for _, name := range s.Placement {
-				sl := take(nodeIndex[name], s)
+				sl := take(nodeIndex[name], w)
 				if sl == nil {
 					reasons[si] = append(reasons[si], fmt.Sprintf("placement: no free %s slice on %s", s.Profile, name))
 					continue
@@ -218,28 +259,38 @@ func Check(spec Spec) CheckResult {
 			want = 1
 		}
 		m := minReplicasAfterLoss(s)
-		perDomain := map[int]int{}
-		perNode := map[int]int{}
+		for _, i := range touched {
+			perNode[i], perDomain[nodeDomain[i]] = 0, 0
+		}
+		touched = touched[:0]
+		maxDomain, nodesUsed := 0, 0
 		for {
 			n := len(placed[si])
 			if want >= 0 && n >= want {
 				break
 			}
-			if want < 0 && n > 0 && n-maxCount(perDomain) >= m && (s.Tier != P0 || len(perNode) >= 2) {
+			if want < 0 && n > 0 && n-maxDomain >= m && (s.Tier != P0 || nodesUsed >= 2) {
 				break
 			}
 			var best *slot
 			bd, bn := math.MaxInt, math.MaxInt
-			for i := range spec.Nodes {
+			cand := nodesFor(w)
+			j := 0 // cand[:j]: the nodes that may still fit w
+			for _, i := range cand {
 				d := nodeDomain[i]
 				cd, cn := perDomain[d], perNode[i]
 				if cd > bd || (cd == bd && cn >= bn) {
+					cand[j] = i
+					j++
 					continue
 				}
-				if sl := take(i, s); sl != nil {
+				if sl := take(i, w); sl != nil {
 					best, bd, bn = sl, cd, cn
+					cand[j] = i
+					j++
 				}
 			}
+			fitNodes[w] = cand[:j]
 			if best == nil {
 				if want >= 0 {
 					reasons[si] = append(reasons[si], fmt.Sprintf("placement: only %d of %d replicas have a free %s slice", n, want, s.Profile))
@@ -248,8 +299,13 @@ func Check(spec Spec) CheckResult {
 			}
 			best.used = true
 			placed[si] = append(placed[si], best)
+			if perNode[best.node] == 0 {
+				nodesUsed++
+				touched = append(touched, best.node)
+			}
 			perDomain[nodeDomain[best.node]]++
 			perNode[best.node]++
+			maxDomain = max(maxDomain, perDomain[nodeDomain[best.node]])
 		}
 	}
 
@@ -261,13 +317,22 @@ func Check(spec Spec) CheckResult {
 			}
 		}
 	}
+	// Whether a free slot fits depends only on the need: one scan per distinct need.
+	freeFor := map[need]bool{}
 	free := func(s Service) bool {
+		w := needOf(s)
+		if f, ok := freeFor[w]; ok {
+			return f
+		}
+		f := false
 		for _, sl := range slots {
-			if ok, _ := sl.fits(s); ok && !sl.used {
-				return true
+			if ok, _ := sl.fits(w); ok && !sl.used {
+				f = true
+				break
 			}
 		}
-		return false
+		freeFor[w] = f
+		return f
 	}
 	for si, s := range spec.Services {
 		r := ServiceResult{Name: s.Name, Tier: s.Tier, Profile: s.Profile, PeakRPS: s.PeakRPS, Reasons: reasons[si]}
@@ -286,16 +351,25 @@ func Check(spec Spec) CheckResult {
 		r.Replicas, r.Nodes, r.GPUs = n, len(perNode), len(perGPU)
 		r.CapacityRPS = float64(n) * mu
 		r.CapacityAfterWorstLossRPS = r.CapacityRPS
-		worst := -1
-		for d := range domainNames { // failure domains first: a domain holds its nodes
-			if c := perDomain[d]; c > worst && c > 0 {
-				worst, r.WorstLoss = c, domainNames[d]
+		// The worst loss: the fullest failure domain (the first in spec order on a
+		// tie), then a node only if it holds more (a domain holds its nodes).
+		worst, wd := -1, -1
+		for d, c := range perDomain {
+			if c > worst || c == worst && d < wd {
+				worst, wd = c, d
 			}
 		}
-		for i, nd := range spec.Nodes {
-			if c := perNode[i]; c > worst && c > 0 {
-				worst, r.WorstLoss = c, nd.Name
+		if wd >= 0 {
+			r.WorstLoss = domainNames[wd]
+		}
+		wn := -1
+		for i, c := range perNode {
+			if c > worst || wn >= 0 && c == worst && i < wn {
+				worst, wn = c, i
 			}
+		}
+		if wn >= 0 {
+			r.WorstLoss = spec.Nodes[wn].Name
 		}
 		if worst > 0 {
 			r.CapacityAfterWorstLossRPS = float64(n-worst) * mu
@@ -372,14 +446,6 @@ func productList(ps map[*Product]bool) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-func maxCount(m map[int]int) int {
-	best := 0
-	for _, c := range m {
-		best = max(best, c)
-	}
-	return best
 }
 
 // joinNames lists names for a reason, at most five then a count.

@@ -386,7 +386,7 @@ func (e *exact) packFrom(sol *exactSol) packResult {
 	// free[g][kind] slots left on subset GPU g.
 	free := make([]map[string]int, len(sol.gpus))
 	for gi, g := range sol.gpus {
-		pg := packGPU{node: g.node, gpu: g.gpu, prod: g.prod}
+		pg := packGPU{node: g.node, gpu: g.gpu, prod: g.prod, pos: productPos(g.prod)}
 		free[gi] = map[string]int{}
 		if g.prod != nil {
 			pg.tab = tableFor(g.prod)
