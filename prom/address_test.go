@@ -1,7 +1,10 @@
 package prom
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -113,5 +116,21 @@ func TestSubscribeRefusesMetadataAddress(t *testing.T) {
 	}
 	if n := p.Subscriptions(); n != 0 {
 		t.Errorf("Subscriptions = %d, want 0", n)
+	}
+}
+
+// TestRedirectToMetadataIsRefused: an allowed Prometheus that redirects to the metadata
+// endpoint does not get the scaler there: the dialer refuses the address before connecting.
+func TestRedirectToMetadataIsRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam/security-credentials/", http.StatusFound)
+	}))
+	defer srv.Close()
+	p := newTestPoller(t, srv.URL)
+	k := subscribe(t, p, Request{Namespace: "a", Kind: KindQueue, Query: `sum(x)`})
+	p.Refresh(context.Background())
+	got := p.Result(k)
+	if got.Err == nil || !strings.Contains(got.Err.Error(), "refusing to connect to 169.254.169.254:80: a link-local address") {
+		t.Errorf("Result = %+v, want the dialer's refusal of 169.254.169.254:80", got)
 	}
 }
