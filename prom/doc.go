@@ -3,8 +3,10 @@
 //
 // It owns:
 //
-//   - the Prometheus base-URL rule ([ValidAddress]) and the API client setup (client_golang's
-//     api client, one per address, inside the [Poller]);
+//   - the Prometheus base-URL rule ([ValidAddress]: no link-local, cloud-metadata or
+//     unspecified IP, also refused by the dialer after resolution) and the API client setup
+//     (client_golang's api client, one per address, inside the [Poller], its answers bounded
+//     by [PollerConfig.MaxResponseBytes]);
 //   - PromQL confinement: [Confine] rewrites a user-supplied PromQL query so that every
 //     selector is pinned to one namespace, using Prometheus's own parser, so a ScaledObject or
 //     a sidecar can never read another namespace's series;
