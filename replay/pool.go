@@ -49,11 +49,17 @@ func (m ServiceModel) Validate() error {
 			errs = append(errs, fmt.Errorf("service model %s = %g: want a number of seconds in [0, 3600]", f.name, f.v))
 		}
 	}
-	if m.BaseS+m.PerInputTokenS+m.PerOutputTokenS <= 0 {
-		errs = append(errs, errors.New("service model: BaseS, PerInputTokenS and PerOutputTokenS are all 0; want a positive service time"))
+	// All exactly 0, not a sum ≤ 0: a negative one is its own error above.
+	if m.BaseS == 0 && m.PerInputTokenS == 0 && m.PerOutputTokenS == 0 {
+		errs = append(errs, errors.New("service model: BaseS, PerInputTokenS and PerOutputTokenS are all 0; want at least one > 0 (a positive service time)"))
 	}
-	if m.DefaultInputTokens < 0 || m.DefaultOutputTokens < 0 {
-		errs = append(errs, fmt.Errorf("service model DefaultInputTokens/DefaultOutputTokens = %d/%d: want ≥ 0", m.DefaultInputTokens, m.DefaultOutputTokens))
+	for _, f := range []struct {
+		name string
+		v    int32
+	}{{"DefaultInputTokens", m.DefaultInputTokens}, {"DefaultOutputTokens", m.DefaultOutputTokens}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("service model %s = %d: want a token count ≥ 0", f.name, f.v))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -113,6 +113,20 @@ func (c RetryClient) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ErrRetryEvents is wrapped by the error of a retry replay that processed
+// more request events than retryEventBound: a simulator bug, never a
+// property of the input.
+var ErrRetryEvents = errors.New("retry replay: event bound passed")
+
+// retryEventBound bounds the request events one retry replay processes:
+// each of the unique requests arrives once, and each of its at most
+// cl.maxSends() sends makes at most three events (the retry's send after
+// its back-off, the attempt's timeout, its end of service). Ticks and
+// replica starts are bounded by the replay's length instead.
+func retryEventBound(unique int, cl RetryClient) int {
+	return unique * (1 + 3*cl.maxSends())
+}
+
 // maxSends is Attempts^Layers, the sends one request may take.
 func (c RetryClient) maxSends() int {
 	n := 1
@@ -174,6 +188,9 @@ type RetryResult struct {
 	// amplification exceeded StormAmplification: where the pool lagged its
 	// demand (or, with rejections, where the engine turned attempts away).
 	StormMinutes []int
+	// Events counts the request events processed (arrivals, retries' sends,
+	// timeouts, ends of service), at most retryEventBound.
+	Events int
 }
 
 // StormAmplification is the one-minute amplification above which a minute
@@ -235,32 +252,63 @@ type rEvent struct {
 	seq  uint64
 }
 
+// rHeap is a binary min-heap of events on (t, seq), typed: container/heap
+// boxed every event in an interface, one allocation per push and per pop
+// (a third of the replay's CPU at 350,000 requests). (t, seq) is a total
+// order, so the events come out in the same order either way.
 type rHeap []rEvent
 
-func (h rHeap) Len() int { return len(h) }
-func (h rHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+func (e rEvent) before(o rEvent) bool {
+	if e.t != o.t {
+		return e.t < o.t
 	}
-	return h[i].seq < h[j].seq
+	return e.seq < o.seq
 }
-func (h rHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *rHeap) Push(x any)   { *h = append(*h, x.(rEvent)) }
-func (h *rHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (h *rHeap) push(e rEvent) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a[i].before(a[p]) {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *rHeap) pop() rEvent {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		m, l := i, 2*i+1
+		if l < n && a[l].before(a[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && a[r].before(a[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 type rAttempt struct {
 	req                  int32
-	sent                 float64
 	abandoned, done, svc bool
 }
 
 type rRequest struct {
-	sends    int
+	sends    int32
 	current  int32 // the attempt the client waits for; -1 none
 	answered bool
 	failed   bool
@@ -268,29 +316,56 @@ type rRequest struct {
 
 type rReplica struct {
 	state uint8 // stStarting, stReady, stDraining, stGone
-	busy  int
+	// open: the replica's index is in retrySim.open.
+	open bool
+	busy int
+}
+
+// openHeap is a min-heap of replica indices that may have a free slot on a
+// ready replica (checked when read): dispatch takes the lowest such index,
+// as a scan from replica 0 would, in O(log replicas) instead of
+// O(replicas) per attempt (1,000 h requests drove the pool to 10,000
+// replicas, and every attempt scanned them all).
+type openHeap []int32
+
+func (h openHeap) Len() int           { return len(h) }
+func (h openHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h openHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *openHeap) Push(x any)        { *h = append(*h, x.(int32)) }
+func (h *openHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
 }
 
 // poolSnap is the pool's concurrency integral at one decision time.
 type poolSnap struct{ t, acc float64 }
 
 type retrySim struct {
-	cfg    PoolConfig
-	cl     RetryClient
-	w      *Workload
-	cold   *coldStarter
-	ev     rHeap
-	seq    uint64
-	now    float64
-	att    []rAttempt
-	reqs   []rRequest
-	reps   []rReplica
-	queue  []int32
-	qHead  int
-	busy   int
-	billed int
+	cfg  PoolConfig
+	cl   RetryClient
+	w    *Workload
+	cold *coldStarter
+	ev   rHeap
+	// timeouts are the pending evTimeout events, oldest first from tHead;
+	// next is the next arrival of w.
+	timeouts    []rEvent
+	tHead, next int
+	seq         uint64
+	now         float64
+	att         []rAttempt
+	reqs        []rRequest
+	reps        []rReplica
+	open        openHeap
+	ready       int // replicas in stReady
+	queue       []int32
+	qHead       int
+	busy        int
+	billed      int
 
 	outstanding, retriesOut int // attempts clients wait for; of them retries
+	lim                     retryLimits
 
 	billAcc, wasteS, busyAcc, slotAcc float64
 	lastBusyAcc, lastSlotAcc          float64
@@ -304,27 +379,78 @@ type retrySim struct {
 
 func (s *retrySim) push(t float64, kind uint8, a, b int32) {
 	s.seq++
-	heap.Push(&s.ev, rEvent{t: t, kind: kind, a: a, b: b, seq: s.seq})
+	e := rEvent{t: t, kind: kind, a: a, b: b, seq: s.seq}
+	if kind == evTimeout {
+		// Every timeout is now + Timeout, pushed as now grows: they come
+		// due in the order they were pushed, and a FIFO keeps them out of
+		// the heap (one per attempt, most of it).
+		s.timeouts = append(s.timeouts, e)
+		return
+	}
+	s.ev.push(e)
+}
+
+// nextEvent takes the earliest pending event by (t, seq), false when none:
+// the next arrival of w (arrivals go first at equal times, as if they held
+// the lowest sequence numbers), the oldest timeout or the heap's top.
+func (s *retrySim) nextEvent() (rEvent, bool) {
+	var e rEvent
+	ok := len(s.ev) > 0
+	if ok {
+		e = s.ev[0]
+	}
+	fromFIFO := false
+	if s.tHead < len(s.timeouts) && (!ok || s.timeouts[s.tHead].before(e)) {
+		e, ok, fromFIFO = s.timeouts[s.tHead], true, true
+	}
+	if s.next < len(s.w.ArrivalS) && (!ok || s.w.ArrivalS[s.next] <= e.t) {
+		s.next++
+		return rEvent{t: s.w.ArrivalS[s.next-1], kind: evArrive, a: int32(s.next - 1)}, true
+	}
+	switch {
+	case !ok:
+	case fromFIFO:
+		s.tHead++
+		if s.tHead > 4096 && s.tHead*2 > len(s.timeouts) {
+			s.timeouts = append(s.timeouts[:0], s.timeouts[s.tHead:]...)
+			s.tHead = 0
+		}
+	default:
+		s.ev.pop()
+	}
+	return e, ok
 }
 
 func (s *retrySim) advance(t float64) {
 	if dt := t - s.now; dt > 0 {
 		s.billAcc += dt * float64(s.billed)
 		s.busyAcc += dt * float64(s.busy)
-		s.slotAcc += dt * float64(s.readyN()*s.cfg.Slots)
+		s.slotAcc += dt * float64(s.ready*s.cfg.Slots)
 		s.poolAcc += dt * float64(len(s.queue)-s.qHead+s.busy)
 		s.now = t
 	}
 }
 
-func (s *retrySim) readyN() int {
-	n := 0
-	for _, r := range s.reps {
-		if r.state == stReady {
-			n++
-		}
+// offer puts replica i in the open heap when it is ready with a free slot.
+func (s *retrySim) offer(i int32) {
+	if r := &s.reps[i]; !r.open && r.state == stReady && r.busy < s.cfg.Slots {
+		r.open = true
+		heap.Push(&s.open, i)
 	}
-	return n
+}
+
+// openReplica is the lowest-index ready replica with a free slot, -1 when
+// none; it drops from the heap the indices that no longer qualify.
+func (s *retrySim) openReplica() int {
+	for len(s.open) > 0 {
+		i := s.open[0]
+		if r := &s.reps[i]; r.state == stReady && r.busy < s.cfg.Slots {
+			return int(i)
+		}
+		s.reps[i].open = false
+		heap.Pop(&s.open)
+	}
+	return -1
 }
 
 func (s *retrySim) sec(arr *[]float64, v float64) {
@@ -338,7 +464,7 @@ func (s *retrySim) sec(arr *[]float64, v float64) {
 // send sends one attempt of request r.
 func (s *retrySim) send(r int32) {
 	id := int32(len(s.att))
-	s.att = append(s.att, rAttempt{req: r, sent: s.now})
+	s.att = append(s.att, rAttempt{req: r})
 	rq := &s.reqs[r]
 	rq.sends++
 	rq.current = id
@@ -348,7 +474,7 @@ func (s *retrySim) send(r int32) {
 	}
 	s.res.Sends++
 	s.sec(&s.sentSec, 1)
-	if s.cl.rejects(r, rq.sends) {
+	if s.cl.rejects(r, int(rq.sends)) {
 		// Rejected at once: no queue place, no slot, no timeout to wait.
 		s.res.Rejected++
 		s.att[id].done = true
@@ -366,7 +492,7 @@ func (s *retrySim) send(r int32) {
 // otherwise the request fails.
 func (s *retrySim) retryOrFail(r int32) {
 	rq := &s.reqs[r]
-	allowed := rq.sends < s.cl.maxSends()
+	allowed := int(rq.sends) < s.cl.maxSends()
 	if allowed && s.cl.BudgetPercent > 0 {
 		allowed = float64(s.retriesOut) < math.Max(float64(s.cl.BudgetMinRetries), s.cl.BudgetPercent/100*float64(s.outstanding))
 	}
@@ -374,7 +500,7 @@ func (s *retrySim) retryOrFail(r int32) {
 		rq.failed = true
 		return
 	}
-	s.push(s.now+s.cl.backoff(rq.sends), evSend, r, 0)
+	s.push(s.now+s.cl.backoff(int(rq.sends)), evSend, r, 0)
 	s.outstanding++ // the client is waiting (backing off); counted as outstanding for the budget
 	s.retriesOut++
 	rq.current = -2
@@ -391,13 +517,7 @@ func (s *retrySim) release(a int32) {
 
 func (s *retrySim) dispatch() {
 	for s.qHead < len(s.queue) {
-		ri := -1
-		for i := range s.reps {
-			if s.reps[i].state == stReady && s.reps[i].busy < s.cfg.Slots {
-				ri = i
-				break
-			}
-		}
+		ri := s.openReplica()
 		if ri < 0 {
 			break
 		}
@@ -439,7 +559,8 @@ func (s *retrySim) scale(desired int) {
 		if int(id) == len(s.reps) {
 			s.reps = append(s.reps, rReplica{})
 		}
-		s.reps[id] = rReplica{state: stStarting}
+		// A reused index may still be in the open heap: keep its flag.
+		s.reps[id] = rReplica{state: stStarting, open: s.reps[id].open}
 		s.billed++
 		s.push(s.now+s.cold.draw(), evReady, id, 0)
 	}
@@ -462,6 +583,7 @@ func (s *retrySim) scale(desired int) {
 			break
 		}
 		s.reps[best].state = stDraining
+		s.ready--
 		if s.reps[best].busy == 0 {
 			s.reps[best].state = stGone
 			s.billed--
@@ -488,7 +610,7 @@ func (s *retrySim) signals(interval float64) Signals {
 		return window(arr, s.now, span) / float64(span)
 	}
 	sig := Signals{Now: time.Duration(math.Round(s.now)) * time.Second, Queue: float64(len(s.queue) - s.qHead),
-		Running: float64(s.busy), Rate1m: perS(s.sentSec), Ready: s.readyN(), Slots: s.cfg.Slots}
+		Running: float64(s.busy), Rate1m: perS(s.sentSec), Ready: s.ready, Slots: s.cfg.Slots}
 	for _, r := range s.reps {
 		if r.state == stStarting || r.state == stReady {
 			sig.Current++
@@ -530,6 +652,15 @@ func (s *retrySim) meanPool(span float64) float64 {
 // pool cfg with clients cl and the policy pol's controller, until the last
 // arrival plus RetryTail.
 func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (RetryResult, error) {
+	return replayRetries(cfg, w, cl, pol, retryLimits{events: retryEventBound(len(w.ArrivalS), cl), sends: MaxRequests})
+}
+
+// retryLimits bound one retry replay: request events (ErrRetryEvents past
+// them) and sends (ErrTooLarge past them).
+type retryLimits struct{ events, sends int }
+
+// replayRetries is ReplayRetries under the limits lim.
+func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim retryLimits) (RetryResult, error) {
 	if err := errors.Join(cfg.Validate(), cl.Validate()); err != nil {
 		return RetryResult{}, err
 	}
@@ -538,22 +669,35 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 	}
 	s := &retrySim{cfg: cfg, cl: cl, w: w, cold: newColdStarter(cfg), reqs: make([]rRequest, len(w.ArrivalS))}
 	s.res = RetryResult{Policy: pol.Name, Setting: pol.Setting, Unique: len(w.ArrivalS), Clients: cl.String()}
-	for range cfg.InitialReplicas {
+	for i := range cfg.InitialReplicas {
 		s.reps = append(s.reps, rReplica{state: stReady})
 		s.billed++
+		s.ready++
+		s.offer(int32(i))
 	}
 	ctl := pol.New()
 	iv := ctl.Interval().Seconds()
 	end := w.DurationS() + RetryTail.Seconds()
-	for i, t := range w.ArrivalS {
-		s.push(t, evArrive, int32(i), 0)
-	}
+	s.lim = lim
 	s.push(iv, evTick, 0, 0)
 	s.poolSnaps = append(s.poolSnaps, poolSnap{})
-	for s.ev.Len() > 0 {
-		e := heap.Pop(&s.ev).(rEvent)
-		if e.t > end {
+	// Arrivals are read from w in order rather than queued up front (one
+	// heap entry per request).
+	for {
+		e, ok := s.nextEvent()
+		if !ok || e.t > end {
 			break
+		}
+		if e.kind != evTick && e.kind != evReady {
+			if s.res.Events++; s.res.Events > s.lim.events {
+				return RetryResult{}, fmt.Errorf("%w: %d request events processed, past the bound %d (unique × (1 + 3 × sends per request))", ErrRetryEvents, s.res.Events, s.lim.events)
+			}
+		}
+		if (e.kind == evArrive || e.kind == evSend) && s.res.Sends >= s.lim.sends {
+			// Each send holds its attempt (and a queue place) until the
+			// replay ends: bound the memory, not only the unique requests.
+			return RetryResult{}, fmt.Errorf("%w: retry replay: %s under %s would send more than %d attempts (MaxRequests) by %v; want fewer unique requests or fewer sends per request",
+				ErrTooLarge, pol.Name, cl, s.lim.sends, time.Duration(e.t*float64(time.Second)).Round(time.Second))
 		}
 		s.advance(e.t)
 		switch e.kind {
@@ -581,6 +725,7 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 				rp.state = stGone
 				s.billed--
 			}
+			s.offer(e.b)
 			if at.abandoned {
 				s.wasteS += s.w.ServiceS[at.req]
 			} else {
@@ -595,6 +740,8 @@ func ReplayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy) (Ret
 		case evReady:
 			if s.reps[e.a].state == stStarting {
 				s.reps[e.a].state = stReady
+				s.ready++
+				s.offer(e.a)
 				s.dispatch()
 			}
 		case evTick:
@@ -670,6 +817,12 @@ type BurstScenario struct {
 	Seed                    uint64
 }
 
+// MaxBurstService bounds BurstScenario.Service, the mean service time. An
+// hour is the range replay's --base-service accepts, and 240 times the
+// default Timeout (15 s): well past the point where every attempt is
+// abandoned before it ends, so longer means show nothing new.
+const MaxBurstService = time.Hour
+
 // DefaultBurstScenario: 4 req/s of 2 s requests (8 busy slots, two 4-slot
 // replicas), a 5× burst for 3 minutes after 10 minutes, 25 minutes in all.
 func DefaultBurstScenario() BurstScenario {
@@ -677,11 +830,61 @@ func DefaultBurstScenario() BurstScenario {
 		Duration: 25 * time.Minute, Service: 2 * time.Second, Seed: 1}
 }
 
-// Workload draws the scenario's requests.
+// ExpectedRequests is the scenario's expected request count, Base ×
+// (Duration − Length) + Base × Factor × Length.
+func (b BurstScenario) ExpectedRequests() float64 {
+	return b.Base*(b.Duration-b.Length).Seconds() + b.Base*b.Factor*b.Length.Seconds()
+}
+
+// Validate reports every field out of range, each with its range, and an
+// expected request count (ExpectedRequests) past MaxRequests, the
+// per-request trace cap: the replay holds every request and its attempts in
+// memory (base 10,000 req/s × factor 100 for a day asked for 1.04e9
+// requests and grew past 10 GB).
+func (b BurstScenario) Validate() error {
+	var errs []error
+	if !(b.Base > 0 && b.Base <= 1e4) {
+		errs = append(errs, fmt.Errorf("burst scenario base rate %g req/s: want (0, 10000]", b.Base))
+	}
+	if !(b.Factor >= 1 && b.Factor <= 100) {
+		errs = append(errs, fmt.Errorf("burst scenario factor %g: want [1, 100]", b.Factor))
+	}
+	if b.Duration <= 0 || b.Duration > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("burst scenario duration %v: want (0s, 24h]", b.Duration))
+	}
+	// Start and length are judged against the duration only when it is in
+	// range (a bad one is its own error).
+	startWant, lengthWant := "≥ 0s", "≥ 0s"
+	startOK, lengthOK := b.Start >= 0, b.Length >= 0
+	if b.Duration > 0 && b.Duration <= 24*time.Hour {
+		startWant = fmt.Sprintf("[0s, duration (%v)]", b.Duration)
+		startOK = startOK && b.Start <= b.Duration
+		if startOK {
+			lengthWant = fmt.Sprintf("[0s, duration − start (%v)]", b.Duration-b.Start)
+			lengthOK = lengthOK && b.Length <= b.Duration-b.Start
+		}
+	}
+	if !startOK {
+		errs = append(errs, fmt.Errorf("burst scenario start %v: want %s", b.Start, startWant))
+	}
+	if !lengthOK {
+		errs = append(errs, fmt.Errorf("burst scenario length %v: want %s", b.Length, lengthWant))
+	}
+	if b.Service <= 0 || b.Service > MaxBurstService {
+		errs = append(errs, fmt.Errorf("burst scenario service %v: want a mean service time in (0s, %v]", b.Service, MaxBurstService))
+	}
+	if len(errs) == 0 {
+		if n := b.ExpectedRequests(); n > MaxRequests {
+			errs = append(errs, fmt.Errorf("%w: burst scenario expects %.4g requests (base × (duration − length) + base × factor × length); want at most MaxRequests (%d)", ErrTooLarge, n, MaxRequests))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Workload validates the scenario and draws its requests.
 func (b BurstScenario) Workload() (*Workload, error) {
-	if !(b.Base > 0 && b.Base <= 1e4) || !(b.Factor >= 1 && b.Factor <= 100) || b.Start < 0 || b.Length < 0 ||
-		b.Duration <= 0 || b.Duration > 24*time.Hour || b.Start+b.Length > b.Duration || b.Service <= 0 {
-		return nil, fmt.Errorf("burst scenario %+v: want base in (0, 1e4], factor in [1, 100], 0 ≤ start, start + length ≤ duration ≤ 24h, service > 0", b)
+	if err := b.Validate(); err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(b.Seed, 0x52657472))
 	w := &Workload{Name: fmt.Sprintf("synthetic burst: %g req/s, ×%g for %v at %v", b.Base, b.Factor, b.Length, b.Start)}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -293,13 +294,100 @@ func TestRetryClientValidate(t *testing.T) {
 	if err := DefaultRetryClient().Validate(); err != nil {
 		t.Error(err)
 	}
-	if _, err := (BurstScenario{Base: 0, Factor: 1, Duration: time.Minute, Service: time.Second}).Workload(); err == nil {
-		t.Error("burst with base 0: want an error")
-	}
 	w, _ := DefaultBurstScenario().Workload()
 	set, _ := DefaultSettings()
 	delete(set.Published, FamilyKnative)
 	if _, err := RetryComparison(DefaultPoolConfig(), w, DefaultRetryClient(), set.Published); err == nil || !strings.Contains(err.Error(), "no knative") {
 		t.Errorf("settings without knative: error %v", err)
+	}
+}
+
+// TestBurstScenarioValidate: each bad field is its own error with its
+// range (the error printed the whole struct), and the expected request
+// count is at most MaxRequests (base 10,000 × factor 100 for a day grew past
+// 10 GB; 1,000 h requests never ended).
+func TestBurstScenarioValidate(t *testing.T) {
+	with := func(f func(*BurstScenario)) BurstScenario {
+		b := DefaultBurstScenario()
+		f(&b)
+		return b
+	}
+	tests := []struct {
+		name     string
+		give     BurstScenario
+		want     string
+		tooLarge bool
+	}{
+		{"service 1000 h", with(func(b *BurstScenario) { b.Service = 1000 * time.Hour }),
+			"burst scenario service 1000h0m0s: want a mean service time in (0s, 1h0m0s]", false},
+		{"service 0", with(func(b *BurstScenario) { b.Service = 0 }),
+			"burst scenario service 0s: want a mean service time in (0s, 1h0m0s]", false},
+		{"a day of 10,000 × 100 req/s", with(func(b *BurstScenario) { b.Base, b.Factor, b.Duration = 1e4, 100, 24*time.Hour }),
+			"trace too large: burst scenario expects 1.042e+09 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)", true},
+		{"one request past the cap", with(func(b *BurstScenario) {
+			b.Base, b.Factor, b.Start, b.Length, b.Duration = 1e4, 1, 0, 0, 5000*time.Second+100*time.Microsecond
+		}),
+			"trace too large: burst scenario expects 5e+07 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)", true},
+		{"every field bad", BurstScenario{Base: math.NaN(), Factor: 0.5, Start: -time.Second, Length: -time.Second, Duration: 0, Service: -time.Second},
+			"burst scenario base rate NaN req/s: want (0, 10000]\nburst scenario factor 0.5: want [1, 100]\nburst scenario duration 0s: want (0s, 24h]\n" +
+				"burst scenario start -1s: want ≥ 0s\nburst scenario length -1s: want ≥ 0s\nburst scenario service -1s: want a mean service time in (0s, 1h0m0s]", false},
+		{"start past the duration", with(func(b *BurstScenario) { b.Start = 30 * time.Minute }),
+			"burst scenario start 30m0s: want [0s, duration (25m0s)]", false},
+		{"burst past the duration", with(func(b *BurstScenario) { b.Length = 16 * time.Minute }),
+			"burst scenario length 16m0s: want [0s, duration − start (15m0s)]", false},
+		{"base past 10,000", with(func(b *BurstScenario) { b.Base = 10001 }),
+			"burst scenario base rate 10001 req/s: want (0, 10000]", false},
+		{"a day past 24 h", with(func(b *BurstScenario) { b.Duration = 25 * time.Hour }),
+			"burst scenario duration 25h0m0s: want (0s, 24h]", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.give.Workload()
+			if err == nil || err.Error() != tt.want || errors.Is(err, ErrTooLarge) != tt.tooLarge {
+				t.Errorf("Workload() = %v (ErrTooLarge: %v), want %q (ErrTooLarge: %v)", err, errors.Is(err, ErrTooLarge), tt.want, tt.tooLarge)
+			}
+		})
+	}
+	// At the cap exactly: 10,000 req/s for 5,000 s is 5e7 expected requests.
+	atCap := BurstScenario{Base: 1e4, Factor: 1, Duration: 5000 * time.Second, Service: time.Hour}
+	if err := atCap.Validate(); err != nil || atCap.ExpectedRequests() != MaxRequests {
+		t.Errorf("at the cap: %v, %g expected requests; want no error, %d", err, atCap.ExpectedRequests(), MaxRequests)
+	}
+	// The default: 4 × (1,500 − 180) + 4 × 5 × 180 = 8,880 expected (8,975 drawn).
+	if got := DefaultBurstScenario().ExpectedRequests(); got != 8880 {
+		t.Errorf("default scenario: %g expected requests, want 8880", got)
+	}
+}
+
+// TestRetryEventBound: a replay stops with ErrRetryEvents past its bound
+// on request events, and the default scenario's replays stay within
+// retryEventBound (unique × (1 + 3 × 27) under 3 × 3 layered retries).
+func TestRetryEventBound(t *testing.T) {
+	w, err := DefaultBurstScenario().Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := DefaultRetryClient()
+	if got := retryEventBound(len(w.ArrivalS), cl); got != 8975*82 {
+		t.Errorf("bound %d, want 8975 × 82 = %d", got, 8975*82)
+	}
+	cfg, pol := DefaultPoolConfig(), InferscalePolicy(0, 0, DefaultPoolConfig())
+	_, err = replayRetries(cfg, w, cl, pol, retryLimits{events: 100, sends: MaxRequests})
+	if want := "retry replay: event bound passed: 101 request events processed, past the bound 100 (unique × (1 + 3 × sends per request))"; err == nil || err.Error() != want || !errors.Is(err, ErrRetryEvents) {
+		t.Errorf("bound 100: error %v, want %q", err, want)
+	}
+	// Past the sends bound (MaxRequests in ReplayRetries): the 1,001st send.
+	_, err = replayRetries(cfg, w, cl, pol, retryLimits{events: retryEventBound(len(w.ArrivalS), cl), sends: 1000})
+	if want := "trace too large: retry replay: inferscale under 3 layers × 3 attempts, timeout 15s would send more than 1000 attempts (MaxRequests) by 1m27s; want fewer unique requests or fewer sends per request"; err == nil || err.Error() != want || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("sends bound 1000: error %v, want %q", err, want)
+	}
+	r, err := ReplayRetries(cfg, w, cl, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every unique request arrives once; every send but the first of each
+	// follows a back-off; the rest are timeouts and ends of service.
+	if r.Events < r.Unique+(r.Sends-r.Unique) || r.Events > retryEventBound(r.Unique, cl) {
+		t.Errorf("%d events for %d unique requests and %d sends; want in [unique + retries, %d]", r.Events, r.Unique, r.Sends, retryEventBound(r.Unique, cl))
 	}
 }
