@@ -56,3 +56,31 @@ func TestRetrySubcommand(t *testing.T) {
 		}
 	}
 }
+
+// TestRetrySubcommandBounds: hostile scenarios are errors naming the field
+// and its range, before any replay (--service=1000h never ended; the day
+// of 10,000 × 100 req/s grew past 10 GB in 30 s).
+func TestRetrySubcommandBounds(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"service 1000 h", []string{"--service=1000h"}, "burst scenario service 1000h0m0s: want a mean service time in (0s, 1h0m0s]"},
+		{"a day of 10,000 × 100 req/s", []string{"--base-rate=10000", "--burst-factor=100", "--duration=24h"},
+			"trace too large: burst scenario expects 1.042e+09 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)"},
+		{"two bad fields", []string{"--base-rate=0", "--burst-length=20m"},
+			"burst scenario base rate 0 req/s: want (0, 10000]\nburst scenario length 20m0s: want [0s, duration − start (15m0s)]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runRetry(tt.args, &out); err == nil || err.Error() != tt.want {
+				t.Errorf("runRetry(%q) = %v, want %q", tt.args, err, tt.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("runRetry(%q) wrote %q, want nothing", tt.args, out.String())
+			}
+		})
+	}
+}
