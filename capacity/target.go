@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/proto/inference"
 )
 
@@ -104,19 +104,11 @@ const maxInputDataBytes = 4 * maxTensorBytes
 // readBounded reads the file at path, refusing one longer than limit bytes without reading
 // past it.
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
+	data, err := boundedfile.Read(path, limit)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
 	}
-	return data, nil
+	return data, err
 }
 
 // datatypeBytes is the element size of each KServe v2 tensor datatype of fixed size.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/prom"
 )
 
@@ -209,17 +211,14 @@ const maxPEMBytes = 1 << 20
 
 // readPEM reads the file at path for flag, at most maxPEMBytes.
 func readPEM(flag, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
-	}
-	if len(data) > maxPEMBytes {
+	data, err := boundedfile.Read(path, maxPEMBytes)
+	switch {
+	case errors.Is(err, boundedfile.ErrTooLarge):
 		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, maxPEMBytes)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	return data, nil
 }

@@ -13,8 +13,7 @@ package record
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -24,6 +23,7 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
 )
@@ -277,17 +277,14 @@ const MaxBytes = 1 << 20
 
 // Read reads and parses the record at path, at most MaxBytes; errors name the path.
 func Read(path string) (Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return Record{}, fmt.Errorf("%w: %s: %w", ErrRecord, path, err)
-	}
-	if len(data) > MaxBytes {
+	data, err := boundedfile.Read(path, MaxBytes)
+	switch {
+	case errors.Is(err, boundedfile.ErrTooLarge):
 		return Record{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrRecord, path, MaxBytes)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
+	case err != nil:
+		return Record{}, fmt.Errorf("%w: %s: %w", ErrRecord, path, err)
 	}
 	r, err := Parse(data)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/replay"
 )
@@ -222,17 +223,14 @@ const maxSettingsBytes = 1 << 20
 
 // readSettings reads the settings file at path, at most maxSettingsBytes.
 func readSettings(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSettingsBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("settings %s: %w", path, err)
-	}
-	if len(data) > maxSettingsBytes {
+	data, err := boundedfile.Read(path, maxSettingsBytes)
+	switch {
+	case errors.Is(err, boundedfile.ErrTooLarge):
 		return nil, fmt.Errorf("settings %s: larger than %d bytes (1 MiB); the embedded replay/settings.yaml is about 4 KiB", path, maxSettingsBytes)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("settings %s: %w", path, err)
 	}
 	return data, nil
 }

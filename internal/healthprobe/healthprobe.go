@@ -17,9 +17,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"io/fs"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -27,6 +26,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/inferscale/inferscale/internal/boundedfile"
 )
 
 // ErrNotServing is wrapped when the server answers with any status but SERVING.
@@ -118,17 +119,14 @@ const MaxPEMBytes = 1 << 20
 
 // readPEM reads the file at path for flag, at most MaxPEMBytes.
 func readPEM(flag, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPEMBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
-	}
-	if len(data) > MaxPEMBytes {
+	data, err := boundedfile.Read(path, MaxPEMBytes)
+	switch {
+	case errors.Is(err, boundedfile.ErrTooLarge):
 		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, MaxPEMBytes)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	return data, nil
 }

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -58,19 +58,11 @@ func Load(path string) (ledger.Spec, error) {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxBytes {
+	data, err := boundedfile.Read(path, MaxBytes)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxBytes)
 	}
-	return data, nil
+	return data, err
 }
 
 // Parse decodes and validates a spec; name is the file's path, used in
