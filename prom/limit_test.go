@@ -101,7 +101,7 @@ func TestResponseLimit(t *testing.T) {
 			if strings.Contains(msg, `"metric"`) || strings.Contains(msg, "<html>") || len(msg) > 1024 {
 				t.Errorf("Err quotes the body (%d bytes): %.200s", len(msg), msg)
 			}
-			if held := p.budget.held.Load(); held != 0 {
+			if held := p.budget.held.Load() + p.tenantBudget.held.Load(); held != 0 {
 				t.Errorf("budget holds %d bytes after the evaluation, want 0", held)
 			}
 		})
@@ -199,6 +199,37 @@ func TestBudgetSharedByEvaluations(t *testing.T) {
 	if got := b.held.Load(); got != 0 {
 		t.Errorf("held = %d after both released, want 0", got)
 	}
+}
+
+// TestTenantAddressesHaveTheirOwnBudget: answers from addresses ScaledObjects name
+// themselves are charged to a budget of their own, so a hostile server holding all of it
+// cannot fail a query to the scaler's own Prometheus.
+func TestTenantAddressesHaveTheirOwnBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DefaultAddress = "http://prometheus.monitoring:9090"
+	cfg.MaxResponseBytes = 64 << 10
+	p, err := NewPoller(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := p.budgetFor("http://tenant.example:9090")
+	if tenant != p.budgetFor("http://other.example:9090") || tenant == p.budgetFor(cfg.DefaultAddress) {
+		t.Fatal("want one budget for the default address and one shared by every other address")
+	}
+	hostile := &charge{b: tenant, address: "http://tenant.example:9090"}
+	if err := hostile.add(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	own := &charge{b: p.budgetFor(cfg.DefaultAddress), address: cfg.DefaultAddress}
+	if err := own.add(60 << 10); err != nil {
+		t.Errorf("the default address's answer with the tenant budget full: %v, want it read", err)
+	}
+	other := &charge{b: tenant, address: "http://other.example:9090"}
+	if err := other.add(1); !errors.Is(err, ErrResponseTooLarge) {
+		t.Errorf("another tenant address with the tenant budget full: %v, want ErrResponseTooLarge", err)
+	}
+	hostile.release()
+	own.release()
 }
 
 // TestAPIErrorIsBounded: a failing answer's body is not kept in the error, and a huge

@@ -144,10 +144,14 @@ type Poller struct {
 	log       *slog.Logger
 	m         *metrics
 	transport *http.Transport
-	budget    *respBudget
-	now       func() time.Time
-	kick      chan struct{}
-	sem       chan struct{} // Concurrency slots
+	// budget bounds the responses from the scaler's own --prometheus-address; tenantBudget
+	// those from every address a ScaledObject names itself. A hostile server named by one
+	// tenant then can at worst fail queries to other tenant-named servers, never to the
+	// operator's Prometheus that the presets and most ScaledObjects read.
+	budget, tenantBudget *respBudget
+	now                  func() time.Time
+	kick                 chan struct{}
+	sem                  chan struct{} // Concurrency slots
 
 	warnMu   sync.Mutex
 	replaced map[[2]string]struct{} // (namespace, query) whose namespace matchers were replaced: warned once
@@ -179,18 +183,19 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 		maxResp = DefaultMaxResponseBytes
 	}
 	p := &Poller{
-		cfg:       cfg,
-		log:       log,
-		transport: tr,
-		budget:    &respBudget{max: maxResp},
-		now:       time.Now,
-		kick:      make(chan struct{}, 1),
-		sem:       make(chan struct{}, cfg.Concurrency),
-		reqs:      map[Request]*subscription{},
-		subs:      map[Key]*subscription{},
-		queries:   map[queryID]*query{},
-		clients:   map[string]v1.API{},
-		replaced:  map[[2]string]struct{}{},
+		cfg:          cfg,
+		log:          log,
+		transport:    tr,
+		budget:       &respBudget{max: maxResp},
+		tenantBudget: &respBudget{max: maxResp},
+		now:          time.Now,
+		kick:         make(chan struct{}, 1),
+		sem:          make(chan struct{}, cfg.Concurrency),
+		reqs:         map[Request]*subscription{},
+		subs:         map[Key]*subscription{},
+		queries:      map[queryID]*query{},
+		clients:      map[string]v1.API{},
+		replaced:     map[[2]string]struct{}{},
 	}
 	m, err := newMetrics(reg, p)
 	if err != nil {
@@ -239,7 +244,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 	if !ok {
 		client, ok := p.clients[key.q.address]
 		if !ok {
-			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budget}})
+			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budgetFor(key.q.address)}})
 			if err != nil {
 				return Key{}, fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, key.q.address, err)
 			}
@@ -504,12 +509,21 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 	}
 }
 
+// budgetFor is the response budget of address: the default address's own, or the one every
+// other address shares.
+func (p *Poller) budgetFor(address string) *respBudget {
+	if address == p.cfg.DefaultAddress {
+		return p.budget
+	}
+	return p.tenantBudget
+}
+
 // evaluate runs q at time now and stores the outcome in q's snapshot.
 func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	qctx, cancel := context.WithTimeout(ctx, p.cfg.QueryTimeout)
 	defer cancel()
 	// The response's bytes count against MaxResponseBytes until its result is split below.
-	c := &charge{b: p.budget, address: q.id.address}
+	c := &charge{b: p.budgetFor(q.id.address), address: q.id.address}
 	defer c.release() // also on shutdown's early return
 	qctx = withCharge(qctx, c)
 	start := time.Now()
