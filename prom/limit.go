@@ -26,7 +26,9 @@ import (
 // body retained by the decoded vector, and the peak RSS of one evaluation measured +66 MB
 // for the 9.0 MB bundle of 10,000 ScaledObjects (7.3×) and +187 MB for a valid 16 MiB answer
 // of one-label series (11×). The limit is shared by the evaluations in flight so that such
-// answers do not add up (eight at once measured as one).
+// answers do not add up (eight at once measured as one): one budget for the poller's
+// DefaultAddress and one for every other address, so a tenant-named server cannot starve the
+// operator's Prometheus.
 const DefaultMaxResponseBytes = 16 << 20
 
 // ErrResponseTooLarge is wrapped by the error of a query whose Prometheus response passed
