@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // DefaultMaxResponseBytes is the default [PollerConfig.MaxResponseBytes]: 16 MiB.
@@ -151,9 +153,5 @@ func boundedAPIError(err error) error {
 	if !errors.As(err, &apiErr) {
 		return err
 	}
-	msg := apiErr.Msg
-	if len(msg) > maxErrorMessageBytes {
-		msg = msg[:maxErrorMessageBytes] + fmt.Sprintf("… (%d bytes cut)", len(apiErr.Msg)-maxErrorMessageBytes)
-	}
-	return &v1.Error{Type: apiErr.Type, Msg: msg}
+	return &v1.Error{Type: apiErr.Type, Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
 }

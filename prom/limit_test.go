@@ -243,7 +243,7 @@ func TestAPIErrorIsBounded(t *testing.T) {
 		wantMsg string
 	}{
 		{"HTML error page", http.StatusBadGateway, "<html>" + huge + "</html>", "server error: 502"},
-		{"Prometheus error", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"` + huge + `"}`, strings.Repeat("x", maxErrorMessageBytes) + "… (19488 bytes cut)"},
+		{"Prometheus error", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"` + huge + `"}`, strings.Repeat("x", maxErrorMessageBytes) + "… (20000 bytes)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
 )
@@ -102,16 +102,7 @@ const maxUnknownListed = 8
 
 // echo quotes v for an error, cut to maxEcho bytes (at a rune boundary)
 // with its length when longer.
-func echo(v string) string {
-	if len(v) <= maxEcho {
-		return strconv.Quote(v)
-	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:cut]), len(v))
-}
+func echo(v string) string { return errtext.Quote(v, maxEcho) }
 
 // plainNumber matches the numbers metadata accepts: plain decimal, with an
 // optional fraction and exponent ("2", "0.99", "1e3", "-1.5E-2"). Go
@@ -390,17 +381,7 @@ func checkQuery(q string) error {
 
 // bounded cuts an error text that may repeat a value (the PromQL parser's
 // messages quote the query) to a few times maxEcho bytes, with its length.
-func bounded(msg string) string {
-	const limit = 4 * maxEcho
-	if len(msg) <= limit {
-		return msg
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
-}
+func bounded(msg string) string { return errtext.Cut(msg, 4*maxEcho) }
 
 // signalList is the comma list of signal names zeroWhenAbsent accepts.
 func signalList() string {

@@ -16,14 +16,13 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
 )
@@ -218,16 +217,7 @@ func plainNumbers(data []byte) error {
 }
 
 // echo quotes v for an error, at most 64 bytes of it.
-func echo(v string) string {
-	if len(v) <= 64 {
-		return strconv.Quote(v)
-	}
-	n := 64
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:n]), len(v))
-}
+func echo(v string) string { return errtext.Quote(v, 64) }
 
 // A decode error is cut to maxErrLines lines of at most maxErrLineBytes each: the strict
 // decoder reports every unknown key and quotes what it could not decode, so a `record:`
@@ -257,11 +247,7 @@ func bounded(err error) error {
 	}
 	for i, l := range lines {
 		if len(l) > maxErrLineBytes {
-			n := maxErrLineBytes
-			for n > 0 && !utf8.RuneStart(l[n]) {
-				n--
-			}
-			lines[i], cut = fmt.Sprintf("%s… (%d bytes)", l[:n], len(l)), true
+			lines[i], cut = errtext.Cut(l, maxErrLineBytes), true
 		}
 	}
 	if !cut {

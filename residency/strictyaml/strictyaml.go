@@ -34,9 +34,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // MaxNodes bounds the nodes one document converts to, aliases expanded: a document that
@@ -394,16 +395,7 @@ func isUnsigned(k reflect.Kind) bool {
 }
 
 // echo quotes v for an error, at most 64 bytes of it.
-func echo(v string) string {
-	if len(v) <= 64 {
-		return strconv.Quote(v)
-	}
-	n := 64
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:n]), len(v))
-}
+func echo(v string) string { return errtext.Quote(v, 64) }
 
 // numberJSON is a YAML number as JSON for a target that is not a number field (an interface,
 // a json.Unmarshaler such as resource.Quantity): the text itself when it is a JSON number, a
