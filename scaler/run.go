@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -204,32 +203,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	return g.Wait()
 }
 
-// maxPEMBytes bounds each TLS file read: a certificate chain or CA bundle is kilobytes
-// (Debian's whole ca-certificates bundle is about 220 KB); --tls-cert-file=/dev/zero was read
-// until the process ran out of memory.
-const maxPEMBytes = 1 << 20
-
-// readPEM reads the file at path for flag, at most maxPEMBytes.
-func readPEM(flag, path string) ([]byte, error) {
-	data, err := boundedfile.Read(path, maxPEMBytes)
-	switch {
-	case errors.Is(err, boundedfile.ErrTooLarge):
-		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, maxPEMBytes)
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	case err != nil:
-		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
-	}
-	return data, nil
-}
-
 // serverTLS loads the server certificate and, for mTLS, the client CA.
 func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
-	certPEM, err := readPEM("TLSCertFile (--tls-cert-file)", cfg.TLSCertFile)
+	certPEM, err := boundedfile.ReadPEM("TLSCertFile (--tls-cert-file)", cfg.TLSCertFile)
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := readPEM("TLSKeyFile (--tls-key-file)", cfg.TLSKeyFile)
+	keyPEM, err := boundedfile.ReadPEM("TLSKeyFile (--tls-key-file)", cfg.TLSKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +219,7 @@ func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if cfg.TLSClientCAFile != "" {
-		pemBytes, err := readPEM("TLSClientCAFile (--tls-client-ca-file)", cfg.TLSClientCAFile)
+		pemBytes, err := boundedfile.ReadPEM("TLSClientCAFile (--tls-client-ca-file)", cfg.TLSClientCAFile)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -32,6 +33,27 @@ func Read(path string, limit int64) ([]byte, error) {
 	}
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
+	}
+	return data, nil
+}
+
+// MaxPEMBytes bounds each TLS file (certificate, key, CA bundle) a command reads: they are
+// kilobytes (Debian's whole ca-certificates bundle is about 220 KB); --tls-cert-file=/dev/zero
+// was read until the process ran out of memory.
+const MaxPEMBytes = 1 << 20
+
+// ReadPEM reads the TLS file at path, at most MaxPEMBytes, for the flag or field named flag.
+// Errors name flag: a missing or unreadable file as "<flag>: <open error>", a larger one as
+// "<flag> "<path>": larger than 1048576 bytes (1 MiB); want a PEM file".
+func ReadPEM(flag, path string) ([]byte, error) {
+	data, err := Read(path, MaxPEMBytes)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, MaxPEMBytes)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	return data, nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 	"time"
 )
 
-// TestTLSFilesBounded: each TLS file is read at most MaxPEMBytes (1 MiB); a larger one, or
+// TestTLSFilesBounded: each TLS file is read at most boundedfile.MaxPEMBytes (1 MiB); a larger one, or
 // one that never ends (/dev/zero ran the probe out of memory), is a usage error (exit 2)
 // naming the flag, the file and the bound, and nothing is dialled.
 func TestTLSFilesBounded(t *testing.T) {
@@ -25,11 +26,11 @@ func TestTLSFilesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big.pem")
-	if err := os.WriteFile(big, make([]byte, MaxPEMBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, boundedfile.MaxPEMBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	exact := filepath.Join(dir, "exact.pem") // at the bound: read, then refused as no PEM
-	if err := os.WriteFile(exact, make([]byte, MaxPEMBytes), 0o600); err != nil {
+	if err := os.WriteFile(exact, make([]byte, boundedfile.MaxPEMBytes), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const addr = "127.0.0.1:1"

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"strconv"
 	"time"
@@ -111,31 +110,11 @@ func validPort(p string) bool {
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
-// MaxPEMBytes bounds each TLS file the probe reads, the rule the scaler's own TLS files follow
-// (scaler/run.go): a certificate chain or CA bundle is kilobytes (Debian's whole
-// ca-certificates bundle is about 220 KB); --health-probe-ca-file=/dev/zero was read until the
-// process ran out of memory.
-const MaxPEMBytes = 1 << 20
-
-// readPEM reads the file at path for flag, at most MaxPEMBytes.
-func readPEM(flag, path string) ([]byte, error) {
-	data, err := boundedfile.Read(path, MaxPEMBytes)
-	switch {
-	case errors.Is(err, boundedfile.ErrTooLarge):
-		return nil, fmt.Errorf("%s %q: larger than %d bytes (1 MiB); want a PEM file", flag, path, MaxPEMBytes)
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	case err != nil:
-		return nil, fmt.Errorf("%s %q: %w", flag, path, err)
-	}
-	return data, nil
-}
-
 func (c Config) creds() (credentials.TransportCredentials, error) {
 	if c.CAFile == "" {
 		return insecure.NewCredentials(), nil
 	}
-	pem, err := readPEM("--health-probe-ca-file", c.CAFile)
+	pem, err := boundedfile.ReadPEM("--health-probe-ca-file", c.CAFile)
 	if err != nil {
 		return nil, err
 	}
@@ -145,11 +124,11 @@ func (c Config) creds() (credentials.TransportCredentials, error) {
 	}
 	tc := &tls.Config{RootCAs: pool, ServerName: c.ServerName, MinVersion: tls.VersionTLS12}
 	if c.CertFile != "" {
-		certPEM, err := readPEM("--health-probe-cert-file", c.CertFile)
+		certPEM, err := boundedfile.ReadPEM("--health-probe-cert-file", c.CertFile)
 		if err != nil {
 			return nil, err
 		}
-		keyPEM, err := readPEM("--health-probe-key-file", c.KeyFile)
+		keyPEM, err := boundedfile.ReadPEM("--health-probe-key-file", c.KeyFile)
 		if err != nil {
 			return nil, err
 		}
