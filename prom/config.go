@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // PollerConfig configures a [Poller].
@@ -141,13 +142,7 @@ func validateAddress(addr string) error {
 
 // quoteAddr quotes addr for an error, cut to its first 256 bytes: the address is the user's
 // and may be of any length.
-func quoteAddr(addr string) string {
-	const max = 256
-	if len(addr) <= max {
-		return strconv.Quote(addr)
-	}
-	return strconv.Quote(addr[:max]) + fmt.Sprintf("… (%d bytes)", len(addr))
-}
+func quoteAddr(addr string) string { return errtext.Quote(addr, 256) }
 
 // refusedIP says why the scaler does not query ip, or "" when it may: link-local addresses
 // (169.254.0.0/16, fe80::/10, and their multicast ranges), where every major cloud serves its
