@@ -305,14 +305,13 @@ func checkRef(ref *pb.ScaledObjectRef) error {
 	if n := len(ref.GetName()); n > validation.DNS1123SubdomainMaxLength {
 		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name %s: must be a Kubernetes object name, at most %d bytes", echo(ref.GetName()), validation.DNS1123SubdomainMaxLength)
 	}
-	n, largest := metadataBytes(ref), ""
-	md := ref.GetScalerMetadata()
-	for k, v := range md {
-		if l := len(k) + len(v); l > len(largest)+len(md[largest]) || l == len(largest)+len(md[largest]) && k < largest {
-			largest = k
+	if n := metadataBytes(ref); n > MaxMetadataBytes {
+		largest, md := "", ref.GetScalerMetadata()
+		for k, v := range md {
+			if l := len(k) + len(v); l > len(largest)+len(md[largest]) || l == len(largest)+len(md[largest]) && k < largest {
+				largest = k
+			}
 		}
-	}
-	if n > MaxMetadataBytes {
 		return status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: scalerMetadata is %d bytes (keys and values), the largest %s (%d bytes); the limit is %d bytes (160 KiB: nine queries of at most %d bytes, and the other keys)",
 			ref.GetNamespace(), ref.GetName(), n, echo(largest), len(largest)+len(md[largest]), MaxMetadataBytes, prom.MaxQueryBytes)
 	}
