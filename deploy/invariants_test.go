@@ -252,30 +252,37 @@ func TestGracePeriodOutlastsDrain(t *testing.T) {
 // absent) are at most half the sidecar's memory limit, so a pod holding its full budget
 // during a model load is not OOM-killed.
 func TestHeldBytesFitMemoryLimit(t *testing.T) {
+	forEachSidecar(t, func(t *testing.T, d *appsv1.Deployment, sc corev1.Container) {
+		held := int64(256 << 20)
+		if v, ok := argMap(sc.Args)["hold-max-total-bytes"]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: --hold-max-total-bytes=%q: %v", d.Name, v, err)
+			}
+			held = n
+		}
+		limit, ok := sc.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			t.Fatalf("%s: sidecar without a memory limit", d.Name)
+		}
+		if 2*held > limit.Value() {
+			t.Errorf("%s: --hold-max-total-bytes %d > half the sidecar's memory limit %s", d.Name, held, limit.String())
+		}
+	})
+}
+
+// forEachSidecar calls fn, in a subtest per render case, for every Deployment with a
+// residency sidecar, and fails when no render case has one.
+func forEachSidecar(t *testing.T, fn func(t *testing.T, d *appsv1.Deployment, sc corev1.Container)) {
+	t.Helper()
 	saw := false
 	for _, rc := range renderCases {
 		t.Run(rc.name, func(t *testing.T) {
 			o := renderObjects(t, rc)
 			for _, d := range o.deployments {
-				sc, ok := sidecar(d.Spec.Template.Spec)
-				if !ok {
-					continue
-				}
-				saw = true
-				held := int64(256 << 20)
-				if v, ok := argMap(sc.Args)["hold-max-total-bytes"]; ok {
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err != nil {
-						t.Fatalf("%s: --hold-max-total-bytes=%q: %v", d.Name, v, err)
-					}
-					held = n
-				}
-				limit, ok := sc.Resources.Limits[corev1.ResourceMemory]
-				if !ok {
-					t.Fatalf("%s: sidecar without a memory limit", d.Name)
-				}
-				if 2*held > limit.Value() {
-					t.Errorf("%s: --hold-max-total-bytes %d > half the sidecar's memory limit %s", d.Name, held, limit.String())
+				if sc, ok := sidecar(d.Spec.Template.Spec); ok {
+					saw = true
+					fn(t, d, sc)
 				}
 			}
 		})
@@ -584,20 +591,11 @@ func TestPools(t *testing.T) {
 // and residency.Config.Validate.
 func TestSidecarFlags(t *testing.T) {
 	decls := residencyFlagDecls(t)
-	for _, rc := range renderCases {
-		t.Run(rc.name, func(t *testing.T) {
-			o := renderObjects(t, rc)
-			for _, d := range o.deployments {
-				sc, ok := sidecar(d.Spec.Template.Spec)
-				if !ok {
-					continue
-				}
-				if err := residencyConfig(t, decls, sc).Validate(); err != nil {
-					t.Errorf("%s: the sidecar rejects the chart's flags: %v", d.Name, err)
-				}
-			}
-		})
-	}
+	forEachSidecar(t, func(t *testing.T, d *appsv1.Deployment, sc corev1.Container) {
+		if err := residencyConfig(t, decls, sc).Validate(); err != nil {
+			t.Errorf("%s: the sidecar rejects the chart's flags: %v", d.Name, err)
+		}
+	})
 }
 
 // TestTritonExample pins what the Triton example promises: 1g.10gb slices, one pinned
