@@ -67,7 +67,15 @@ type ResidencyConfig struct {
 	// requests and tells the loop at once); false: the loop sees demand at
 	// its next LoopInterval tick. Default true.
 	WakeOnHeld bool
-	Seed       uint64
+	// IgnoreExecTime: replayed requests take no time once their model is
+	// READY. Otherwise (the default) a request executes for the trace's own
+	// execution time (Request.ExecSeconds; none: no time), and a model with a
+	// request executing is busy: no policy evicts it, as Triton does not
+	// unload a model with work in flight and the controller never makes a
+	// busy model a victim (plan.ModelStatus.Busy). Executions do not contend
+	// with one another: the replay models memory, not the GPU's compute.
+	IgnoreExecTime bool
+	Seed           uint64
 }
 
 // controllerLoopInterval copies residency.DefaultConfig's LoopInterval: replay links only the
@@ -135,9 +143,9 @@ type ResidencyResult struct {
 	// WaitS is the load stall: the total request time spent waiting for
 	// loads, seconds; Unserved requests (model never loaded: every policy runs
 	// until nothing waits, inferscale at most a week past the trace's end)
-	// count until the end and are the requests failed or dropped. No policy evicts a model with a request in flight (replayed
-	// requests take no time once their model is ready), so none fails by an
-	// eviction.
+	// count until the end and are the requests failed or dropped. No policy
+	// evicts a model with a request waiting or executing
+	// (ResidencyConfig.IgnoreExecTime), so none fails by an eviction.
 	WaitS    float64
 	Unserved int
 	// Stall splits WaitS by what each waiting request waited on.
@@ -155,8 +163,9 @@ type ResidencyResult struct {
 // and the load's start to the load's end. BehindS: other models' loads,
 // while the one loader was busy with them. IdleS: the loader idle while the
 // request waited — its load not yet started: refused (RefusalCounts), or
-// the controller's pause between steps (250 ms after each), or the loop not
-// yet woken. UnservedS: the wait of requests never served, to the end.
+// waiting for busy models (requests executing) to free the memory, or the
+// controller's pause between steps (250 ms after each), or the loop not yet
+// woken. UnservedS: the wait of requests never served, to the end.
 type StallSources struct {
 	OwnLoadS, BehindS, IdleS, UnservedS float64
 }
@@ -198,7 +207,9 @@ type resModel struct {
 	count    int
 	nextUse  float64
 	pending  []float64
+	execS    []float64 // each pending request's execution time
 	idleAt   []float64 // the loader's cumulative idle seconds at each pending arrival
+	ends     []float64 // end times of requests executing or finished (pruned by executing)
 	loadAt   float64   // when its current load started
 	gds      float64   // GreedyDual-Size's H
 	est      plan.DecayedRate
@@ -234,9 +245,40 @@ func (s *resSim) idleUntil(t float64) float64 {
 }
 
 // hold queues a request arriving at t for model m, which is not ready.
-func (s *resSim) hold(m *resModel, t float64) {
+func (s *resSim) hold(m *resModel, r Request, t float64) {
 	m.pending = append(m.pending, t)
+	m.execS = append(m.execS, s.execSeconds(r))
 	m.idleAt = append(m.idleAt, s.idleUntil(t))
+}
+
+// execSeconds is how long r executes once its model is READY.
+func (s *resSim) execSeconds(r Request) float64 {
+	if s.cfg.IgnoreExecTime || r.ExecSeconds < 0 {
+		return 0
+	}
+	return float64(r.ExecSeconds)
+}
+
+// run starts a request of m executing at t for d seconds.
+func (m *resModel) run(t, d float64) {
+	if d > 0 {
+		m.ends = append(m.ends, t+d)
+	}
+}
+
+// executing is the number of m's requests executing at t; it forgets those that ended.
+func (m *resModel) executing(t float64) int {
+	m.ends = slices.DeleteFunc(m.ends, func(e float64) bool { return e <= t })
+	return len(m.ends)
+}
+
+// freeAt is when m's last executing request ends (−∞: none).
+func (m *resModel) freeAt() float64 {
+	f := math.Inf(-1)
+	for _, e := range m.ends {
+		f = math.Max(f, e)
+	}
+	return f
 }
 
 func newResSim(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duration, budget int64, name string) *resSim {
@@ -264,11 +306,12 @@ func (s *resSim) finishLoad(t float64) int32 {
 		s.res.Stall.OwnLoadS += own
 		s.res.Stall.IdleS += idle
 		s.res.Stall.BehindS += t - a - own - idle
+		m.run(t, m.execS[k])
 	}
 	if len(m.pending) > 0 {
 		m.lastUsed = t
 	}
-	m.pending, m.idleAt = m.pending[:0], m.idleAt[:0]
+	m.pending, m.execS, m.idleAt = m.pending[:0], m.execS[:0], m.idleAt[:0]
 	id := s.loading
 	s.loading, s.doneAt = -1, math.Inf(1)
 	s.idleMark = t
@@ -309,7 +352,9 @@ func (s *resSim) finish(end float64) ResidencyResult {
 // runCache replays an on-demand cache policy (LRU, LFU, GreedyDual-Size,
 // Belady): a request for a model that is not loaded queues its load at
 // once; one load at a time, first come first served; before a load starts,
-// victims are evicted (never the loading model) until it fits.
+// victims are evicted until it fits — never the loading model nor a busy one
+// (a request executing). When only busy models' memory would make room, the
+// load waits, evicting nothing, until enough of them finish.
 //
 // GreedyDual-Size (Cao and Irani, USITS 1997) keeps H = L + cost ÷ size per
 // model, set on each hit and load with cost the model's load time in
@@ -331,11 +376,11 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 			last[r.Model] = r.At.Seconds()
 		}
 	}
-	victim := func() int32 {
+	victim := func(t float64) int32 {
 		best := int32(-1)
 		for id := range s.models {
 			m := &s.models[id]
-			if m.state != rmReady {
+			if m.state != rmReady || m.executing(t) > 0 {
 				continue
 			}
 			if best < 0 {
@@ -364,13 +409,29 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 		}
 		return best
 	}
+	retryAt := math.Inf(1) // a load waits for busy models until then
 	startNext := func(t float64) {
+		retryAt = math.Inf(1)
 		for s.loading < 0 && len(s.loadQ) > 0 {
 			id := s.loadQ[0]
-			s.loadQ = s.loadQ[1:]
 			m := &s.models[id]
+			free, busyFree := s.budget-s.used, math.Inf(1)
+			for v := range s.models {
+				if o := &s.models[v]; o.state == rmReady {
+					if o.executing(t) == 0 {
+						free += o.size
+					} else {
+						busyFree = math.Min(busyFree, o.freeAt())
+					}
+				}
+			}
+			if free < m.size && !math.IsInf(busyFree, 1) {
+				retryAt = busyFree // the first busy model to finish frees its memory
+				return
+			}
+			s.loadQ = s.loadQ[1:]
 			for s.used+m.size > s.budget {
-				v := victim()
+				v := victim(t)
 				if v < 0 {
 					break
 				}
@@ -390,8 +451,10 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 	nextSample := step
 	for i, r := range tr.Requests {
 		t := r.At.Seconds()
-		for s.doneAt <= t || nextSample <= t {
-			if s.doneAt <= nextSample {
+		for s.doneAt <= t || nextSample <= t || retryAt <= t {
+			if retryAt <= s.doneAt && retryAt <= nextSample {
+				startNext(retryAt)
+			} else if s.doneAt <= nextSample {
 				d := s.doneAt
 				s.finishLoad(d)
 				startNext(d)
@@ -410,17 +473,24 @@ func runCache(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Durati
 			s.res.Hits++
 			m.lastUsed = t
 			m.gds = gdsH(m)
+			m.run(t, s.execSeconds(r))
 		case rmOff:
 			m.state = rmQueued
-			s.hold(m, t)
+			s.hold(m, r, t)
 			s.loadQ = append(s.loadQ, r.Model)
-			startNext(t)
+			if math.IsInf(retryAt, 1) {
+				startNext(t)
+			}
 		default:
-			s.hold(m, t)
+			s.hold(m, r, t)
 		}
 	}
 	end := tr.Duration().Seconds()
-	for !math.IsInf(s.doneAt, 1) {
+	for !math.IsInf(s.doneAt, 1) || !math.IsInf(retryAt, 1) {
+		if retryAt <= s.doneAt {
+			startNext(retryAt)
+			continue
+		}
 		d := s.doneAt
 		s.finishLoad(d)
 		startNext(d)
@@ -493,8 +563,9 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			if m.state == rmReady {
 				s.res.Hits++
 				m.lastUsed = at
+				m.run(at, s.execSeconds(r))
 			} else {
-				s.hold(m, at)
+				s.hold(m, r, at)
 			}
 		}
 		for s.doneAt <= t {
@@ -535,7 +606,8 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				m := &s.models[id]
 				switch m.state {
 				case rmReady:
-					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9))}
+					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9)),
+						Executing: m.executing(t)}
 				default:
 					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
 						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending),
@@ -586,6 +658,9 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 				m := &s.models[id]
 				if a.Kind == plan.ActionUnload {
+					if m.state == rmReady && m.executing(t) > 0 {
+						return ResidencyResult{}, fmt.Errorf("plan unloaded %s with %d requests executing", a.Model, m.executing(t))
+					}
 					if m.state == rmReady {
 						m.state = rmOff
 						s.used -= m.size

@@ -187,3 +187,46 @@ func replayShared(t *testing.T, path, coldStart string) {
 		}
 	}
 }
+
+// TestResidencyBusyModelsStay: a request executing keeps its model loaded under every policy.
+// a and b (6 GiB) on 10 GiB; a (10 s load) is requested at 0 with 50 s of execution, so it is
+// READY at 10 and busy until 60; b (8 s load) is requested at 20.
+func TestResidencyBusyModelsStay(t *testing.T) {
+	tr := &Trace{Name: "busy", Models: []string{"a", "b"}, Requests: []Request{
+		{At: 0, Model: 0, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: 50},
+		{At: 20 * time.Second, Model: 1, InputTokens: Unknown, OutputTokens: Unknown, ExecSeconds: 1},
+	}}
+	sizes := []int64{6 << 30, 6 << 30}
+	loads := []time.Duration{10 * time.Second, 8 * time.Second}
+	cfg := DefaultResidencyConfig()
+	for _, policy := range ResidencyPolicies()[1:] {
+		t.Run(policy, func(t *testing.T) {
+			// b's load waits, evicting nothing, until a finishes at 60: 40 s idle, then 60–68.
+			r := runCache(tr, cfg, sizes, loads, 10<<30, policy, 60)
+			want := StallSources{OwnLoadS: 10 + 8, IdleS: 40}
+			if r.Stall != want || r.WaitS != 58 || r.Loads != 2 || r.Unserved != 0 {
+				t.Errorf("stall %+v, wait %g, loads %d, unserved %d; want %+v, 58, 2, 0", r.Stall, r.WaitS, r.Loads, r.Unserved, want)
+			}
+			// Requests that take no time: b evicts a at once and loads 20–28.
+			c := cfg
+			c.IgnoreExecTime = true
+			if r := runCache(tr, c, sizes, loads, 10<<30, policy, 60); r.WaitS != 18 {
+				t.Errorf("IgnoreExecTime: wait %g; want 18", r.WaitS)
+			}
+		})
+	}
+	t.Run("inferscale", func(t *testing.T) {
+		// b is held at its arrival (the wake, just after 20) and refused at every tick while a
+		// executes (20, 25, …, 55); the tick just after 60 unloads a, b loads after the 250 ms
+		// pause, 60.25–68.25: 40.25 s idle and 8 s own load; a's own load is 10 s.
+		r, err := runPlan(tr, cfg, sizes, loads, 10<<30, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.WaitS-58.25) > 1e-6 || math.Abs(r.Stall.IdleS-40.25) > 1e-6 || math.Abs(r.Stall.OwnLoadS-18) > 1e-6 ||
+			r.Loads != 2 || r.Unserved != 0 || r.Refusals != (RefusalCounts{NoRoom: 8}) {
+			t.Errorf("wait %g, stall %+v, loads %d, unserved %d, refusals %+v; want 58.25 (idle 40.25, own 18), 2, 0, 8 no room",
+				r.WaitS, r.Stall, r.Loads, r.Unserved, r.Refusals)
+		}
+	})
+}

@@ -254,6 +254,7 @@ func Run(cfg RunConfig) error {
 		rc := DefaultResidencyConfig()
 		rc.Seed = pool.Seed
 		rc.BudgetModels = cfg.ResidencyBudgetModels
+		rc.IgnoreExecTime = pool.Service.IgnoreExecTime
 		if len(pool.ColdStartSamples) > 0 {
 			rc.LoadTimeSamples = pool.ColdStartSamples
 		}

@@ -79,7 +79,7 @@ func run(args []string) error {
 	prefill := fs.Float64("prefill-tps", 1/def.Service.PerInputTokenS, "prefill tokens per second per slot (service-time model)")
 	decode := fs.Float64("decode-tps", 1/def.Service.PerOutputTokenS, "output tokens per second per slot (service-time model)")
 	base := fs.Duration("base-service", time.Duration(def.Service.BaseS*1e9), "fixed per-request service overhead")
-	tokenModel := fs.Bool("ignore-exec-time", false, "use the token model even when the trace has execution times")
+	tokenModel := fs.Bool("ignore-exec-time", false, "ignore the trace's execution times: the pool uses the token model, and the residency replay's requests take no time once their model is loaded")
 	probe := fs.Int("probe-replicas", def.ProbeReplicas, "pool size the capacity probe measures μ on (1 = one replica)")
 	seed := fs.Uint64("seed", def.Seed, "seed for synthesized arrivals, cold starts and model sizes")
 	rateScale := fs.Float64("rate-scale", cfg.RateScale, "multiply ServeGen rates (binned mode)")
