@@ -539,7 +539,8 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	const halfLife = plan.DefaultHalfLife
 	const negligible = 1.0 / 1024
 	loop := cfg.LoopInterval.Seconds()
-	active := map[int32]bool{} // models with a non-negligible estimate or waiting requests
+	var loadWait plan.DecayedMean // the controller's: from a load's oldest held request to its start
+	active := map[int32]bool{}    // models with a non-negligible estimate or waiting requests
 	i := 0
 	n := len(tr.Requests)
 	end := tr.Duration().Seconds()
@@ -601,7 +602,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					demand[modelName(int(m))] = rm.est.Rate(now, halfLife)
 				}
 			}
-			obs := plan.Observed{Models: map[string]plan.ModelStatus{}}
+			obs := plan.Observed{Models: map[string]plan.ModelStatus{}, LoadWait: time.Duration(loadWait.Mean() * 1e9)}
 			for id := range s.models {
 				m := &s.models[id]
 				switch m.state {
@@ -669,6 +670,9 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					continue
 				}
 				if k == 0 && m.state == rmOff && s.used+m.size <= s.budget {
+					if len(m.pending) > 0 {
+						loadWait = loadWait.Add(t-m.pending[0], now, halfLife)
+					}
 					s.used += m.size
 					s.startLoad(int32(id), t)
 					next = s.doneAt + settle

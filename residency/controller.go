@@ -57,9 +57,10 @@ type Deps struct {
 	// Events; nil: none.
 	Events Events
 	// Held returns the requests held outside Triton per model (the sidecar's inference front,
-	// residency/front): for a catalog model that holds no memory they are its Queued work, so
-	// the plan wants it as it wants a model with a queue. nil: none.
-	Held func() map[string]int
+	// residency/front): for a catalog model that holds no memory they are its Queued work, and
+	// the oldest one's arrival its WaitingSince, so the plan wants it as it wants a model with a
+	// queue, and the wait until its load starts is measured (plan.Observed.LoadWait). nil: none.
+	Held func() map[string]plan.Held
 }
 
 // Status is the controller's latest view, for the HTTP endpoints.
@@ -105,6 +106,9 @@ type Controller struct {
 	est          map[string]plan.DecayedRate
 	work         map[string]work
 	lastObserved time.Time
+	// loadWait is the decayed mean wait of loads that requests waited for, before they started
+	// (plan.Observed.LoadWait).
+	loadWait plan.DecayedMean
 	// metricsClient reads Triton's queue lengths; queueErrSince and queueWarnAt rate-limit the
 	// warning while they are unreadable.
 	metricsClient *http.Client
@@ -288,13 +292,14 @@ func (c *Controller) Wake() {
 }
 
 // addHeld counts the requests held outside Triton (Deps.Held) as the Queued work of each
-// catalog model that holds no memory.
+// catalog model that holds no memory, and the oldest one's arrival as its WaitingSince (the
+// earlier of that and one already observed).
 func (c *Controller) addHeld(cat plan.Catalog, obs plan.Observed) {
 	if c.deps.Held == nil {
 		return
 	}
-	for name, n := range c.deps.Held() {
-		if _, ok := cat.Model(name); !ok || n <= 0 {
+	for name, h := range c.deps.Held() {
+		if _, ok := cat.Model(name); !ok || h.Requests <= 0 {
 			continue
 		}
 		st, ok := obs.Models[name]
@@ -302,7 +307,10 @@ func (c *Controller) addHeld(cat plan.Catalog, obs plan.Observed) {
 			st.State = plan.StateUnavailable
 		}
 		if !st.State.HoldsMemory() {
-			st.Queued = max(st.Queued, 0) + n
+			st.Queued = max(st.Queued, 0) + h.Requests
+			if !h.Since.IsZero() && (st.WaitingSince.IsZero() || h.Since.Before(st.WaitingSince)) {
+				st.WaitingSince = h.Since
+			}
 			obs.Models[name] = st
 		}
 	}
@@ -324,6 +332,9 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	}
 	c.flagOverPeak(cat, o.obs)
 	c.addHeld(cat, o.obs)
+	c.mu.Lock()
+	o.obs.LoadWait = time.Duration(c.loadWait.Mean() * 1e9)
+	c.mu.Unlock()
 	res := plan.Decide(cat, c.budget, o.obs, o.demand, now)
 	c.record(cat, now, o, res)
 	if c.draining.Load() {
@@ -357,6 +368,15 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		return false, nil
 	}
 	loads = loads[:min(len(loads), c.cfg.MaxConcurrentLoads)]
+	c.mu.Lock()
+	for _, a := range loads {
+		// The wait of a load that requests wait for: from the oldest of them to now, its start.
+		if since := o.obs.Models[a.Model].WaitingSince; !since.IsZero() && now.After(since) {
+			c.loadWait = c.loadWait.Add(now.Sub(since).Seconds(), now, plan.DefaultHalfLife)
+		}
+	}
+	c.m.LoadWait.Set(c.loadWait.Mean())
+	c.mu.Unlock()
 	var g errgroup.Group
 	for _, a := range loads {
 		g.Go(func() error { c.load(ctx, a); return nil })

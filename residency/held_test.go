@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 	"github.com/inferscale/inferscale/residency/tritontest"
@@ -18,13 +20,13 @@ func TestHeldRequestsAreQueuedWork(t *testing.T) {
 	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
 		Models: []tritontest.Model{fakeModel("ondemand", 2)}}
 	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-	held := map[string]int{}
-	h.ctl.deps.Held = func() map[string]int { return held }
+	held := map[string]plan.Held{}
+	h.ctl.deps.Held = func() map[string]plan.Held { return held }
 	if h.step() || h.state("ondemand") == triton.StateReady {
 		t.Fatalf("acted with nothing held: ondemand %q", h.state("ondemand"))
 	}
-	held["ondemand"] = 3
-	held["notincatalog"] = 9 // ignored
+	held["ondemand"] = plan.Held{Requests: 3}
+	held["notincatalog"] = plan.Held{Requests: 9} // ignored
 	if !h.step() || h.state("ondemand") != triton.StateReady {
 		t.Fatalf("with 3 held: ondemand %q, want READY", h.state("ondemand"))
 	}
@@ -37,6 +39,49 @@ func TestHeldRequestsAreQueuedWork(t *testing.T) {
 	}
 }
 
+// TestLoadWaitMeasured: the oldest held request's arrival is the model's WaitingSince, and a load
+// started for held requests adds its wait — from that arrival to the load's start — to the
+// decayed mean the next plan reads as Observed.LoadWait (and /metrics as load_wait_seconds).
+func TestLoadWaitMeasured(t *testing.T) {
+	cat := catalog(model("a", plan.TierP2, 2, time.Second), model("b", plan.TierP2, 2, time.Second))
+	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("a", 2), fakeModel("b", 2)}}
+	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	held := map[string]plan.Held{"a": {Requests: 2, Since: t0.Add(-30 * time.Second)}, "b": {Requests: 1, Since: t0.Add(-10 * time.Second)}}
+	h.ctl.deps.Held = func() map[string]plan.Held { return held }
+	if !h.step() {
+		t.Fatal("did not load the held models")
+	}
+	st := h.ctl.Status()
+	if got := st.Observed.Models["a"].WaitingSince; !got.Equal(t0.Add(-30 * time.Second)) {
+		t.Errorf("a WaitingSince = %v, want t0 − 30 s", got)
+	}
+	if st.Observed.LoadWait != 0 {
+		t.Errorf("first plan's LoadWait = %v, want 0 (nothing measured before it)", st.Observed.LoadWait)
+	}
+	// One load a step (MaxConcurrentLoads 1): a first (more waiting work), waiting 30 s.
+	if h.state("a") != triton.StateReady || h.state("b") == triton.StateReady {
+		t.Fatalf("a %q, b %q; want a READY, b not yet", h.state("a"), h.state("b"))
+	}
+	if got := testutil.ToFloat64(h.m.LoadWait); got != 30 {
+		t.Errorf("load_wait_seconds = %g after a's load, want 30", got)
+	}
+	delete(held, "a")
+	if !h.step() || h.state("b") != triton.StateReady {
+		t.Fatalf("b %q, want READY", h.state("b"))
+	}
+	// Both loads started at t0: waits 30 s and 10 s, mean 20 s.
+	if got := testutil.ToFloat64(h.m.LoadWait); got != 20 {
+		t.Errorf("load_wait_seconds = %g, want 20", got)
+	}
+	clear(held)
+	h.clock.Advance(time.Second)
+	h.step()
+	if got := h.ctl.Status().Observed.LoadWait; got != 20*time.Second {
+		t.Errorf("next plan's LoadWait = %v, want 20s", got)
+	}
+}
+
 // TestWakeRunsLoopNow: Wake starts the next loop without waiting for the loop interval (the
 // fake clock never advances here).
 func TestWakeRunsLoopNow(t *testing.T) {
@@ -44,9 +89,9 @@ func TestWakeRunsLoopNow(t *testing.T) {
 	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
 		Models: []tritontest.Model{fakeModel("ondemand", 2)}}
 	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-	held := make(chan map[string]int, 1)
-	held <- map[string]int{}
-	h.ctl.deps.Held = func() map[string]int { m := <-held; held <- m; return m }
+	held := make(chan map[string]plan.Held, 1)
+	held <- map[string]plan.Held{}
+	h.ctl.deps.Held = func() map[string]plan.Held { m := <-held; held <- m; return m }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.ctl.Run(ctx) }()
@@ -59,7 +104,7 @@ func TestWakeRunsLoopNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-held
-	held <- map[string]int{"ondemand": 1}
+	held <- map[string]plan.Held{"ondemand": {Requests: 1}}
 	h.ctl.Wake()
 	// The woken loop loads the model (instantly, in the fake) and waits on the clock again: a
 	// second waiter. Without Wake the first wait would never end.

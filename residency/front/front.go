@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // The methods the front looks into; every other method passes through.
@@ -259,15 +260,16 @@ func (f *Front) StartDrain() {
 	f.noHolds = true
 }
 
-// Held returns the number of requests held now per model (models with none are left out): the
-// demand and queue the planner counts for models that are not READY.
-func (f *Front) Held() map[string]int {
+// Held returns the requests held now per model, with the arrival of the oldest (models with none
+// are left out): the demand, queue and waiting time the planner counts for models that are not
+// READY.
+func (f *Front) Held() map[string]plan.Held {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]int, len(f.queues))
+	out := make(map[string]plan.Held, len(f.queues))
 	for name, q := range f.queues {
 		if len(q.held) > 0 {
-			out[name] = len(q.held)
+			out[name] = plan.Held{Requests: len(q.held), Since: q.held[0].since}
 		}
 	}
 	return out

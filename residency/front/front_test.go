@@ -252,7 +252,7 @@ func holdCount(t *testing.T, reg *prometheus.Registry, model string) uint64 {
 func waitHeld(t testing.TB, h *harness, model string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.front.Held()[model] != n {
+	for h.front.Held()[model].Requests != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("held %v, want %d for %s", h.front.Held(), n, model)
 		}
@@ -523,11 +523,16 @@ func TestStartDrain(t *testing.T) {
 	tc.StartupModels = []string{"loaded"}
 	h := start(t, tc, testConfig(), false, "loaded", "cold")
 	heldDone := make(chan error, 1)
+	before := time.Now()
 	go func() {
 		_, err := infer(context.Background(), h.client, "cold", "held", nil)
 		heldDone <- err
 	}()
 	waitHeld(t, h, "cold", 1)
+	since := h.front.Held()["cold"].Since
+	if since.Before(before) || since.After(time.Now()) {
+		t.Errorf("held cold since %v, want the request's arrival, between %v and now", since, before)
+	}
 	h.front.StartDrain()
 	if _, err := infer(context.Background(), h.client, "loaded", "1", nil); err != nil {
 		t.Errorf("READY model while draining: %v, want served", err)
@@ -541,8 +546,8 @@ func TestStartDrain(t *testing.T) {
 	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("cold", "draining")); got != 1 {
 		t.Errorf("fast_failed_total{cold,draining} = %v, want 1", got)
 	}
-	if n := h.front.Held()["cold"]; n != 1 {
-		t.Errorf("held cold = %d, want the request held before the drain still held", n)
+	if got := h.front.Held()["cold"]; got.Requests != 1 || !got.Since.Equal(since) {
+		t.Errorf("held cold = %+v, want the request held before the drain still held, since %v", got, since)
 	}
 	if _, err := h.direct.RepositoryModelLoad(context.Background(), &inference.RepositoryModelLoadRequest{ModelName: "cold"}); err != nil {
 		t.Fatal(err)

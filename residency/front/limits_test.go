@@ -134,7 +134,7 @@ func TestHoldBudget(t *testing.T) {
 	if got := tr.Get(front.PushbackKey); len(got) != 1 || got[0] != "1500" {
 		t.Errorf("pushback trailer %v, want [1500]", got)
 	}
-	if got := h.front.Held(); got["a"] != 1 || got["b"] != 1 {
+	if got := h.front.Held(); got["a"].Requests != 1 || got["b"].Requests != 1 {
 		t.Errorf("held %v, want a:1 b:1 (the refused request is not held)", got)
 	}
 	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("b", "hold_budget")); got != 1 {
@@ -240,7 +240,7 @@ func TestHTTPHoldBudget(t *testing.T) {
 	if code != http.StatusTooManyRequests || retryAfter != "2" || !strings.Contains(body, "bound 4194304 (--hold-max-total-bytes)") {
 		t.Errorf("past the budget: status %d, Retry-After %q, body %q; want 429, 2, naming --hold-max-total-bytes", code, retryAfter, body)
 	}
-	if got := h.front.Held()["cold"]; got != 2 {
+	if got := h.front.Held()["cold"].Requests; got != 2 {
 		t.Errorf("held %d, want 2", got)
 	}
 	// A held HTTP request whose body is unread does not see its client leave (net/http

@@ -88,7 +88,7 @@ func TestStreamInferHeld(t *testing.T) {
 	if err := cs.SendMsg(&inference.ModelInferRequest{ModelName: "stream", Id: ids[0]}); err != nil {
 		t.Fatal(err)
 	}
-	for f.Held()["stream"] != 1 { // the first message is held until the model loads
+	for f.Held()["stream"].Requests != 1 { // the first message is held until the model loads
 		time.Sleep(time.Millisecond)
 	}
 	if _, err := ts.RepositoryModelLoad(ctx, &inference.RepositoryModelLoadRequest{ModelName: "stream"}); err != nil {

@@ -77,6 +77,19 @@ type Observed struct {
 	// UnaccountedBytes is device memory in use beyond what the models account for: memory an
 	// unload has not returned yet, leaks, other processes. Counted like the reserve.
 	UnaccountedBytes int64
+	// LoadWait is how long recent on-demand loads waited before they started: from the oldest
+	// request held for the model to the load's start, a DecayedMean over recent loads (the
+	// controller measures it; zero: none measured). A miss costs it on top of the load time
+	// (Worth). Negative reads as 0.
+	LoadWait time.Duration
+}
+
+// Held is what is held outside Triton for one model (the sidecar's inference front): the number
+// of requests and when the oldest of them arrived. For a model that holds no memory they are its
+// Queued work and WaitingSince.
+type Held struct {
+	Requests int
+	Since    time.Time
 }
 
 // Demand is each model's expected request rate in requests per second: the decayed estimate of
@@ -207,16 +220,19 @@ const gib = float64(1 << 30)
 
 // Value is what keeping model m resident is worth per unit of memory:
 //
-//	value = Worth ÷ admitted peak (GiB),  Worth = expected demand (req/s) × load time (s)
+//	value = Worth ÷ admitted peak (GiB),
+//	Worth = expected demand (req/s) × (load wait + load time) (s)
 //
 // — the request-seconds of load stall avoided per second and GiB: GreedyDual-Size's cost ÷ size
 // (Cao and Irani, "Cost-aware WWW proxy caching algorithms", USENIX USITS 1997) with the cost a
-// miss imposes (the load time) weighted by the decayed demand (DecayedRate, in the LRFU family),
+// miss imposes (the wait for the loader, Observed.LoadWait, then the load time — the measured
+// fetch latency, as their GD-Size(latency) takes it) weighted by the decayed demand
+// (DecayedRate, in the LRFU family),
 // as GreedyDual-Size-Frequency weights it by frequency. It is the density a knapsack greedy ranks
 // by. A model without an entry for profile is worth 0. Decide adds work in flight to Worth (see
 // Decide).
-func Value(m Model, profile string, rateRPS float64) float64 {
-	return density(m, profile, Worth(m, rateRPS))
+func Value(m Model, profile string, rateRPS float64, loadWait time.Duration) float64 {
+	return density(m, profile, Worth(m, rateRPS, loadWait))
 }
 
 func density(m Model, profile string, worth float64) float64 {
@@ -229,8 +245,8 @@ func density(m Model, profile string, worth float64) float64 {
 
 // worth is Decide's worth of m: Worth at rate, plus its work in flight, plus the age of its
 // oldest waiting request in load times.
-func worth(m Model, rate float64, st ModelStatus, now time.Time) float64 {
-	w := Worth(m, rate) + float64(st.InFlight())
+func worth(m Model, rate float64, st ModelStatus, loadWait time.Duration, now time.Time) float64 {
+	w := Worth(m, rate, loadWait) + float64(st.InFlight())
 	if st.InFlight() > 0 && !st.WaitingSince.IsZero() && now.After(st.WaitingSince) {
 		w += now.Sub(st.WaitingSince).Seconds() / m.LoadTime.Seconds()
 	}
@@ -238,9 +254,12 @@ func worth(m Model, rate float64, st ModelStatus, now time.Time) float64 {
 }
 
 // Worth is the load stall that keeping m resident avoids, in request-seconds per second:
-// expected demand (req/s) × load time (s) — each future request would wait one load. A load pays
-// for itself when its Worth exceeds the Worth of the models it evicts.
-func Worth(m Model, rateRPS float64) float64 { return rateRPS * m.LoadTime.Seconds() }
+// expected demand (req/s) × (loadWait + load time) (s) — each future request would wait for the
+// loader and then one load. A load pays for itself when its Worth exceeds the Worth of the
+// models it evicts. A negative loadWait reads as 0.
+func Worth(m Model, rateRPS float64, loadWait time.Duration) float64 {
+	return rateRPS * (max(loadWait, 0).Seconds() + m.LoadTime.Seconds())
+}
 
 // ReserveBytes is the reserve Plan keeps back: the larger of the catalog's and the budget's.
 func ReserveBytes(cat Catalog, b Budget) int64 { return max(cat.ReserveBytes, b.ReserveBytes) }
@@ -388,7 +407,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 					Reason: fmt.Sprintf("idle: %s %s, %s ≥ idle timeout %s (freeIdle)", m.Tier, m.Name, since, timeout)})
 				continue
 			}
-			w := worth(*m, rate, st, now)
+			w := worth(*m, rate, st, obs.LoadWait, now)
 			cs = append(cs, contender{model: m, resident: true, bytes: bytes, value: density(*m, budget.Profile, w),
 				worth: w, stale: stale})
 		case st.State.HoldsMemory(): // LOADING, UNLOADING: in flight, left alone.
@@ -398,7 +417,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 			if !placeable || !wanted || st.Quarantined || now.Before(st.BackoffUntil) {
 				continue
 			}
-			w := worth(*m, rate, st, now)
+			w := worth(*m, rate, st, obs.LoadWait, now)
 			cs = append(cs, contender{model: m, bytes: max(peak, st.MeasuredBytes), value: density(*m, budget.Profile, w), worth: w})
 		}
 	}
@@ -673,7 +692,8 @@ func FormatBytes(b int64) string {
 // keeps its LoadedSince and takes the new Digest; an unloaded model is UNAVAILABLE with reason
 // "unloaded". Other fields (LastUsed, MeasuredBytes, flags) are kept. obs is not modified.
 func Apply(obs Observed, actions []Action) Observed {
-	out := Observed{Models: maps.Clone(obs.Models), UnaccountedBytes: obs.UnaccountedBytes}
+	out := obs // every field carries over; only the models change
+	out.Models = maps.Clone(obs.Models)
 	if out.Models == nil {
 		out.Models = make(map[string]ModelStatus, len(actions))
 	}

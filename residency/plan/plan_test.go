@@ -63,6 +63,29 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name:   "without a load wait the fast-loading model is the cheaper memory to free",
+			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second)),
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}},
+			demand: plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "fast", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.25 lowest; need 4.00GiB for new"},
+				{Kind: plan.ActionLoad, Model: "new", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
+			},
+		},
+		{
+			// Worth = rate × (20 s + load time): fast 0.5 × 22 = 11, slow 0.05 × 50 = 2.5.
+			name:   "a measured load wait counts in every miss: the busier fast-loading model stays",
+			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second)),
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}, LoadWait: 20 * time.Second},
+			demand: plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "slow", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.625 lowest; need 4.00GiB for new"},
+				{Kind: plan.ActionLoad, Model: "new", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 15; needs 4.00GiB"},
+			},
+		},
+		{
 			name:   "P2 is evicted before a P1 of lower value",
 			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("p1", plan.TierP1, 4, 10*time.Second), model("p2", plan.TierP2, 4, 10*time.Second)),
 			budget: budget10,
@@ -528,7 +551,7 @@ func BenchmarkSortBaseline500(b *testing.B) {
 	for b.Loop() {
 		copy(ms, cat.Models)
 		slices.SortFunc(ms, func(x, y plan.Model) int {
-			vx, vy := plan.Value(x, bud.Profile, d[x.Name]), plan.Value(y, bud.Profile, d[y.Name])
+			vx, vy := plan.Value(x, bud.Profile, d[x.Name], 0), plan.Value(y, bud.Profile, d[y.Name], 0)
 			switch {
 			case vx > vy:
 				return -1

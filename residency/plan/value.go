@@ -69,6 +69,46 @@ func (d DecayedRate) Rate(now time.Time, halfLife time.Duration) float64 {
 	return d.decayed(now, halfLife) * math.Ln2 / halfLife.Seconds()
 }
 
+// DecayedMean is a mean that weighs each sample by its recency, 2^(−x/H) for a sample x seconds
+// old with half-life H, as DecayedRate weighs arrivals:
+//
+//	mean(t) = Σ_i 2^(−(t − t_i)/H)·v_i ÷ Σ_i 2^(−(t − t_i)/H)
+//
+// Both sums decay by the same factor, so the mean changes only when a sample arrives. The zero
+// value has no sample (Mean 0). It is a value: Add returns the updated mean.
+type DecayedMean struct {
+	// Sum and Weight are the decayed sums of the samples and of their weights as of At.
+	Sum, Weight float64
+	// At is when the last sample arrived (zero: never).
+	At time.Time
+}
+
+// Add returns d with the sample v taken at at. NaN, infinite and negative samples are ignored
+// (the mean stays a finite, non-negative time); an at before d.At counts the sample at d.At.
+func (d DecayedMean) Add(v float64, at time.Time, halfLife time.Duration) DecayedMean {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return d
+	}
+	if !d.At.IsZero() && at.After(d.At) && halfLife > 0 {
+		f := math.Exp2(-at.Sub(d.At).Seconds() / halfLife.Seconds())
+		d.Sum, d.Weight = d.Sum*f, d.Weight*f
+	}
+	if at.After(d.At) || d.At.IsZero() {
+		d.At = at
+	}
+	d.Sum += v
+	d.Weight++
+	return d
+}
+
+// Mean is the decayed mean of the samples (0 with none).
+func (d DecayedMean) Mean() float64 {
+	if d.Weight <= 0 {
+		return 0
+	}
+	return d.Sum / d.Weight
+}
+
 // MinResidency is the time a model must stay loaded before it may be evicted: the larger of the
 // catalog's minResidency (an operator's floor; 0 by default) and AntiThrashFactor × its load
 // time. A busy model (queued or executing requests) is protected beyond it.

@@ -47,6 +47,33 @@ func TestDecayedRate(t *testing.T) {
 	}
 }
 
+func TestDecayedMean(t *testing.T) {
+	const h = 10 * time.Minute
+	var d plan.DecayedMean
+	if d.Mean() != 0 {
+		t.Fatalf("zero value mean %g, want 0", d.Mean())
+	}
+	// 10 at t0, then 40 one half-life later: weights 1/2 and 1, mean (5 + 40) ÷ 1.5 = 30.
+	d = d.Add(10, t0, h).Add(40, t0.Add(h), h)
+	if got := d.Mean(); math.Abs(got-30) > 1e-9 {
+		t.Errorf("mean %g, want 30", got)
+	}
+	// Equal samples at once weigh alike.
+	if got := (plan.DecayedMean{}).Add(30, t0, h).Add(10, t0, h).Mean(); got != 20 {
+		t.Errorf("two samples at t0: mean %g, want 20", got)
+	}
+	// NaN, infinite and negative samples are ignored; a clock that steps back decays nothing.
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1} {
+		if got := d.Add(v, t0.Add(2*h), h); got != d {
+			t.Errorf("Add(%g) changed the mean: %+v, want %+v", v, got, d)
+		}
+	}
+	back := (plan.DecayedMean{}).Add(10, t0, h).Add(30, t0.Add(-h), h)
+	if back.Mean() != 20 || !back.At.Equal(t0) {
+		t.Errorf("stepped-back add: mean %g at %v, want 20 at t0", back.Mean(), back.At)
+	}
+}
+
 func TestMinResidencyAndIdleTimeout(t *testing.T) {
 	cat := catalog(model("fast", plan.TierP1, 1, 5*time.Second), model("slow", plan.TierP1, 1, 5*time.Minute))
 	cat.MinResidency, cat.IdleTimeout = 0, 10*time.Minute

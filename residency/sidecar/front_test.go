@@ -35,9 +35,9 @@ func TestReadinessVerdicts(t *testing.T) {
 	cfg := residency.DefaultConfig()
 	cfg.QuarantineAfter = 1
 	cfg.TritonMetricsURL = ts.MetricsURL()
-	held := map[string]int{}
+	held := map[string]plan.Held{}
 	ctl, err := residency.NewController(cfg, cat, plan.Budget{Profile: plantest.Profile, TotalBytes: 8 * plantest.Gi},
-		residency.Deps{Triton: tc, Log: slog.New(slog.DiscardHandler), Held: func() map[string]int { return held }})
+		residency.Deps{Triton: tc, Log: slog.New(slog.DiscardHandler), Held: func() map[string]plan.Held { return held }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestReadinessVerdicts(t *testing.T) {
 	}
 	check("before the first loop", map[string]front.Verdict{"pinned": front.NotReady, "ondemand": front.NotReady,
 		"broken": front.NotReady, "huge": front.NeverFits, "unknown": front.NotInCatalog})
-	held["broken"] = 1 // a held request makes the plan load it; the load fails; quarantined after one failure
+	held["broken"] = plan.Held{Requests: 1} // a held request makes the plan load it; the load fails; quarantined after one failure
 	for range 3 {
 		if _, err := ctl.Step(context.Background()); err != nil {
 			t.Fatal(err)

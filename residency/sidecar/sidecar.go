@@ -202,7 +202,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	}
 	var fr *front.Front
 	if cfg.InferenceListen != "" {
-		deps.Held = func() map[string]int { return fr.Held() } // fr is set before the loop runs
+		deps.Held = func() map[string]plan.Held { return fr.Held() } // fr is set before the loop runs
 	}
 	ctl, err := residency.NewController(cfg, cat, budget, deps)
 	if err != nil {
