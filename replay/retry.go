@@ -46,9 +46,14 @@ type RetryClient struct {
 	BudgetMinRetries int
 	// CancelQueued drops an abandoned attempt that has not started service
 	// (an engine that notices the closed connection while the request still
-	// waits, as vLLM's OpenAI server does); a started one keeps its slot
-	// until it finishes either way. Default false: the engine serves it.
+	// waits); a started one keeps its slot until it finishes. Default false:
+	// the engine serves it.
 	CancelQueued bool
+	// AbortAbandoned aborts an abandoned attempt whether it waits or runs: a
+	// running one frees its slot at the timeout, as vLLM does for a request
+	// whose client disconnected (AsyncLLM.generate aborts it in the engine,
+	// waiting or running). It implies CancelQueued. Default false.
+	AbortAbandoned bool
 	// Deadline is how long after a request's first send its answer is still
 	// worth something: an answer later than that is not a verified result.
 	// Default 45 s: the innermost layer's three attempts of 15 s.
@@ -305,6 +310,8 @@ func (h *rHeap) pop() rEvent {
 type rAttempt struct {
 	req                  int32
 	abandoned, done, svc bool
+	rep                  int32   // the replica serving it, once svc
+	start                float64 // when its service started, once svc
 }
 
 type rRequest struct {
@@ -506,6 +513,19 @@ func (s *retrySim) retryOrFail(r int32) {
 	rq.current = -2
 }
 
+// endService frees the slot of replica i that an attempt held: a draining
+// replica with nothing left in service goes.
+func (s *retrySim) endService(i int32) {
+	rp := &s.reps[i]
+	rp.busy--
+	s.busy--
+	if rp.state == stDraining && rp.busy == 0 {
+		rp.state = stGone
+		s.billed--
+	}
+	s.offer(i)
+}
+
 // release ends the client's wait on attempt a.
 func (s *retrySim) release(a int32) {
 	s.outstanding--
@@ -523,13 +543,14 @@ func (s *retrySim) dispatch() {
 		}
 		a := s.queue[s.qHead]
 		s.qHead++
-		if s.att[a].abandoned && s.cl.CancelQueued {
+		if s.att[a].abandoned && (s.cl.CancelQueued || s.cl.AbortAbandoned) {
 			continue
 		}
 		s.reps[ri].busy++
 		s.busy++
 		svc := s.w.ServiceS[s.att[a].req]
 		s.att[a].svc = true
+		s.att[a].rep, s.att[a].start = int32(ri), s.now
 		s.sec(&s.startSec, 1)
 		s.sec(&s.svcSec, svc)
 		s.push(s.now+svc, evDone, a, int32(ri))
@@ -714,18 +735,21 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 			}
 			at.abandoned = true
 			s.release(e.a)
+			if s.cl.AbortAbandoned && at.svc {
+				// Aborted in service: the slot is free now, and its evDone is void.
+				at.done = true
+				s.wasteS += s.now - at.start
+				s.endService(at.rep)
+				s.dispatch()
+			}
 			s.retryOrFail(at.req)
 		case evDone:
 			at := &s.att[e.a]
-			at.done = true
-			rp := &s.reps[e.b]
-			rp.busy--
-			s.busy--
-			if rp.state == stDraining && rp.busy == 0 {
-				rp.state = stGone
-				s.billed--
+			if at.done { // aborted at its timeout (AbortAbandoned)
+				continue
 			}
-			s.offer(e.b)
+			at.done = true
+			s.endService(e.b)
 			if at.abandoned {
 				s.wasteS += s.w.ServiceS[at.req]
 			} else {
@@ -800,6 +824,12 @@ func (c RetryClient) String() string {
 	}
 	if c.RejectShare > 0 {
 		s += fmt.Sprintf("; engine rejects %g %% of attempts", 100*c.RejectShare)
+	}
+	switch {
+	case c.AbortAbandoned:
+		s += "; engine aborts abandoned attempts"
+	case c.CancelQueued:
+		s += "; engine drops abandoned queued attempts"
 	}
 	return s
 }

@@ -232,6 +232,41 @@ func TestRetryRejections(t *testing.T) {
 	}
 }
 
+// TestRetryAbortAbandoned: an engine that aborts abandoned attempts frees
+// their slots at the timeout. One replica with one slot, clients that do
+// not retry, timeout 15 s: A (0 s, 20 s of service, longer than the
+// timeout) and B (6 s, 2 s). Served to the end, A holds the slot until 20,
+// B starts then and ends at 22, past its timeout at 21: nothing verified,
+// 22 s of abandoned work. Dropped only while queued, the same (B started).
+// Aborted, A frees the slot at 15, B runs 15–17: B verified, 15 s wasted.
+func TestRetryAbortAbandoned(t *testing.T) {
+	cfg := DefaultPoolConfig()
+	cfg.Slots = 1
+	w := &Workload{Name: "abort", ArrivalS: []float64{0, 6}, ServiceS: []float64{20, 2}}
+	cl := DefaultRetryClient()
+	cl.Layers, cl.Attempts = 1, 1
+	for _, tt := range []struct {
+		name          string
+		cancel, abort bool
+		verified      int
+		wastedS       float64
+	}{
+		{"served to the end", false, false, 0, 22},
+		{"queued attempts dropped", true, false, 0, 22},
+		{"aborted", false, true, 1, 15},
+	} {
+		c := cl
+		c.CancelQueued, c.AbortAbandoned = tt.cancel, tt.abort
+		r, err := ReplayRetries(cfg, w, c, StaticPolicy(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verified != tt.verified || math.Abs(r.WastedGPUHours*3600-tt.wastedS) > 1e-6 {
+			t.Errorf("%s: %d verified, %.3f s of abandoned work; want %d and %g s", tt.name, r.Verified, r.WastedGPUHours*3600, tt.verified, tt.wastedS)
+		}
+	}
+}
+
 // TestRetryClientSends checks the layered-retry arithmetic, the backoff and
 // the rejection draw.
 func TestRetryClientSends(t *testing.T) {
