@@ -32,6 +32,10 @@ const (
 func TestDecide(t *testing.T) {
 	old := t0.Add(-time.Hour)
 	budget10 := plan.Budget{Profile: prof, TotalBytes: 10 * gi}
+	// new wants a slot held by fast (2 s load, busier) or slow (30 s load).
+	fastSlow := catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second))
+	fastSlowReady := map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}
+	fastSlowDemand := plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05}
 	tests := []struct {
 		name        string
 		cat         plan.Catalog
@@ -64,10 +68,10 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "without a load wait the fast-loading model is the cheaper memory to free",
-			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second)),
+			cat:    fastSlow,
 			budget: budget10,
-			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}},
-			demand: plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05},
+			obs:    plan.Observed{Models: fastSlowReady},
+			demand: fastSlowDemand,
 			want: []plan.Action{
 				{Kind: plan.ActionUnload, Model: "fast", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.25 lowest; need 4.00GiB for new"},
 				{Kind: plan.ActionLoad, Model: "new", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 5; needs 4.00GiB"},
@@ -76,10 +80,10 @@ func TestDecide(t *testing.T) {
 		{
 			// Worth = rate × (20 s + load time): fast 0.5 × 22 = 11, slow 0.05 × 50 = 2.5.
 			name:   "a measured load wait counts in every miss: the busier fast-loading model stays",
-			cat:    catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second)),
+			cat:    fastSlow,
 			budget: budget10,
-			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}, LoadWait: 20 * time.Second},
-			demand: plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05},
+			obs:    plan.Observed{Models: fastSlowReady, LoadWait: 20 * time.Second},
+			demand: fastSlowDemand,
 			want: []plan.Action{
 				{Kind: plan.ActionUnload, Model: "slow", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.625 lowest; need 4.00GiB for new"},
 				{Kind: plan.ActionLoad, Model: "new", Cause: plan.CauseDemand, At: t0, AccountedBytes: 8 * gi, PeakBytes: 8 * gi, Digest: dgA, Reason: "load: P1 demand 2 req/s, value 15; needs 4.00GiB"},
