@@ -103,24 +103,19 @@ func TestRetryScenario(t *testing.T) {
 		}
 	}
 
-	// (b) inferscale with the cap against the lagging baselines: against
-	// hpa-gpu (4.33, 57.5 GPU-h, 79.9 %) and keda-queue (1.76, 66.3 GPU-h,
-	// 86.5 %) amplification is lower (1.62), GPU-hours lower (13.2) and
-	// unique attainment not lower (92.5 %). Against knative (1.51, 35.9
-	// GPU-h, 90.2 %) GPU-hours are lower and attainment higher, but
-	// amplification is NOT lower: knative's panic mode orders replicas by
-	// the hundred (948 at the peak), which keeps its amplification down
-	// at 2.7 times inferscale's GPU-hours.
-	for _, f := range []string{FamilyHPAGPU, FamilyKEDAQueue} {
+	// (b) inferscale with the cap against the lagging baselines (hpa-gpu
+	// 4.33, 57.5 GPU-h, 79.9 %; keda-queue 1.76, 66.3 GPU-h, 86.5 %;
+	// knative 1.51, 35.9 GPU-h, 90.2 %): amplification lower (1.50),
+	// GPU-hours lower (13.9) and unique attainment not lower (93.6 %). Against
+	// knative the amplification is lower by 0.01 only: its panic mode orders
+	// replicas by the hundred (948 at the peak), which keeps its
+	// amplification down at 2.6 times inferscale's GPU-hours.
+	for _, f := range []string{FamilyHPAGPU, FamilyKEDAQueue, FamilyKnative} {
 		b := lay[f]
 		if capd.Amplification >= b.Amplification || capd.GPUHours >= b.GPUHours || capd.Verified < b.Verified {
 			t.Errorf("layered, capped inferscale vs %s: amplification %.2f vs %.2f, %.2f vs %.2f GPU-h, %d vs %d verified; want lower, lower, not lower",
 				f, capd.Amplification, b.Amplification, capd.GPUHours, b.GPUHours, capd.Verified, b.Verified)
 		}
-	}
-	if kn := lay[FamilyKnative]; !(capd.Amplification > kn.Amplification && capd.GPUHours < kn.GPUHours && capd.Verified > kn.Verified) {
-		t.Errorf("layered, capped inferscale vs knative: amplification %.2f vs %.2f, %.2f vs %.2f GPU-h, %d vs %d verified; want higher, lower, higher (as measured)",
-			capd.Amplification, kn.Amplification, capd.GPUHours, kn.GPUHours, capd.Verified, kn.Verified)
 	}
 
 	// (c) The cap against inferscale without it. The cap scales the arrival
@@ -128,8 +123,8 @@ func TestRetryScenario(t *testing.T) {
 	// measured. In a storm the pool's own lag causes, that rate term is what
 	// orders replicas ahead of the backlog, so capping it slows the first
 	// scale-up (one replica at t = 0): the storm lasts longer and the cap
-	// COSTS — 13.21 against 12.04 GPU-hours, 92.49 % against 93.67 % of
-	// unique requests answered in time, amplification 1.62 against 1.49.
+	// COSTS — 13.86 against 12.19 GPU-hours, 93.57 % against 95.48 % of
+	// unique requests answered in time, amplification 1.50 against 1.30.
 	// What it buys is a pool that does not size on retries it did not cause
 	// (TestRetryRejections), not a cheaper answer to its own lag.
 	if !(capd.GPUHours > unc.GPUHours && capd.Verified < unc.Verified && capd.Amplification > unc.Amplification) {
@@ -141,9 +136,9 @@ func TestRetryScenario(t *testing.T) {
 	}
 
 	// A shared retry budget keeps every policy's amplification below 1.2.
-	// Its one-minute peak (1.26) passes retryBudget 1.2 at the burst, but
+	// Its one-minute peak (1.25) passes retryBudget 1.2 at the burst, but
 	// the capped rate term does not decide the count there: capped =
-	// uncapped (9.57 GPU-hours, 75.05 %).
+	// uncapped (11.19 GPU-hours, 76.47 %).
 	for p, r := range m["budget"] {
 		if r.Amplification >= 1.2 {
 			t.Errorf("retry budget, %s: amplification %.2f, want < 1.2", p, r.Amplification)

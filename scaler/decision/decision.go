@@ -428,9 +428,9 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 	aRate, aRun := -1.0, -1.0
 	if lambdaOK {
-		rec.LambdaH = forecastRate(st.Rates, now, lambdaRaw, rec.Horizon, slo.z)
+		rec.LambdaH = forecastRate(st.Rates, now, lambdaRaw, rec.Horizon, slo.q)
 		if rec.Status[SignalRate] != StatusFresh || len(st.Rates) == 0 {
-			rec.LambdaH = forecastRate(nil, now, lambdaRaw, rec.Horizon, slo.z) // held: no new point to extrapolate from
+			rec.LambdaH = forecastRate(nil, now, lambdaRaw, rec.Horizon, slo.q) // held: no new point to extrapolate from
 		}
 		rec.LambdaH *= capFactor
 		if sv > 0 {
@@ -647,7 +647,6 @@ type sloParams struct {
 	t      float64 // T, seconds
 	q      float64 // quantile
 	logEps float64 // ln(1 − q)
-	z      float64 // Φ⁻¹(q), the forecast's prediction-bound multiplier
 }
 
 // sloOf returns the policy's SLO; values outside the metadata ranges (a
@@ -661,7 +660,7 @@ func sloOf(p Policy) sloParams {
 	if !(q >= 0.5 && q <= 0.9999) {
 		q = 0.99
 	}
-	return sloParams{t: t, q: q, logEps: math.Log(1 - q), z: normalQuantile(q)}
+	return sloParams{t: t, q: q, logEps: math.Log(1 - q)}
 }
 
 // appendRate returns the rate history with a fresh sample added (one not
