@@ -37,8 +37,9 @@ func forecastWindow(h time.Duration) time.Duration { return max(2*h, 2*time.Minu
 // from a straight-line fit (Montgomery, Peck and Vining, Introduction to
 // Linear Regression Analysis, §2.5, whose interval takes t_{α/2, n−2}: with
 // few samples the spread is itself uncertain, and the normal quantile
-// Φ⁻¹(q) would under-cover — at q = 0.99 and m = 7, 2.33 against 3.36), applied to the persistence forecast
-// λ_now plus the rising part of the trend: a falling trend never lowers λ_H
+// Φ⁻¹(q) would under-cover — at q = 0.99 and m = 7, 2.33 against 3.36),
+// applied to the persistence forecast λ_now plus the rising part of the
+// trend: a falling trend never lowers λ_H
 // below λ_now, because scaling down needs no look-ahead. The spread comes
 // from the earlier samples only, so that λ_H never falls as λ_now rises.
 // Every term saturates at +Inf; λ_H is never NaN.
