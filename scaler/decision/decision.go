@@ -343,14 +343,15 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// Retries do not buy headroom: with a unique rate, the arrival rate
 	// (and the forecast λ_H made from it) counts at most unique ×
 	// retryBudget. The queue and the running requests are not scaled: an
-	// engine serves an attempt whose caller has left (Triton and vLLM finish
-	// what they started, and a queued attempt stays queued unless the engine
-	// cancels it), so that work occupies slots whether or not anyone waits.
-	// Scaling it down too left the backlog undrained, every attempt timed
-	// out and the storm sustained itself: in `go run ./cmd/replay retry`,
-	// 3 × 3 layered retries went from 12.0 GPU-hours and 93.7 % of unique
-	// requests answered in time to 96.1 GPU-hours and 0.7 % (docs/replay.md,
-	// "Clients that retry"). A missing unique rate never caps, nor does a
+	// engine may serve an attempt whose caller has left (Triton finishes
+	// what it started, and a queued attempt stays queued unless its backend
+	// supports cancellation; vLLM aborts a request whose client
+	// disconnected), so that work can occupy slots whether or not anyone
+	// waits. Scaling it down too left the backlog undrained, every attempt
+	// timed out and the storm sustained itself: in `go run ./cmd/replay
+	// retry` at 1b9e107, 3 × 3 layered retries went from 12.0 GPU-hours and
+	// 93.7 % of unique requests answered in time to 96.1 GPU-hours and 0.7 %
+	// (docs/replay.md, "Clients that retry"). A missing unique rate never caps, nor does a
 	// zero one while the rate is positive (0 × retryBudget would size a
 	// loaded pool to nothing).
 	capFactor, lambdaRaw := 1.0, lambda
