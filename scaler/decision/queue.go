@@ -136,4 +136,3 @@ func (m queueModel) tail(replicas int64) float64 {
 	}
 	return math.Exp(m.logTail(last, b))
 }
-
