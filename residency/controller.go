@@ -368,18 +368,14 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		return false, nil
 	}
 	loads = loads[:min(len(loads), c.cfg.MaxConcurrentLoads)]
-	c.mu.Lock()
-	for _, a := range loads {
-		// The wait of a load that requests wait for: from the oldest of them to now, its start.
-		if since := o.obs.Models[a.Model].WaitingSince; !since.IsZero() && now.After(since) {
-			c.loadWait = c.loadWait.Add(now.Sub(since).Seconds(), now, plan.DefaultHalfLife)
-		}
-	}
-	c.m.LoadWait.Set(c.loadWait.Mean())
-	c.mu.Unlock()
 	var g errgroup.Group
 	for _, a := range loads {
-		g.Go(func() error { c.load(ctx, a); return nil })
+		g.Go(func() error {
+			if c.load(ctx, a) {
+				c.recordLoadWait(o.obs.Models[a.Model].WaitingSince, now)
+			}
+			return nil
+		})
 	}
 	_ = g.Wait()
 	return true, nil
@@ -476,7 +472,22 @@ func (c *Controller) unload(ctx context.Context, a plan.Action) {
 	c.event(false, "Unload", a.Model+": "+a.Reason)
 }
 
-func (c *Controller) load(ctx context.Context, a plan.Action) {
+// recordLoadWait adds the wait of a successful load that requests waited for — from the oldest
+// of them (since; zero: none waited) to start, when it was issued — to the decayed mean the
+// plan reads as Observed.LoadWait. A failed load records nothing, so a load retried after its
+// backoff counts once, when it succeeds.
+func (c *Controller) recordLoadWait(since, start time.Time) {
+	if since.IsZero() || !start.After(since) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loadWait = c.loadWait.Add(start.Sub(since).Seconds(), start, plan.DefaultHalfLife)
+	c.m.LoadWait.Set(c.loadWait.Mean())
+}
+
+// load issues a and reports whether it succeeded.
+func (c *Controller) load(ctx context.Context, a plan.Action) bool {
 	start := c.deps.Clock.Now()
 	c.deps.Log.Info("load", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes)
 	err := c.deps.Triton.Load(ctx, a.Model, triton.LoadOptions{})
@@ -492,6 +503,7 @@ func (c *Controller) load(ctx context.Context, a plan.Action) {
 		c.mu.Unlock()
 		c.deps.Log.Info("loaded", "model", a.Model, "took", took)
 		c.event(false, "Loaded", fmt.Sprintf("%s loaded in %s: %s", a.Model, took, a.Reason))
+		return true
 	case ctx.Err() != nil || errors.Is(err, triton.ErrUnavailable):
 		// Triton restarted or went away: not the model's fault, no backoff; the next loop
 		// observes the new state.
@@ -516,4 +528,5 @@ func (c *Controller) load(ctx context.Context, a plan.Action) {
 		c.deps.Log.Warn("load failed", "model", a.Model, "failures", n, "took", took, "detail", msg)
 		c.event(true, "LoadFailed", msg)
 	}
+	return false
 }

@@ -82,6 +82,26 @@ func TestLoadWaitMeasured(t *testing.T) {
 	}
 }
 
+// TestLoadWaitFailedLoad: a load that fails records no wait, so a load retried after its backoff
+// counts once, when it succeeds.
+func TestLoadWaitFailedLoad(t *testing.T) {
+	cat := catalog(model("broken", plan.TierP2, 2, time.Second))
+	bad := fakeModel("broken", 2)
+	bad.Fault = tritontest.Fault{FailLoad: "Internal: CUDA error"}
+	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi, Models: []tritontest.Model{bad}}
+	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.ctl.deps.Held = func() map[string]plan.Held {
+		return map[string]plan.Held{"broken": {Requests: 1, Since: t0.Add(-30 * time.Second)}}
+	}
+	h.step()
+	if got := testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); got != 1 {
+		t.Fatalf("failed loads = %g, want 1", got)
+	}
+	if got := testutil.ToFloat64(h.m.LoadWait); got != 0 {
+		t.Errorf("load_wait_seconds = %g after a failed load, want 0", got)
+	}
+}
+
 // TestWakeRunsLoopNow: Wake starts the next loop without waiting for the loop interval (the
 // fake clock never advances here).
 func TestWakeRunsLoopNow(t *testing.T) {

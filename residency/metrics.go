@@ -60,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		DeviceReadErrors: c("device_memory_read_errors_total",
 			"Loops that could not read the device's used memory (NVML, or Triton's nv_gpu_memory_used_bytes) and planned on the accounting alone."),
 		BusyModels: g("busy_models", "READY models with queued or executing requests in the last loop: never evicted."),
-		LoadWait:   g("load_wait_seconds", "Decayed mean wait of recent loads that requests waited for, from the oldest held request to the load's start (half-life 10 min); the planner counts it in a miss's cost."),
+		LoadWait:   g("load_wait_seconds", "Mean wait of recent successful loads that requests waited for, from the oldest held request to the load's start, each load weighted by its recency (half-life 10 min; the value changes only when a load completes); the planner counts it in a miss's cost."),
 	}
 	for _, col := range []prometheus.Collector{m.Ready, m.ResidentModels, m.AccountedBytes, m.MeasuredBytes, m.BudgetBytes,
 		m.Loads, m.Unloads, m.Evictions, m.RefusedLoads, m.LoadSeconds, m.DrainSeconds, m.OverPeak, m.Quarantined,

@@ -330,7 +330,7 @@ type contender struct {
 // A model's worth here is Worth(rate) plus its work in flight (ModelStatus.InFlight: queued and
 // executing requests, or requests held for a model that is not loaded): a request that waits
 // accrues stall at one second per second until its model serves it, so each counts 1 req·s/s,
-// while a future arrival costs one load time at its expected rate. Waiting work also ages: the
+// while a future arrival costs the load wait and one load time at its expected rate. Waiting work also ages: the
 // oldest waiting request adds its wait in load times (WaitingSince), so that, as with Highest
 // Response Ratio Next (Brinch Hansen, "Short-term scheduling in multiprogramming systems", SOSP
 // 1971), a model whose requests wait gains rank until it is served and none starves behind a

@@ -83,10 +83,11 @@ type DecayedMean struct {
 	At time.Time
 }
 
-// Add returns d with the sample v taken at at. NaN, infinite and negative samples are ignored
-// (the mean stays a finite, non-negative time); an at before d.At counts the sample at d.At.
+// Add returns d with the sample v taken at at. NaN, negative samples and samples above
+// MaxDecayedSample are ignored (so the mean stays a non-negative time a time.Duration holds);
+// an at before d.At counts the sample at d.At.
 func (d DecayedMean) Add(v float64, at time.Time, halfLife time.Duration) DecayedMean {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+	if !(v >= 0 && v <= MaxDecayedSample) {
 		return d
 	}
 	if !d.At.IsZero() && at.After(d.At) && halfLife > 0 {
@@ -101,7 +102,12 @@ func (d DecayedMean) Add(v float64, at time.Time, halfLife time.Duration) Decaye
 	return d
 }
 
-// Mean is the decayed mean of the samples (0 with none).
+// MaxDecayedSample bounds a DecayedMean's samples: 10⁹ (about 31.7 years in seconds), far
+// above any wait and far below what a time.Duration holds (292 years).
+const MaxDecayedSample = 1e9
+
+// Mean is the decayed mean of the samples (0 with none). Without new samples it stays where it
+// is: the half-life weighs samples against each other, it does not age the mean itself.
 func (d DecayedMean) Mean() float64 {
 	if d.Weight <= 0 {
 		return 0

@@ -62,8 +62,9 @@ func TestDecayedMean(t *testing.T) {
 	if got := (plan.DecayedMean{}).Add(30, t0, h).Add(10, t0, h).Mean(); got != 20 {
 		t.Errorf("two samples at t0: mean %g, want 20", got)
 	}
-	// NaN, infinite and negative samples are ignored; a clock that steps back decays nothing.
-	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1} {
+	// NaN, infinite, negative and too-large samples are ignored; a clock that steps back decays
+	// nothing.
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2 * plan.MaxDecayedSample} {
 		if got := d.Add(v, t0.Add(2*h), h); got != d {
 			t.Errorf("Add(%g) changed the mean: %+v, want %+v", v, got, d)
 		}
