@@ -103,19 +103,24 @@ func TestRetryScenario(t *testing.T) {
 		}
 	}
 
-	// (b) inferscale with the cap against the lagging baselines (hpa-gpu
-	// 4.33, 57.5 GPU-h, 79.9 %; keda-queue 1.76, 66.3 GPU-h, 86.5 %;
-	// knative 1.51, 35.9 GPU-h, 90.2 %): amplification lower (1.50),
-	// GPU-hours lower (13.9) and unique attainment not lower (93.6 %). Against
-	// knative the amplification is lower by 0.01 only: its panic mode orders
-	// replicas by the hundred (948 at the peak), which keeps its
-	// amplification down at 2.6 times inferscale's GPU-hours.
-	for _, f := range []string{FamilyHPAGPU, FamilyKEDAQueue, FamilyKnative} {
+	// (b) inferscale with the cap against the lagging baselines: against
+	// hpa-gpu (4.33, 57.5 GPU-h, 79.9 %) and keda-queue (1.76, 66.3 GPU-h,
+	// 86.5 %) amplification is lower (1.62), GPU-hours lower (13.2) and
+	// unique attainment not lower (92.5 %). Against knative (1.51, 35.9
+	// GPU-h, 90.2 %) GPU-hours are lower and attainment higher, but
+	// amplification is NOT lower: knative's panic mode orders replicas by
+	// the hundred (948 at the peak), which keeps its amplification down
+	// at 2.7 times inferscale's GPU-hours.
+	for _, f := range []string{FamilyHPAGPU, FamilyKEDAQueue} {
 		b := lay[f]
 		if capd.Amplification >= b.Amplification || capd.GPUHours >= b.GPUHours || capd.Verified < b.Verified {
 			t.Errorf("layered, capped inferscale vs %s: amplification %.2f vs %.2f, %.2f vs %.2f GPU-h, %d vs %d verified; want lower, lower, not lower",
 				f, capd.Amplification, b.Amplification, capd.GPUHours, b.GPUHours, capd.Verified, b.Verified)
 		}
+	}
+	if kn := lay[FamilyKnative]; !(capd.Amplification > kn.Amplification && capd.GPUHours < kn.GPUHours && capd.Verified > kn.Verified) {
+		t.Errorf("layered, capped inferscale vs knative: amplification %.2f vs %.2f, %.2f vs %.2f GPU-h, %d vs %d verified; want higher, lower, higher (as measured)",
+			capd.Amplification, kn.Amplification, capd.GPUHours, kn.GPUHours, capd.Verified, kn.Verified)
 	}
 
 	// (c) The cap against inferscale without it. The cap scales the arrival
@@ -123,8 +128,8 @@ func TestRetryScenario(t *testing.T) {
 	// measured. In a storm the pool's own lag causes, that rate term is what
 	// orders replicas ahead of the backlog, so capping it slows the first
 	// scale-up (one replica at t = 0): the storm lasts longer and the cap
-	// COSTS — 13.86 against 12.19 GPU-hours, 93.57 % against 95.48 % of
-	// unique requests answered in time, amplification 1.50 against 1.30.
+	// COSTS — 13.21 against 12.04 GPU-hours, 92.49 % against 93.67 % of
+	// unique requests answered in time, amplification 1.62 against 1.49.
 	// What it buys is a pool that does not size on retries it did not cause
 	// (TestRetryRejections), not a cheaper answer to its own lag.
 	if !(capd.GPUHours > unc.GPUHours && capd.Verified < unc.Verified && capd.Amplification > unc.Amplification) {
@@ -136,9 +141,9 @@ func TestRetryScenario(t *testing.T) {
 	}
 
 	// A shared retry budget keeps every policy's amplification below 1.2.
-	// Its one-minute peak (1.25) passes retryBudget 1.2 at the burst, but
+	// Its one-minute peak (1.26) passes retryBudget 1.2 at the burst, but
 	// the capped rate term does not decide the count there: capped =
-	// uncapped (11.19 GPU-hours, 76.47 %).
+	// uncapped (9.57 GPU-hours, 75.05 %).
 	for p, r := range m["budget"] {
 		if r.Amplification >= 1.2 {
 			t.Errorf("retry budget, %s: amplification %.2f, want < 1.2", p, r.Amplification)
@@ -258,6 +263,44 @@ func TestRetryAbortAbandoned(t *testing.T) {
 		}
 		if r.Verified != tt.verified || math.Abs(r.WastedGPUHours*3600-tt.wastedS) > 1e-6 {
 			t.Errorf("%s: %d verified, %.3f s of abandoned work; want %d and %g s", tt.name, r.Verified, r.WastedGPUHours*3600, tt.verified, tt.wastedS)
+		}
+	}
+}
+
+// queueProbe holds one replica and records the queue each decision sees.
+type queueProbe struct{ seen map[int]float64 }
+
+func (q *queueProbe) Interval() time.Duration { return time.Second }
+func (q *queueProbe) Desired(s Signals) int {
+	q.seen[int(s.Now/time.Second)] = s.Queue
+	return 1
+}
+
+// TestRetryDroppedAttemptsLeaveTheQueue: an engine that drops abandoned queued attempts no longer
+// counts them as waiting. One slot; A (0 s) takes 20 s; B (1 s) waits behind it and is abandoned
+// at 16 s. Served to the end, B still waits at 17 s; dropped, the queue reads 0 from 16 s on.
+func TestRetryDroppedAttemptsLeaveTheQueue(t *testing.T) {
+	cfg := DefaultPoolConfig()
+	cfg.Slots = 1
+	w := &Workload{Name: "drop", ArrivalS: []float64{0, 1}, ServiceS: []float64{20, 2}}
+	cl := DefaultRetryClient()
+	cl.Layers, cl.Attempts = 1, 1
+	for _, tt := range []struct {
+		name       string
+		cancel     bool
+		at10, at17 float64
+	}{
+		{"served to the end", false, 1, 1},
+		{"dropped", true, 1, 0},
+	} {
+		c := cl
+		c.CancelQueued = tt.cancel
+		probe := &queueProbe{seen: map[int]float64{}}
+		if _, err := ReplayRetries(cfg, w, c, Policy{Name: "probe", New: func() Controller { return probe }}); err != nil {
+			t.Fatal(err)
+		}
+		if probe.seen[10] != tt.at10 || probe.seen[17] != tt.at17 {
+			t.Errorf("%s: queue %v at 10 s and %v at 17 s; want %v and %v", tt.name, probe.seen[10], probe.seen[17], tt.at10, tt.at17)
 		}
 	}
 }

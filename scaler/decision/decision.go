@@ -351,9 +351,9 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// timed out and the storm sustained itself: in `go run ./cmd/replay
 	// retry` at 1b9e107, 3 × 3 layered retries went from 12.0 GPU-hours and
 	// 93.7 % of unique requests answered in time to 96.1 GPU-hours and 0.7 %
-	// (docs/replay.md, "Clients that retry"). A missing unique rate never caps, nor does a
-	// zero one while the rate is positive (0 × retryBudget would size a
-	// loaded pool to nothing).
+	// (docs/replay.md, "Clients that retry"). A missing unique rate never
+	// caps, nor does a zero one while the rate is positive (0 × retryBudget
+	// would size a loaded pool to nothing).
 	capFactor, lambdaRaw := 1.0, lambda
 	if unique, ok := usable(SignalUniqueRate); ok && lambdaOK && lambda > 0 {
 		rec.Amplification = math.Inf(1)
@@ -429,9 +429,9 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 	aRate, aRun := -1.0, -1.0
 	if lambdaOK {
-		rec.LambdaH = forecastRate(st.Rates, now, lambdaRaw, rec.Horizon, slo.q)
+		rec.LambdaH = forecastRate(st.Rates, now, lambdaRaw, rec.Horizon, slo.z)
 		if rec.Status[SignalRate] != StatusFresh || len(st.Rates) == 0 {
-			rec.LambdaH = forecastRate(nil, now, lambdaRaw, rec.Horizon, slo.q) // held: no new point to extrapolate from
+			rec.LambdaH = forecastRate(nil, now, lambdaRaw, rec.Horizon, slo.z) // held: no new point to extrapolate from
 		}
 		rec.LambdaH *= capFactor
 		if sv > 0 {
@@ -648,6 +648,7 @@ type sloParams struct {
 	t      float64 // T, seconds
 	q      float64 // quantile
 	logEps float64 // ln(1 − q)
+	z      float64 // Φ⁻¹(q), the forecast's prediction-bound multiplier
 }
 
 // sloOf returns the policy's SLO; values outside the metadata ranges (a
@@ -661,7 +662,7 @@ func sloOf(p Policy) sloParams {
 	if !(q >= 0.5 && q <= 0.9999) {
 		q = 0.99
 	}
-	return sloParams{t: t, q: q, logEps: math.Log(1 - q)}
+	return sloParams{t: t, q: q, logEps: math.Log(1 - q), z: normalQuantile(q)}
 }
 
 // appendRate returns the rate history with a fresh sample added (one not

@@ -5,15 +5,15 @@
 //	Recommend(policy, observation, prev, now) (Recommendation, State)
 //
 // No context, logger, clock, goroutine or interface is inside, and the
-// package imports the standard library and gonum's distuv (Student's t
-// quantile) only, so that the replay simulator (cmd/replay) and tests link
-// it without the gRPC server, KEDA's stubs, the PromQL parser or client-go. Package scaler parses ScaledObject metadata
+// package imports the standard library only, so that the replay simulator
+// (cmd/replay) and tests link it without the gRPC server, KEDA's stubs, the
+// PromQL parser or client-go. Package scaler parses ScaledObject metadata
 // into a Policy (ParseMetadata) and serves KEDA's protocol around Recommend.
 //
 // The pool is sized as one queue for the SLO it is given (T =
 // sloWaitSeconds, q = sloQuantile, k = replicaConcurrency):
 //
-//	λ_H      = λ_now + H·max(0, trend) + t_{q,m−2}·(prediction spread)   forecast.go
+//	λ_H      = λ_now + H·max(0, trend) + Φ⁻¹(q)·(prediction spread)   forecast.go
 //	a        = max(λ_H·S, running)                                    offered load, Erlangs
 //	N_slo    = least N: P(W > T) ≤ 1 − q for N·k servers,             queue.go
 //	           P(W > T) = C(N·k, a)·exp(−(N·k − a)·T/(S·(I + 1)/2))   Erlang C, Allen–Cunneen

@@ -136,3 +136,6 @@ func (m queueModel) tail(replicas int64) float64 {
 	}
 	return math.Exp(m.logTail(last, b))
 }
+
+// normalQuantile is Φ⁻¹(p), the standard normal quantile, for p in (0, 1).
+func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
