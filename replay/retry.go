@@ -376,8 +376,12 @@ type retrySim struct {
 
 	billAcc, wasteS, busyAcc, slotAcc float64
 	lastBusyAcc, lastSlotAcc          float64
-	poolAcc                           float64    // ∫ (waiting + in service) dt
-	poolSnaps                         []poolSnap // poolAcc at each decision, oldest first
+	poolAcc                           float64 // ∫ (waiting + in service) dt
+	// dead counts the queued attempts abandoned on an engine that drops them
+	// (CancelQueued, AbortAbandoned): still in the queue slice until
+	// dispatch skips them, but no longer waiting in the engine.
+	dead      int
+	poolSnaps []poolSnap // poolAcc at each decision, oldest first
 
 	sentSec, uniqSec, startSec []float64 // per second
 	svcSec                     []float64 // service seconds started per second
@@ -433,7 +437,7 @@ func (s *retrySim) advance(t float64) {
 		s.billAcc += dt * float64(s.billed)
 		s.busyAcc += dt * float64(s.busy)
 		s.slotAcc += dt * float64(s.ready*s.cfg.Slots)
-		s.poolAcc += dt * float64(len(s.queue)-s.qHead+s.busy)
+		s.poolAcc += dt * float64(s.waiting()+s.busy)
 		s.now = t
 	}
 }
@@ -513,6 +517,13 @@ func (s *retrySim) retryOrFail(r int32) {
 	rq.current = -2
 }
 
+// drops reports whether the engine drops an abandoned attempt still queued.
+func (s *retrySim) drops() bool { return s.cl.CancelQueued || s.cl.AbortAbandoned }
+
+// waiting is the number of attempts waiting in the engine's queue: those
+// queued less the abandoned ones an engine that drops them no longer holds.
+func (s *retrySim) waiting() int { return len(s.queue) - s.qHead - s.dead }
+
 // endService frees the slot of replica i that an attempt held: a draining
 // replica with nothing left in service goes.
 func (s *retrySim) endService(i int32) {
@@ -543,7 +554,8 @@ func (s *retrySim) dispatch() {
 		}
 		a := s.queue[s.qHead]
 		s.qHead++
-		if s.att[a].abandoned && (s.cl.CancelQueued || s.cl.AbortAbandoned) {
+		if s.att[a].abandoned && s.drops() {
+			s.dead--
 			continue
 		}
 		s.reps[ri].busy++
@@ -630,7 +642,7 @@ func (s *retrySim) signals(interval float64) Signals {
 		}
 		return window(arr, s.now, span) / float64(span)
 	}
-	sig := Signals{Now: time.Duration(math.Round(s.now)) * time.Second, Queue: float64(len(s.queue) - s.qHead),
+	sig := Signals{Now: time.Duration(math.Round(s.now)) * time.Second, Queue: float64(s.waiting()),
 		Running: float64(s.busy), Rate1m: perS(s.sentSec), Ready: s.ready, Slots: s.cfg.Slots}
 	for _, r := range s.reps {
 		if r.state == stStarting || r.state == stReady {
@@ -666,7 +678,7 @@ func (s *retrySim) meanPool(span float64) float64 {
 	if d := s.now - from.t; d > 0 {
 		return (s.poolAcc - from.acc) / d
 	}
-	return float64(len(s.queue) - s.qHead + s.busy)
+	return float64(s.waiting() + s.busy)
 }
 
 // ReplayRetries replays w (its requests are the unique requests) on the
@@ -735,10 +747,19 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 			}
 			at.abandoned = true
 			s.release(e.a)
-			if s.cl.AbortAbandoned && at.svc {
-				// Aborted in service: the slot is free now, and its evDone is void.
+			switch {
+			case !at.svc && s.drops():
+				s.dead++ // dropped from the engine's queue now; dispatch skips it
+			case at.svc && s.cl.AbortAbandoned:
+				// Aborted in service: the slot is free now and its evDone is void.
+				// The service-time signal keeps the attempt with the service it got,
+				// as an engine that records an aborted request's latency among its
+				// finished ones (vLLM's finished_reason "abort") reports it: an
+				// assumption — an engine that leaves aborted requests out reads the
+				// shorter, completed ones only, and lower still.
 				at.done = true
 				s.wasteS += s.now - at.start
+				s.svcSec[int(at.start)] -= s.w.ServiceS[at.req] - (s.now - at.start)
 				s.endService(at.rep)
 				s.dispatch()
 			}
