@@ -232,6 +232,16 @@ func TestRetryRejections(t *testing.T) {
 	}
 }
 
+// oneSlotNoRetries is the hand-checked timelines' pool and clients: one slot per replica, clients
+// that do not retry, the default 15 s timeout.
+func oneSlotNoRetries() (PoolConfig, RetryClient) {
+	cfg := DefaultPoolConfig()
+	cfg.Slots = 1
+	cl := DefaultRetryClient()
+	cl.Layers, cl.Attempts = 1, 1
+	return cfg, cl
+}
+
 // TestRetryAbortAbandoned: an engine that aborts abandoned attempts frees
 // their slots at the timeout. One replica with one slot, clients that do
 // not retry, timeout 15 s: A (0 s, 20 s of service, longer than the
@@ -240,11 +250,8 @@ func TestRetryRejections(t *testing.T) {
 // 22 s of abandoned work. Dropped only while queued, the same (B started).
 // Aborted, A frees the slot at 15, B runs 15–17: B verified, 15 s wasted.
 func TestRetryAbortAbandoned(t *testing.T) {
-	cfg := DefaultPoolConfig()
-	cfg.Slots = 1
+	cfg, cl := oneSlotNoRetries()
 	w := &Workload{Name: "abort", ArrivalS: []float64{0, 6}, ServiceS: []float64{20, 2}}
-	cl := DefaultRetryClient()
-	cl.Layers, cl.Attempts = 1, 1
 	for _, tt := range []struct {
 		name          string
 		cancel, abort bool
@@ -280,11 +287,8 @@ func (q *queueProbe) Desired(s Signals) int {
 // counts them as waiting. One slot; A (0 s) takes 20 s; B (1 s) waits behind it and is abandoned
 // at 16 s. Served to the end, B still waits at 17 s; dropped, the queue reads 0 from 16 s on.
 func TestRetryDroppedAttemptsLeaveTheQueue(t *testing.T) {
-	cfg := DefaultPoolConfig()
-	cfg.Slots = 1
+	cfg, cl := oneSlotNoRetries()
 	w := &Workload{Name: "drop", ArrivalS: []float64{0, 1}, ServiceS: []float64{20, 2}}
-	cl := DefaultRetryClient()
-	cl.Layers, cl.Attempts = 1, 1
 	for _, tt := range []struct {
 		name       string
 		cancel     bool
