@@ -370,9 +370,10 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	loads = loads[:min(len(loads), c.cfg.MaxConcurrentLoads)]
 	var g errgroup.Group
 	for _, a := range loads {
+		since := o.obs.Models[a.Model].WaitingSince
 		g.Go(func() error {
 			if c.load(ctx, a) {
-				c.recordLoadWait(o.obs.Models[a.Model].WaitingSince, now)
+				c.recordLoadWait(since, now)
 			}
 			return nil
 		})
