@@ -36,7 +36,7 @@ func forecastWindow(h time.Duration) time.Duration { return max(2*h, 2*time.Minu
 // (the large-sample form; with few samples it covers less: 2.33 against t's
 // 3.36 at q = 0.99 and m = 7). Student's t was measured on the replay and
 // not adopted (docs/replay.md, "Not met"): with 3 or more degrees of freedom
-// it cost 1–13 % more GPU-hours for at most 0.19 points of SLO, and below 3
+// it cost 0.7–13 % more GPU-hours for at most 0.19 points of SLO, and below 3
 // its quantile explodes (31.8 at 1 degree of freedom), so the first minute
 // after a start or restart would order a pool many times the load. A falling
 // trend never lowers λ_H below λ_now, because scaling down needs no
