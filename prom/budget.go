@@ -62,7 +62,8 @@ func QueryDepth(query string) int {
 		case c == '"' || c == '\'' || c == '`':
 			i = skipString(query, i)
 		case c == '#':
-			if j := strings.IndexByte(query[i:], '\n'); j >= 0 {
+			// A comment runs to the end of the line, \r or \n (promql/parser/lex.go, isEndOfLine).
+			if j := strings.IndexAny(query[i:], "\r\n"); j >= 0 {
 				i += j
 			} else {
 				i = len(query)

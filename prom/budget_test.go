@@ -22,6 +22,7 @@ func TestQueryDepth(t *testing.T) {
 		{name: "set operators and atan2", give: `a and b or c unless d atan2 e`, want: 4},
 		{name: "comparison", give: `a >= 1 == bool b`, want: 2},
 		{name: "operators in strings and comments do not count", give: "label_replace(up, \"a\", \"+-*/\", \"b\", \"(((\") # ((( + +\n", want: 1},
+		{name: "a comment ends at a carriage return", give: "(0)#\r%0", want: 2},
 		{name: "escaped quote in a string", give: `up{a="x\"((("} + 1`, want: 1},
 		{name: "nested parentheses", give: strings.Repeat("(", 10) + "up" + strings.Repeat(")", 10), want: 10},
 		{name: "unary minus", give: `---1`, want: 3},
@@ -150,7 +151,7 @@ func FuzzQueryDepth(f *testing.F) {
 	for _, s := range []string{
 		`up`, `sum by (a) (rate(x{a="(("}[1m:30s] offset 1m))`, `a + b * c ^ d`, `-(-(1))`,
 		`a and on (x) b or c unless d`, `histogram_quantile(0.9, sum by (le) (rate(h[5m])))`,
-		"max(a) # ((((\n + 1", `label_replace(up, "a", "$1", "b", "(.*)")`, `1e-3 - -2`,
+		"max(a) # ((((\n + 1", "(0)#\r%0", `label_replace(up, "a", "$1", "b", "(.*)")`, `1e-3 - -2`,
 		strings.Repeat("(", 70) + "1" + strings.Repeat(")", 70), strings.Repeat("a+", 70) + "a",
 	} {
 		f.Add(s)
