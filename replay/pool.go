@@ -28,7 +28,8 @@ type ServiceModel struct {
 	// DefaultInputTokens and DefaultOutputTokens stand in for Unknown counts.
 	DefaultInputTokens, DefaultOutputTokens int32
 	// IgnoreExecTime uses the token model even when the trace has its own
-	// execution times.
+	// execution times, and (copied into ResidencyConfig.IgnoreExecTime) makes
+	// the residency replay's requests take no time once their model is READY.
 	IgnoreExecTime bool
 }
 

@@ -75,13 +75,25 @@ type ResidencyConfig struct {
 	// busy model a victim (plan.ModelStatus.Busy). Executions do not contend
 	// with one another: the replay models memory, not the GPU's compute.
 	IgnoreExecTime bool
-	Seed           uint64
+	// HoldTimeout is the sidecar front's --hold-timeout (its default: 60 s).
+	// The replay holds every request until its model serves it, as though
+	// its client sent it again each time the front answered UNAVAILABLE at
+	// the hold timeout, and counts its whole wait as stall; the controller
+	// sees only what the front holds, so the WaitingSince it plans with and
+	// the load wait it measures (plan.Observed.LoadWait) read an age of at
+	// most HoldTimeout, and so do the replay's.
+	HoldTimeout time.Duration
+	Seed        uint64
 }
 
 // controllerLoopInterval copies residency.DefaultConfig's LoopInterval: replay links only the
 // pure planner (residency/plan), not package residency with its client-go, gRPC and Triton
 // dependencies. TestResidencyDefaultsMatchController keeps the copy equal to the controller's.
 const controllerLoopInterval = 5 * time.Second
+
+// frontHoldTimeout copies residency/front's default HoldTimeout, for the same reason
+// (TestResidencyDefaultsMatchController).
+const frontHoldTimeout = 60 * time.Second
 
 // DefaultResidencyConfig returns the documented defaults: an automatic
 // budget (AutoBudgetModels) and twice it, median 6 GiB, σ 0.6, and the
@@ -90,7 +102,8 @@ func DefaultResidencyConfig() ResidencyConfig {
 	return ResidencyConfig{
 		BudgetModels: 0, BudgetFactors: []float64{1, 2}, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
 		LoopInterval: controllerLoopInterval,
-		IdleTimeout:  plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true, Seed: 1,
+		IdleTimeout:  plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true,
+		HoldTimeout: frontHoldTimeout, Seed: 1,
 	}
 }
 
@@ -116,6 +129,9 @@ func (c ResidencyConfig) Validate() error {
 	}
 	if c.LoopInterval < 100*time.Millisecond || c.LoopInterval > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("residency LoopInterval = %v: want [100ms, 10m]", c.LoopInterval))
+	}
+	if c.HoldTimeout < time.Second || c.HoldTimeout > 30*time.Minute {
+		errs = append(errs, fmt.Errorf("residency HoldTimeout = %v: want [1s, 30m], the front's --hold-timeout range", c.HoldTimeout))
 	}
 	if c.IdleTimeout < 0 || c.MinResidency < 0 {
 		errs = append(errs, fmt.Errorf("residency IdleTimeout/MinResidency = %v/%v: want ≥ 0", c.IdleTimeout, c.MinResidency))
@@ -197,6 +213,12 @@ type ResidencyComparison struct {
 	// ResidencyPolicies order.
 	Results []ResidencyResult
 }
+
+// heldSince is when the oldest request the front would hold for m at t
+// arrived: its first pending request's arrival, or t − hold when that one has
+// been waiting longer (the front answered it at the hold timeout, and its
+// client sent it again; ResidencyConfig.HoldTimeout). m has pending requests.
+func (m *resModel) heldSince(t, hold float64) float64 { return max(m.pending[0], t-hold) }
 
 type resModel struct {
 	size     int64
@@ -539,6 +561,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	const halfLife = plan.DefaultHalfLife
 	const negligible = 1.0 / 1024
 	loop := cfg.LoopInterval.Seconds()
+	hold := cfg.HoldTimeout.Seconds()
 	var loadWait plan.DecayedMean // the controller's: from a load's oldest held request to its start
 	active := map[int32]bool{}    // models with a non-negligible estimate or waiting requests
 	i := 0
@@ -612,7 +635,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				default:
 					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
 						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending),
-							WaitingSince: t0.Add(time.Duration(m.pending[0] * 1e9))}
+							WaitingSince: t0.Add(time.Duration(m.heldSince(t, hold) * 1e9))}
 					}
 				}
 			}
@@ -671,7 +694,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				}
 				if k == 0 && m.state == rmOff && s.used+m.size <= s.budget {
 					if len(m.pending) > 0 {
-						loadWait = loadWait.Add(t-m.pending[0], now, halfLife)
+						loadWait = loadWait.Add(t-m.heldSince(t, hold), now, halfLife)
 					}
 					s.used += m.size
 					s.startLoad(int32(id), t)

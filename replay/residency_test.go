@@ -230,3 +230,14 @@ func TestResidencyBusyModelsStay(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldSinceCapsAtHoldTimeout: the controller sees a request held at most the front's hold
+// timeout, so the replay's WaitingSince and load-wait samples are capped the same way.
+func TestHeldSinceCapsAtHoldTimeout(t *testing.T) {
+	m := resModel{pending: []float64{10, 20}}
+	for _, tt := range []struct{ t, want float64 }{{50, 10}, {70, 10}, {100, 40}, {1000, 940}} {
+		if got := m.heldSince(tt.t, 60); got != tt.want {
+			t.Errorf("heldSince(%g, 60) with pending from 10 s = %g; want %g", tt.t, got, tt.want)
+		}
+	}
+}

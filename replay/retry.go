@@ -16,12 +16,15 @@ import (
 // This file replays a pool whose clients retry: every unique request of a
 // workload is sent by a client that abandons an attempt after a timeout and
 // sends it again, through several layers that each retry (a gateway, an SDK,
-// a service), or under a shared retry budget. An abandoned attempt is not
-// cancelled: it keeps its place in the queue and its slot until it finishes,
-// as an engine that does not learn that its caller left does the work
-// anyway. So under-provisioning turns into retries, the retries into queued
-// work and GPU-hours, and a scaler that reads the inflated rate and queue
-// buys replicas for copies of requests whose callers already gave up.
+// a service), or under a shared retry budget. By default an abandoned attempt
+// is not cancelled: it keeps its place in the queue and its slot until it
+// finishes, as an engine that does not learn that its caller left does the
+// work anyway. So under-provisioning turns into retries, the retries into
+// queued work and GPU-hours, and a scaler that reads the inflated rate and
+// queue buys replicas for copies of requests whose callers already gave up.
+// Two other engines are options: RetryClient.CancelQueued drops an abandoned
+// attempt that is still queued, and RetryClient.AbortAbandoned also aborts
+// one that is running, freeing its slot at the timeout.
 
 // RetryClient is how the clients of the pool retry.
 type RetryClient struct {

@@ -327,7 +327,7 @@ type contender struct {
 // admitted greedily while the accounted memory stays within budget.TotalBytes. READY models
 // left out are evicted — so a victim is always below every load it makes room for.
 //
-// A model's worth here is Worth(rate) plus its work in flight (ModelStatus.InFlight: queued and
+// A model's worth here is Worth(m, rate, loadWait) plus its work in flight (ModelStatus.InFlight: queued and
 // executing requests, or requests held for a model that is not loaded): a request that waits
 // accrues stall at one second per second until its model serves it, so each counts 1 req·s/s,
 // while a future arrival costs the load wait and one load time at its expected rate. Waiting work also ages: the
