@@ -72,9 +72,11 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		}
 		a.count += s.InferenceCount
 		a.finished += s.Success.Count + s.Fail.Count
-		a.bytes += int64(s.GPUBytes())
+		// Each GPUBytes is at most triton.MaxStatisticsBytes (2^50); the sums over versions and
+		// models saturate rather than wrap (a 4 MiB answer can list 2^17 entries).
+		a.bytes = addSat(a.bytes, int64(s.GPUBytes()))
 		per[s.Name] = a
-		o.statsBytes += int64(s.GPUBytes())
+		o.statsBytes = addSat(o.statsBytes, int64(s.GPUBytes()))
 	}
 	queued := c.readQueues(ctx, now) // nil: unknown
 
@@ -309,4 +311,12 @@ func (c *Controller) readQueues(ctx context.Context, now time.Time) map[string]i
 		}
 	}
 	return out
+}
+
+// addSat is a + b for a, b ≥ 0, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -90,6 +90,10 @@ const (
 	maxWindow           = time.Hour
 	maxConcurrencyLimit = 1000000
 	maxSLOWaitSeconds   = 86400
+	// maxGPUHourPrice bounds gpuHourPrice (any currency): 10⁹ a replica-hour is past any GPU in
+	// any currency, and × maxReplicasLimit the cost rate stays exact in float64 (≤ 10¹⁴), where
+	// 1e308 saturated it (5 replicas read as 1.8× the cost of 1).
+	maxGPUHourPrice = 1e9
 )
 
 // maxEcho is how many bytes of a value an error repeats; a longer value is
@@ -277,7 +281,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	float(KeySLOQuantile, &p.SLOQuantile, "a number in [0.5, 0.9999]", func(f float64) bool { return f >= 0.5 && f <= 0.9999 })
 	integer(KeyReplicaConcurrency, &p.ReplicaConcurrency, fmt.Sprintf("an integer in [1, %d]", maxConcurrencyLimit), func(n int64) bool { return n >= 1 && n <= maxConcurrencyLimit })
 	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
-	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number > 0 (price of one replica-hour)", positive)
+	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number in (0, 1e9] (price of one replica-hour)", func(f float64) bool { return f > 0 && f <= maxGPUHourPrice })
 	float(KeyRetryBudget, &p.RetryBudget, "a number in [1, 10] (rate ÷ unique rate)", func(f float64) bool { return f >= 1 && f <= 10 })
 	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number > 0 (requests per second)", positive)
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)

@@ -143,10 +143,18 @@ func TestRetryKeysInvalidArgument(t *testing.T) {
 	r := ref("team-a", "pool", retryMeta("retryBudget", "0.5", "gpuHourPrice", "0", "verifiedQuery", "sum(rate(x[5m])"))
 	_, err := h.client.GetMetricSpec(context.Background(), r)
 	st := status.Convert(err)
-	for _, s := range []string{"retryBudget must be a number in [1, 10]", "gpuHourPrice must be a number > 0", "verifiedQuery must be a PromQL expression"} {
+	for _, s := range []string{"retryBudget must be a number in [1, 10]", "gpuHourPrice must be a number in (0, 1e9]", "verifiedQuery must be a PromQL expression"} {
 		if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), s) {
 			t.Errorf("GetMetricSpec: %v, want InvalidArgument containing %q", err, s)
 		}
+	}
+	for _, v := range []string{"1e308", "1000000000.5", "-1"} {
+		if _, err := ParseMetadata(retryMeta("gpuHourPrice", v), Defaults{PrometheusAddress: "http://prometheus:9090"}); err == nil || !strings.Contains(err.Error(), "gpuHourPrice must be a number in (0, 1e9]") {
+			t.Errorf("gpuHourPrice %s: %v, want the key and range", v, err)
+		}
+	}
+	if p, err := ParseMetadata(retryMeta("gpuHourPrice", "1e9"), Defaults{PrometheusAddress: "http://prometheus:9090"}); err != nil || p.GPUHourPrice != 1e9 {
+		t.Errorf("gpuHourPrice 1e9 (the bound): %v, %v; want accepted", p.GPUHourPrice, err)
 	}
 	for _, v := range []string{"11", "NaN", "Inf", "1e400"} {
 		if _, err := ParseMetadata(retryMeta("retryBudget", v), Defaults{PrometheusAddress: "http://prometheus:9090"}); err == nil || !strings.Contains(err.Error(), "retryBudget must be a number in [1, 10]") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/proto/inference"
 )
 
@@ -334,14 +336,35 @@ func (c *Client) Statistics(ctx context.Context, name string) ([]ModelStats, err
 	}
 	out := make([]ModelStats, 0, len(resp.GetModelStats()))
 	for _, s := range resp.GetModelStats() {
-		out = append(out, statsFromProto(s))
+		st, err := statsFromProto(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
 
-func statsFromProto(s *inference.ModelStatistics) ModelStats {
-	dur := func(d *inference.StatisticDuration) DurationStat {
-		return DurationStat{Count: d.GetCount(), Duration: time.Duration(d.GetNs())}
+// Bounds on the statistics' unsigned wire values that become signed Go values: past them a
+// conversion would wrap into a wrong number (a negative duration, size or year).
+const (
+	// MaxStatisticsBytes bounds a model's memory_usage byte_size, each entry and their GPU sum:
+	// 1 PiB, the residency catalog's bound on every byte count (plan.MaxMemoryBytes).
+	MaxStatisticsBytes = 1 << 50
+	// maxLastInferenceMs is the last millisecond of the year 9999 (Unix milliseconds).
+	maxLastInferenceMs = 253402300799999
+)
+
+// statsFromProto converts one model's statistics, refusing a value that does not fit its Go
+// type: a duration past math.MaxInt64 ns (292 years), a memory size past MaxStatisticsBytes,
+// a last_inference past the year 9999. The error names the model, the field and the range.
+func statsFromProto(s *inference.ModelStatistics) (ModelStats, error) {
+	var bad error
+	dur := func(field string, d *inference.StatisticDuration) DurationStat {
+		if ns := d.GetNs(); ns > math.MaxInt64 && bad == nil {
+			bad = fmt.Errorf("triton: statistics of model %s: inference_stats.%s.ns = %d: want at most %d (292 years)", errtext.Quote(s.GetName(), 256), field, ns, int64(math.MaxInt64))
+		}
+		return DurationStat{Count: d.GetCount(), Duration: time.Duration(min(d.GetNs(), math.MaxInt64))}
 	}
 	st := s.GetInferenceStats()
 	out := ModelStats{
@@ -349,20 +372,36 @@ func statsFromProto(s *inference.ModelStatistics) ModelStats {
 		Version:        s.GetVersion(),
 		InferenceCount: s.GetInferenceCount(),
 		ExecutionCount: s.GetExecutionCount(),
-		Success:        dur(st.GetSuccess()),
-		Fail:           dur(st.GetFail()),
-		Queue:          dur(st.GetQueue()),
-		ComputeInput:   dur(st.GetComputeInput()),
-		ComputeInfer:   dur(st.GetComputeInfer()),
-		ComputeOutput:  dur(st.GetComputeOutput()),
+		Success:        dur("success", st.GetSuccess()),
+		Fail:           dur("fail", st.GetFail()),
+		Queue:          dur("queue", st.GetQueue()),
+		ComputeInput:   dur("compute_input", st.GetComputeInput()),
+		ComputeInfer:   dur("compute_infer", st.GetComputeInfer()),
+		ComputeOutput:  dur("compute_output", st.GetComputeOutput()),
 	}
-	if ms := s.GetLastInference(); ms > 0 {
+	if bad != nil {
+		return ModelStats{}, bad
+	}
+	name := errtext.Quote(s.GetName(), 256)
+	if ms := s.GetLastInference(); ms > maxLastInferenceMs {
+		return ModelStats{}, fmt.Errorf("triton: statistics of model %s: last_inference = %d ms: want at most %d (the year 9999)", name, ms, int64(maxLastInferenceMs))
+	} else if ms > 0 {
 		out.LastInference = time.UnixMilli(int64(ms)).UTC()
 	}
-	for _, m := range s.GetMemoryUsage() {
-		out.MemoryUsage = append(out.MemoryUsage, MemoryUsage{Type: m.GetType(), DeviceID: m.GetId(), Bytes: m.GetByteSize()})
+	var gpu uint64
+	for i, m := range s.GetMemoryUsage() {
+		b := m.GetByteSize()
+		if b > MaxStatisticsBytes {
+			return ModelStats{}, fmt.Errorf("triton: statistics of model %s: memory_usage[%d].byte_size = %d: want at most %d (1 PiB)", name, i, b, int64(MaxStatisticsBytes))
+		}
+		if m.GetType() == "GPU" {
+			if gpu += b; gpu > MaxStatisticsBytes {
+				return ModelStats{}, fmt.Errorf("triton: statistics of model %s: memory_usage GPU byte_size sum %d: want at most %d (1 PiB)", name, gpu, int64(MaxStatisticsBytes))
+			}
+		}
+		out.MemoryUsage = append(out.MemoryUsage, MemoryUsage{Type: m.GetType(), DeviceID: m.GetId(), Bytes: b})
 	}
-	return out
+	return out, nil
 }
 
 // WaitState polls the index every PollInterval until the model is READY

@@ -3,6 +3,7 @@ package triton_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -277,6 +278,57 @@ func TestIndexAndStatistics(t *testing.T) {
 	}
 	if got := st[0].GPUBytes(); got != 7<<30 {
 		t.Errorf("GPUBytes = %d, want %d", got, 7<<30)
+	}
+}
+
+// TestStatisticsOutOfRange: unsigned wire values that do not fit their Go types are refused,
+// naming the model, the field and the range, never wrapped into a negative duration, size or year.
+func TestStatisticsOutOfRange(t *testing.T) {
+	ok := func() *inference.ModelStatistics {
+		return &inference.ModelStatistics{Name: "a", Version: "1", LastInference: 1764408000123,
+			InferenceStats: &inference.InferStatistics{Success: &inference.StatisticDuration{Count: 1, Ns: 5e9}},
+			MemoryUsage:    []*inference.MemoryUsage{{Type: "GPU", ByteSize: 7 << 30}}}
+	}
+	tests := []struct {
+		name string
+		mod  func(*inference.ModelStatistics)
+		want string
+	}{
+		{"duration past int64", func(m *inference.ModelStatistics) {
+			m.InferenceStats.Queue = &inference.StatisticDuration{Count: 1, Ns: 1 << 63}
+		}, `triton: statistics of model "a": inference_stats.queue.ns = 9223372036854775808: want at most 9223372036854775807 (292 years)`},
+		{"last inference past the year 9999", func(m *inference.ModelStatistics) { m.LastInference = 1 << 63 },
+			`triton: statistics of model "a": last_inference = 9223372036854775808 ms: want at most 253402300799999 (the year 9999)`},
+		{"one size past 1 PiB", func(m *inference.ModelStatistics) {
+			m.MemoryUsage = append(m.MemoryUsage, &inference.MemoryUsage{Type: "CPU", ByteSize: 1 << 63})
+		}, `triton: statistics of model "a": memory_usage[1].byte_size = 9223372036854775808: want at most 1125899906842624 (1 PiB)`},
+		{"GPU sum past 1 PiB", func(m *inference.ModelStatistics) {
+			m.MemoryUsage = []*inference.MemoryUsage{{Type: "GPU", ByteSize: 1 << 49}, {Type: "GPU", ByteSize: 1 << 49}, {Type: "GPU", ByteSize: 1}}
+		}, `triton: statistics of model "a": memory_usage GPU byte_size sum 1125899906842625: want at most 1125899906842624 (1 PiB)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := ok()
+			tt.mod(m)
+			c := startStub(t, &stub{stats: &inference.ModelStatisticsResponse{ModelStats: []*inference.ModelStatistics{m}}}, triton.DefaultConfig())
+			st, err := c.Statistics(context.Background(), "")
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Statistics = %v, %v; want error %s", st, err, tt.want)
+			}
+		})
+	}
+	// At the bounds the values are kept exactly.
+	m := ok()
+	m.InferenceStats.Queue = &inference.StatisticDuration{Count: 1, Ns: math.MaxInt64}
+	m.LastInference = 253402300799999
+	m.MemoryUsage = []*inference.MemoryUsage{{Type: "GPU", ByteSize: 1 << 49}, {Type: "GPU", ByteSize: 1 << 49}}
+	c := startStub(t, &stub{stats: &inference.ModelStatisticsResponse{ModelStats: []*inference.ModelStatistics{m}}}, triton.DefaultConfig())
+	st, err := c.Statistics(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].Queue.Duration != math.MaxInt64 || st[0].GPUBytes() != 1<<50 || st[0].LastInference.Year() != 9999 {
+		t.Errorf("at the bounds: queue %d, GPU bytes %d, last inference %v", st[0].Queue.Duration, st[0].GPUBytes(), st[0].LastInference)
 	}
 }
 
