@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
 )
@@ -23,21 +24,65 @@ import (
 // catalogFile is the YAML schema. Durations are Go duration strings ("10m"); byte counts are
 // integers or Kubernetes quantities ("9Gi", "512Mi").
 type catalogFile struct {
-	ReserveBytes *resource.Quantity `json:"reserveBytes,omitempty"`
-	IdleTimeout  *metav1.Duration   `json:"idleTimeout,omitempty"`
-	MinResidency *metav1.Duration   `json:"minResidency,omitempty"`
-	Models       []modelFile        `json:"models"`
+	ReserveBytes *byteCount       `json:"reserveBytes,omitempty"`
+	IdleTimeout  *metav1.Duration `json:"idleTimeout,omitempty"`
+	MinResidency *metav1.Duration `json:"minResidency,omitempty"`
+	Models       []modelFile      `json:"models"`
 }
 
 type modelFile struct {
-	Name              string                       `json:"name"`
-	Digest            string                       `json:"digest"`
-	Tier              string                       `json:"tier"`
-	PeakMemoryBytes   map[string]resource.Quantity `json:"peakMemoryBytes"`
-	SwapOverheadBytes *resource.Quantity           `json:"swapOverheadBytes,omitempty"`
-	LoadTime          *metav1.Duration             `json:"loadTime,omitempty"`
+	Name              string               `json:"name"`
+	Digest            string               `json:"digest"`
+	Tier              string               `json:"tier"`
+	PeakMemoryBytes   map[string]byteCount `json:"peakMemoryBytes"`
+	SwapOverheadBytes *byteCount           `json:"swapOverheadBytes,omitempty"`
+	LoadTime          *metav1.Duration     `json:"loadTime,omitempty"`
 	// Record is the model's admission record (cmd/capacity), relative to the catalog file.
 	Record string `json:"record,omitempty"`
+}
+
+// byteCount is a byte count as the catalog writes it: a resource.Quantity that keeps its text,
+// so that an error names the value as written (10E, not the 0 a wrapped int64 would show).
+type byteCount struct {
+	resource.Quantity
+	text string
+}
+
+func (b *byteCount) UnmarshalJSON(data []byte) error {
+	if err := b.Quantity.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	b.text = strings.TrimSpace(strings.Trim(string(data), `"`))
+	return nil
+}
+
+// written is the count as written (a null: its value).
+func (b *byteCount) written() string {
+	if b.text == "" || b.text == "null" {
+		return b.Quantity.String()
+	}
+	return b.text
+}
+
+// MaxCatalogErrors bounds the violations one catalog error lists; it ends with how many more
+// there were.
+const MaxCatalogErrors = 100
+
+// catalogError is errs wrapped in plan.ErrCatalog, at most MaxCatalogErrors of them listed
+// (a joined error counts as each of the errors it joins).
+func catalogError(errs ...error) error {
+	var all []error
+	for _, err := range errs {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			all = append(all, j.Unwrap()...)
+		} else {
+			all = append(all, err)
+		}
+	}
+	if n := len(all) - MaxCatalogErrors; n > 0 {
+		all = append(all[:MaxCatalogErrors:MaxCatalogErrors], fmt.Errorf("… and %d more errors (at most %d are listed)", n, MaxCatalogErrors))
+	}
+	return fmt.Errorf("%w: %w", plan.ErrCatalog, errors.Join(all...))
 }
 
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
@@ -64,28 +109,41 @@ func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 // their YAML path and line, e.g. "models[0].peakMemoryBytez: unknown field (line 7)"), fills
 // defaults (idleTimeout 10m, minResidency 2m, loadTime 10s, reserve and swap overhead 0) and
 // validates the result. Every violation is reported, each naming its field path
-// (models[3].tier) and the accepted range; the error wraps ErrCatalog. A model's record (its
-// admission record) is read with readRecord, at most one given (ReadCatalog passes one that
-// resolves paths against the catalog's directory); its peak, swap overhead and load time beat
-// hand-typed ones, and a differing hand-typed value is an error naming both (plan.Model.Admit).
+// (models[3].tier) and the accepted range, the first MaxCatalogErrors of them and then how
+// many more; the error wraps ErrCatalog. More than plan.MaxModels models is refused before
+// anything else is checked or read. A model's record (its admission record) is read with
+// readRecord, at most one given (ReadCatalog passes one that resolves paths against the
+// catalog's directory), once per distinct path (filepath.Clean) however many models name it;
+// its peak, swap overhead and load time beat hand-typed ones, and a differing hand-typed value
+// is an error naming both (plan.Model.Admit).
 func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog, error) {
 	var f catalogFile
 	if err := strictyaml.Unmarshal(data, &f); err != nil {
-		return plan.Catalog{}, fmt.Errorf("%w: %w", plan.ErrCatalog, err)
+		return plan.Catalog{}, catalogError(err)
+	}
+	// Refused before any record is read: each model may name one (Violations says the same).
+	if len(f.Models) > plan.MaxModels {
+		return plan.Catalog{}, catalogError(fmt.Errorf("models: %d models; want at most %d", len(f.Models), plan.MaxModels))
 	}
 	var errs []error
-	// bytesOf converts a quantity to bytes; a fraction is reported here and replaced by def so
-	// that validate does not report the same field twice.
-	bytesOf := func(field string, q *resource.Quantity, def int64) int64 {
+	maxBytes := resource.NewQuantity(plan.MaxMemoryBytes, resource.BinarySI)
+	// bytesOf converts a quantity to bytes in [lo, plan.MaxMemoryBytes]; a value outside (compared
+	// as a quantity: q.Value() wraps past int64, 2^64+1 reading as 1) or a fraction is reported
+	// here, as written, and replaced by def so that Violations does not report the field again;
+	// ok is false then.
+	bytesOf := func(field string, q *byteCount, lo, def int64) (v int64, ok bool) {
 		if q == nil {
-			return def
+			return def, true
 		}
-		v := q.Value()
-		if v >= -plan.MaxMemoryBytes && v <= plan.MaxMemoryBytes && q.MilliValue() != v*1000 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a whole number of bytes in [0, %d]", field, q.String(), plan.MaxMemoryBytes))
-			return def
+		if q.Cmp(*resource.NewQuantity(lo, resource.BinarySI)) < 0 || q.Cmp(*maxBytes) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s out of range [%d, %d]", field, errtext.Cut(q.written(), 64), lo, plan.MaxMemoryBytes))
+			return def, false
 		}
-		return v
+		if v = q.Value(); q.MilliValue() != v*1000 { // in range: neither overflows
+			errs = append(errs, fmt.Errorf("%s: %s is not a whole number of bytes in [%d, %d]", field, errtext.Quote(q.written(), 64), lo, plan.MaxMemoryBytes))
+			return def, false
+		}
+		return v, true
 	}
 	durOf := func(d *metav1.Duration, def time.Duration) time.Duration {
 		if d == nil {
@@ -93,33 +151,52 @@ func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog
 		}
 		return d.Duration
 	}
+	reserve, _ := bytesOf("reserveBytes", f.ReserveBytes, 0, 0)
 	c := plan.Catalog{
-		ReserveBytes: bytesOf("reserveBytes", f.ReserveBytes, 0),
+		ReserveBytes: reserve,
 		IdleTimeout:  durOf(f.IdleTimeout, plan.DefaultIdleTimeout),
 		MinResidency: durOf(f.MinResidency, plan.DefaultMinResidency),
 		Models:       make([]plan.Model, 0, len(f.Models)),
 	}
+	// records holds each record read, by cleaned path: one read however many models name it.
+	type recordRead struct {
+		a   plan.Admission
+		err error
+	}
+	records := map[string]recordRead{}
 	for i, mf := range f.Models {
+		swap, swapOK := bytesOf(fmt.Sprintf("models[%d].swapOverheadBytes", i), mf.SwapOverheadBytes, 0, 0)
 		m := plan.Model{
 			Name:              mf.Name,
 			Digest:            mf.Digest,
 			Tier:              plan.Tier(mf.Tier),
-			SwapOverheadBytes: bytesOf(fmt.Sprintf("models[%d].swapOverheadBytes", i), mf.SwapOverheadBytes, 0),
+			SwapOverheadBytes: swap,
 			LoadTime:          durOf(mf.LoadTime, plan.DefaultLoadTime),
 			PeakMemoryBytes:   make(map[string]int64, len(mf.PeakMemoryBytes)),
 		}
+		badPeak := map[string]bool{} // typed peaks already reported: not compared with the record
 		for _, p := range slices.Sorted(maps.Keys(mf.PeakMemoryBytes)) {
 			q := mf.PeakMemoryBytes[p]
-			m.PeakMemoryBytes[p] = bytesOf(fmt.Sprintf("models[%d].peakMemoryBytes[%q]", i, p), &q, 1)
+			var ok bool
+			if m.PeakMemoryBytes[p], ok = bytesOf(fmt.Sprintf("models[%d].peakMemoryBytes[%q]", i, p), &q, 1, 1); !ok {
+				badPeak[p] = true
+			}
 		}
 		if mf.Record != "" {
+			key := filepath.Clean(mf.Record)
+			r, done := records[key]
+			if !done && len(readRecord) > 0 {
+				r.a, r.err = readRecord[0](mf.Record)
+				records[key] = r
+			}
 			if len(readRecord) == 0 {
 				errs = append(errs, fmt.Errorf("models[%d].record: %q needs the catalog file's directory to resolve; read the catalog with ReadCatalog", i, mf.Record))
-			} else if a, err := readRecord[0](mf.Record); err != nil {
+			} else if a, err := r.a, r.err; err != nil {
 				errs = append(errs, fmt.Errorf("models[%d].record: %w", i, err))
 			} else {
+				a.Record = mf.Record // as this entry wrote it, for its errors
 				_, typedPeak := mf.PeakMemoryBytes[a.Profile]
-				typed := plan.Typed{Peak: typedPeak, SwapOverhead: mf.SwapOverheadBytes != nil, LoadTime: mf.LoadTime != nil}
+				typed := plan.Typed{Peak: typedPeak && !badPeak[a.Profile], SwapOverhead: mf.SwapOverheadBytes != nil && swapOK, LoadTime: mf.LoadTime != nil}
 				if m, err = m.Admit(fmt.Sprintf("models[%d]", i), typed, a); err != nil {
 					errs = append(errs, err)
 				}
@@ -131,7 +208,7 @@ func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return plan.Catalog{}, fmt.Errorf("%w: %w", plan.ErrCatalog, errors.Join(errs...))
+		return plan.Catalog{}, catalogError(errs...)
 	}
 	slices.SortFunc(c.Models, func(a, b plan.Model) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil

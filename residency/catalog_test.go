@@ -2,6 +2,7 @@ package residency
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -107,7 +109,7 @@ func TestParseCatalogErrors(t *testing.T) {
 			}},
 		{name: "no profiles", give: "models: [{name: m, digest: " + dgA + ", tier: P1}]", want: []string{"models[0].peakMemoryBytes: empty"}},
 		{name: "fractional bytes", give: "models: [{name: m, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.5gb: 1.5}}]",
-			want: []string{`models[0].peakMemoryBytes["1g.5gb"]: "1500m" is not a whole number of bytes`}},
+			want: []string{`models[0].peakMemoryBytes["1g.5gb"]: "1.5" is not a whole number of bytes in [1, 1125899906842624]`}},
 		{name: "bad name", give: "models: [{name: ../x, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.5gb: 1}}]",
 			want: []string{`models[0].name: "../x" is not a Triton model name`}},
 		{name: "duration as number", give: "idleTimeout: 5\nmodels: [" + ok + "]", want: []string{"idleTimeout"}},
@@ -174,4 +176,137 @@ func FuzzParseCatalog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCatalogBytesPastInt64: a byte count is compared as the quantity written, never through
+// q.Value(), which wraps past int64 (2^64+1 read as 1 byte, 10E and 1e30 as 0, 2^63 as
+// -2^63); the error names the value as written and the field's range.
+func TestCatalogBytesPastInt64(t *testing.T) {
+	model := func(extra string) string {
+		return "models: [{name: m, digest: " + dgA + ", tier: P1" + extra + "}]"
+	}
+	tests := []struct{ give, want string }{
+		{model(", peakMemoryBytes: {1g.10gb: 18446744073709551617}"),
+			`invalid catalog: models[0].peakMemoryBytes["1g.10gb"]: 18446744073709551617 out of range [1, 1125899906842624]`},
+		{model(", peakMemoryBytes: {1g.10gb: 18446744073709551616}"),
+			`invalid catalog: models[0].peakMemoryBytes["1g.10gb"]: 18446744073709551616 out of range [1, 1125899906842624]`},
+		{"reserveBytes: 10E\n" + model(", peakMemoryBytes: {1g.10gb: 1}"),
+			"invalid catalog: reserveBytes: 10E out of range [0, 1125899906842624]"},
+		{"reserveBytes: 1e30\n" + model(", peakMemoryBytes: {1g.10gb: 1}"),
+			"invalid catalog: reserveBytes: 1e30 out of range [0, 1125899906842624]"},
+		{model(", peakMemoryBytes: {1g.10gb: 1}, swapOverheadBytes: 9.3E"),
+			"invalid catalog: models[0].swapOverheadBytes: 9.3E out of range [0, 1125899906842624]"},
+		{model(", peakMemoryBytes: {1g.10gb: 1}, swapOverheadBytes: 9223372036854775808"),
+			"invalid catalog: models[0].swapOverheadBytes: 9223372036854775808 out of range [0, 1125899906842624]"},
+		{model(", peakMemoryBytes: {1g.10gb: 2Pi}"),
+			`invalid catalog: models[0].peakMemoryBytes["1g.10gb"]: 2Pi out of range [1, 1125899906842624]`},
+		{model(", peakMemoryBytes: {1g.10gb: -18446744073709551615}"),
+			`invalid catalog: models[0].peakMemoryBytes["1g.10gb"]: -18446744073709551615 out of range [1, 1125899906842624]`},
+		{model(", peakMemoryBytes: {1g.10gb: 1.5}"),
+			`invalid catalog: models[0].peakMemoryBytes["1g.10gb"]: "1.5" is not a whole number of bytes in [1, 1125899906842624]`},
+	}
+	for _, tt := range tests {
+		_, err := ParseCatalog([]byte(tt.give))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParseCatalog(%q) = %v\nwant %s", tt.give, err, tt.want)
+		}
+	}
+	// The limit itself is accepted.
+	c, err := ParseCatalog([]byte("reserveBytes: 1Pi\n" + model(", peakMemoryBytes: {1g.10gb: 1125899906842624}")))
+	if err != nil || c.ReserveBytes != 1<<50 || c.Models[0].PeakMemoryBytes["1g.10gb"] != 1<<50 {
+		t.Errorf("1Pi and 2^50: %+v, %v; want both accepted as 2^50", c, err)
+	}
+}
+
+// TestCatalogFieldSpellings: a field written twice in two spellings (encoding/json matches
+// keys case-insensitively) is a duplicate naming both, not decoded last-wins (name: a then
+// Name: b read as b, tier: P1 then TIER: P0 as P0).
+func TestCatalogFieldSpellings(t *testing.T) {
+	_, err := ParseCatalog([]byte("models:\n  - name: a\n    Name: b\n    digest: " + dgA + "\n    tier: P1\n    TIER: P0\n    peakMemoryBytes: {1g.10gb: 1}\n"))
+	want := `invalid catalog: models[0].Name: duplicate field (first at line 2 as "name"; keys name fields case-insensitively) (line 3)` + "\n" +
+		`models[0].TIER: duplicate field (first at line 5 as "tier"; keys name fields case-insensitively) (line 6)`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
+// TestCatalogModelLimitBeforeRecords: more than plan.MaxModels models is refused on the count
+// alone, before any record is read (each model naming a record that does not exist: none is
+// read, none reported).
+func TestCatalogModelLimitBeforeRecords(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("models:\n")
+	for i := range plan.MaxModels + 1 {
+		fmt.Fprintf(&b, "  - {name: m%d, digest: %s, tier: P2, record: missing-%d.yaml}\n", i, dgA, i)
+	}
+	reads := 0
+	count := func(ref string) (plan.Admission, error) {
+		reads++
+		return record.Reader(t.TempDir())(ref)
+	}
+	_, err := ParseCatalog([]byte(b.String()), count)
+	if want := "invalid catalog: models: 10001 models; want at most 10000"; err == nil || err.Error() != want {
+		t.Errorf("err = %.300v\nwant %s", err, want)
+	}
+	if reads != 0 {
+		t.Errorf("%d records read; want none past the model limit", reads)
+	}
+}
+
+// TestCatalogRecordReadOnce: models naming one record (in any spelling of its path) read it
+// once per catalog read; each error names the path as its entry wrote it.
+func TestCatalogRecordReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeRecord(t, dir, "a", 1<<30, 1<<30, 2)
+	reads := 0
+	count := func(ref string) (plan.Admission, error) {
+		reads++
+		return record.Reader(dir)(ref)
+	}
+	const r = "records/a.1g.10gb.yaml"
+	give := "models:\n  - {name: a, digest: " + dgA + ", tier: P1, record: " + r + "}\n" +
+		"  - {name: b, digest: " + dgA + ", tier: P1, record: ./" + r + "}\n" +
+		"  - {name: c, digest: " + dgA + ", tier: P1, record: records//a.1g.10gb.yaml}\n" +
+		"  - {name: d, digest: " + dgA + ", tier: P1, record: missing.yaml}\n" +
+		"  - {name: e, digest: " + dgA + ", tier: P1, record: ./missing.yaml}\n"
+	_, err := ParseCatalog([]byte(give), count)
+	if reads != 2 {
+		t.Errorf("%d record reads; want 2 (one per distinct path)", reads)
+	}
+	for _, want := range []string{
+		`models[1].record: ./records/a.1g.10gb.yaml is the record of model "a", not "b"`,
+		`models[2].record: records//a.1g.10gb.yaml is the record of model "a", not "c"`,
+		"models[3].record: ", "models[4].record: ",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "models[0]") {
+		t.Errorf("err = %v; models[0] is its record's model", err)
+	}
+}
+
+// TestCatalogErrorsBounded: a catalog with more violations than MaxCatalogErrors lists the
+// first MaxCatalogErrors and says how many more there were.
+func TestCatalogErrorsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("models:\n")
+	for i := range MaxCatalogErrors + 50 {
+		fmt.Fprintf(&b, "  - {name: m%d, digest: %s, tier: P9, peakMemoryBytes: {1g.10gb: 1}}\n", i, dgA)
+	}
+	_, err := ParseCatalog([]byte(b.String()))
+	if !errors.Is(err, plan.ErrCatalog) {
+		t.Fatalf("err = %v, want ErrCatalog", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != MaxCatalogErrors+1 {
+		t.Errorf("%d lines; want %d", len(lines), MaxCatalogErrors+1)
+	}
+	if got, want := lines[len(lines)-1], "… and 50 more errors (at most 100 are listed)"; got != want {
+		t.Errorf("last line %q, want %q", got, want)
+	}
+	if got, want := lines[99], `models[99].tier: "P9"; want one of P0, P1, P2`; got != want {
+		t.Errorf("line 100 %q, want %q", got, want)
+	}
 }

@@ -24,6 +24,13 @@ import (
 // MaxBytes bounds a spec or admission record file.
 const MaxBytes = 16 << 20
 
+// MaxErrors bounds the errors one Parse or Load returns: the first MaxErrors, then one saying
+// how many more there were.
+const MaxErrors = 100
+
+// recordRead reads one admission record (record.Read); a test counts the reads through it.
+var recordRead = record.Read
+
 // ErrInvalid wraps every error Parse and Load return for bad input, so a
 // caller can tell bad input (exit 2) from other failures.
 var ErrInvalid = errors.New("invalid spec")
@@ -68,43 +75,93 @@ func readBounded(path string) ([]byte, error) {
 // Parse decodes and validates a spec; name is the file's path, used in
 // errors and to resolve admission record paths. Unknown keys, wrong types
 // and every Validate violation are errors naming the field and line
-// (joined; each unwraps to ErrInvalid).
+// (joined, at most MaxErrors and then how many more; each unwraps to
+// ErrInvalid). A spec past ledger.MaxServices is refused on that count
+// alone (and the node count, when past ledger.MaxNodes too), before any
+// admission record is read; each distinct record path (cleaned) is read once
+// however many services name it.
 func Parse(data []byte, name string) (ledger.Spec, error) {
+	spec, errs := parse(data, name)
+	if n := len(errs) - MaxErrors; n > 0 {
+		errs = append(errs[:MaxErrors:MaxErrors], &FieldError{File: name, Field: omitted(errs[MaxErrors:]), Msg: fmt.Sprintf("%d more errors not shown (at most %d are reported)", n, MaxErrors)})
+	}
+	if len(errs) == 1 {
+		return spec, errs[0] // as it is, not joined
+	}
+	return spec, errors.Join(errs...)
+}
+
+// omitted is the field of the error standing for errs, those past MaxErrors: "nodes" when
+// they are all about nodes, "nodes and placements" when about nodes and services' placements
+// (which the ledger's live mode replaces, so such errors do not count there), else "spec".
+func omitted(errs []error) string {
+	field := "nodes"
+	for _, err := range errs {
+		var fe *FieldError
+		switch {
+		case !errors.As(err, &fe):
+			return "spec"
+		case strings.HasPrefix(fe.Field, "nodes"):
+		case strings.Contains(fe.Field, ".placement"):
+			field = "nodes and placements"
+		default:
+			return "spec"
+		}
+	}
+	return field
+}
+
+// parse is Parse with every error, unbounded.
+func parse(data []byte, name string) (ledger.Spec, []error) {
 	var spec ledger.Spec
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return spec, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+		return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)}
 	}
 	if len(root.Content) == 0 {
-		return spec, &FieldError{File: name, Field: "spec", Msg: "empty file; want nodes: and services:"}
+		return spec, []error{&FieldError{File: name, Field: "spec", Msg: "empty file; want nodes: and services:"}}
+	}
+	// The service count, on the parsed nodes: a spec past it is not decoded a second time.
+	if errs := counts(&root, name, listLen(&root, "nodes"), listLen(&root, "services")); errs != nil {
+		return spec, errs
 	}
 	if fe := plainNumbers(&root, name); fe != nil {
-		return spec, fe
+		return spec, []error{fe}
 	}
 	var numErrs []error
 	numberFields(&root, reflect.TypeFor[ledger.Spec](), "", name, &numErrs)
 	if len(numErrs) > 0 {
-		return spec, errors.Join(numErrs...)
+		return spec, numErrs
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+		return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return spec, fmt.Errorf("%w: %s: after the spec: %w", ErrInvalid, name, err)
+		return spec, []error{fmt.Errorf("%w: %s: after the spec: %w", ErrInvalid, name, err)}
 	default:
 		line := extra.Line
 		if len(extra.Content) > 0 {
 			line = extra.Content[0].Line
 		}
-		return spec, &FieldError{File: name, Line: line, Field: "spec", Msg: "a second YAML document; a spec is one document (nodes: and services:)"}
+		return spec, []error{&FieldError{File: name, Line: line, Field: "spec", Msg: "a second YAML document; a spec is one document (nodes: and services:)"}}
+	}
+	// Again on the decoded spec (a list written other than as a plain sequence, e.g. merged).
+	if errs := counts(&root, name, len(spec.Nodes), len(spec.Services)); errs != nil {
+		return spec, errs
 	}
 	var errs []error
 	dir := filepath.Dir(name)
+	// records holds each record read, by cleaned path: one read however many services name it.
+	type readResult struct {
+		rec record.Record
+		err error
+	}
+	records := map[string]readResult{}
 	for i := range spec.Services {
 		s := &spec.Services[i]
 		if s.Record == "" {
@@ -118,11 +175,16 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 			fail("give safeRPSPerReplica or record, not both")
 			continue
 		}
-		path := s.Record
+		path := filepath.Clean(s.Record)
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		rec, err := readRecord(path)
+		r, done := records[path]
+		if !done {
+			r.rec, r.err = readRecord(path)
+			records[path] = r
+		}
+		rec, err := r.rec, r.err
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -137,7 +199,48 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 	for _, fe := range spec.Validate() {
 		errs = append(errs, &FieldError{File: name, Line: lineOf(&root, fe.Path), Field: fe.Path, Msg: fe.Msg})
 	}
-	return spec, errors.Join(errs...)
+	return spec, errs
+}
+
+// counts reports a spec past ledger.MaxServices services, as Validate words it (with the node
+// count when that is past ledger.MaxNodes too), nil when the services are within the limit:
+// past it nothing else is checked and no record is read (each service may name one, each up
+// to record.MaxBytes).
+func counts(root *yaml.Node, name string, nodes, services int) []error {
+	if services <= ledger.MaxServices {
+		return nil
+	}
+	var errs []error
+	if nodes > ledger.MaxNodes {
+		errs = append(errs, &FieldError{File: name, Line: lineOf(root, "nodes"), Field: "nodes", Msg: fmt.Sprintf("%d nodes; at most %d", nodes, ledger.MaxNodes)})
+	}
+	return append(errs, &FieldError{File: name, Line: lineOf(root, "services"), Field: "services", Msg: fmt.Sprintf("%d services; at most %d", services, ledger.MaxServices)})
+}
+
+// listLen is the length of the document's top-level list key (a sequence, or an alias of
+// one); 0 when there is none.
+func listLen(root *yaml.Node, key string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		return 0
+	}
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		if n.Content[k].Value != key {
+			continue
+		}
+		v := n.Content[k+1]
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		if v.Kind == yaml.SequenceNode {
+			return len(v.Content)
+		}
+		return 0
+	}
+	return 0
 }
 
 // readRecord reads the admission record at path with the capacity package's own strict reader
@@ -145,7 +248,7 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 // checks what the ledger relies on: sloThroughputRPS, the highest rate one replica sustains
 // within its SLO, in (0, ledger.MaxRPS] requests per second.
 func readRecord(path string) (record.Record, error) {
-	r, err := record.Read(path)
+	r, err := recordRead(path)
 	if err != nil {
 		return record.Record{}, fmt.Errorf("admission record: %w", err)
 	}

@@ -9,11 +9,14 @@
 //   - a scalar decoded into a string field is its text as written ("1.10" stays "1.10", not
 //     "1.1"), whatever YAML would resolve it to; a boolean field takes only true or false;
 //
-//   - unknown and duplicate fields are errors, and every failure is reported in the file's own
-//     terms, each bad field by its YAML path and line:
+//   - unknown and duplicate fields are errors — a key names its field as encoding/json matches
+//     it (exactly, else case-insensitively), so two spellings of one field (name and Name) are a
+//     duplicate too — and every failure is reported in the file's own terms, each bad field by
+//     its YAML path and line:
 //
 //     models[0].peakMemoryBytez: unknown field (line 7)
 //     models[2].loadTime: time: invalid duration "banana" (line 15)
+//     models[1].Name: duplicate field (first at line 9 as "name"; keys name fields case-insensitively) (line 10)
 //
 // The document is parsed into yaml.v3 nodes, converted to JSON guided by the target type, and
 // decoded with encoding/json (so json.Unmarshaler types such as metav1.Duration and
@@ -421,10 +424,13 @@ func writeString(buf *bytes.Buffer, s string) {
 
 // pairs returns a mapping's key/value pairs with merge keys (<<) applied: the merged
 // mappings' pairs first, so that an explicit key overrides them (YAML's merge semantics).
-// A repeated explicit key is reported.
-func (c *converter) pairs(node *yamlv3.Node, path string) [][2]*yamlv3.Node {
+// Keys are compared by canon(key) — the struct field a key names, or a map key as written — so
+// that two spellings of one field (name and Name, which encoding/json both match to "name")
+// are a repeated key like the same spelling twice. A repeated explicit key is reported, naming
+// both spellings and the first one's line.
+func (c *converter) pairs(node *yamlv3.Node, path string, canon func(string) string) [][2]*yamlv3.Node {
 	var merged, explicit [][2]*yamlv3.Node
-	seen := map[string]int{}
+	seen := map[string]*yamlv3.Node{}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		key, val := node.Content[i], node.Content[i+1]
 		if key.Tag == "!!merge" {
@@ -443,15 +449,20 @@ func (c *converter) pairs(node *yamlv3.Node, path string) [][2]*yamlv3.Node {
 					c.fail(path, key.Line, "merge key (<<) needs a mapping or a list of mappings")
 					continue
 				}
-				merged = append(merged, c.pairs(src, path)...)
+				merged = append(merged, c.pairs(src, path, canon)...)
 			}
 			continue
 		}
-		if first, dup := seen[key.Value]; dup {
-			c.fail(join(path, key.Value), key.Line, fmt.Sprintf("duplicate field (first at line %d)", first))
+		k := canon(key.Value)
+		if first, dup := seen[k]; dup {
+			msg := fmt.Sprintf("duplicate field (first at line %d)", first.Line)
+			if first.Value != key.Value {
+				msg = fmt.Sprintf("duplicate field (first at line %d as %s; keys name fields case-insensitively)", first.Line, echo(first.Value))
+			}
+			c.fail(join(path, key.Value), key.Line, msg)
 			continue
 		}
-		seen[key.Value] = key.Line
+		seen[k] = key
 		explicit = append(explicit, [2]*yamlv3.Node{key, val})
 	}
 	if len(merged) == 0 {
@@ -460,39 +471,58 @@ func (c *converter) pairs(node *yamlv3.Node, path string) [][2]*yamlv3.Node {
 	var out [][2]*yamlv3.Node
 	taken := map[string]bool{}
 	for _, p := range explicit {
-		taken[p[0].Value] = true
+		taken[canon(p[0].Value)] = true
 	}
 	for _, p := range merged {
-		if !taken[p[0].Value] {
-			taken[p[0].Value] = true
+		if k := canon(p[0].Value); !taken[k] {
+			taken[k] = true
 			out = append(out, p)
 		}
 	}
 	return append(out, explicit...)
 }
 
+// asWritten is the canon of a map's keys: encoding/json matches them exactly.
+func asWritten(key string) string { return key }
+
+// fieldName is the json field name of fields that key names: the exact name, else one equal
+// to it case-insensitively, as encoding/json accepts (the least such name when several are, so
+// that the choice does not depend on map order); ok false when none is.
+func fieldName(fields map[string]reflect.Type, key string) (name string, ok bool) {
+	if _, ok := fields[key]; ok {
+		return key, true
+	}
+	for fn := range fields {
+		if strings.EqualFold(fn, key) && (!ok || fn < name) {
+			name, ok = fn, true
+		}
+	}
+	return name, ok
+}
+
 // object writes a mapping as the JSON object of struct t, each key matched to a json field
-// name (exactly, else case-insensitively as encoding/json does).
+// name (exactly, else case-insensitively as encoding/json does; see fieldName); keys naming the
+// same field are reported by pairs, never decoded last-wins.
 func (c *converter) object(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, path string) {
 	fields, ok := c.fields[t]
 	if !ok {
 		fields = jsonFields(t)
 		c.fields[t] = fields
 	}
+	// A key names its field (two spellings of one field are one key to pairs); an unknown key
+	// stands for itself.
+	canon := func(key string) string {
+		if name, ok := fieldName(fields, key); ok {
+			return name
+		}
+		return key
+	}
 	buf.WriteByte('{')
 	n := 0
-	for _, p := range c.pairs(node, path) {
+	for _, p := range c.pairs(node, path, canon) {
 		key, val := p[0], p[1]
-		name := key.Value
-		ft, ok := fields[name]
-		if !ok {
-			for fn, typ := range fields {
-				if strings.EqualFold(fn, name) {
-					name, ft, ok = fn, typ, true
-					break
-				}
-			}
-		}
+		name, ok := fieldName(fields, key.Value)
+		ft := fields[name]
 		if !ok {
 			c.fail(join(path, key.Value), key.Line, "unknown field")
 			continue
@@ -516,7 +546,7 @@ func (c *converter) mapping(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type
 		return
 	}
 	buf.WriteByte('{')
-	for i, p := range c.pairs(node, path) {
+	for i, p := range c.pairs(node, path, asWritten) {
 		key, val := p[0], p[1]
 		if key.Kind != yamlv3.ScalarNode {
 			c.fail(path, key.Line, "a key that is not a scalar: want a string")

@@ -56,6 +56,19 @@ models:
 			want: []FieldError{{Path: "models[0].count", Line: 3, Msg: `"many": want an integer`}}},
 		{name: "duplicate field", give: "models:\n  - name: a\n    name: b\n",
 			want: []FieldError{{Path: "models[0].name", Line: 3, Msg: "duplicate field (first at line 2)"}}},
+		// A second spelling of a field (encoding/json matches keys case-insensitively) is a
+		// duplicate too: name: a then Name: b decoded as b without a word.
+		{name: "duplicate field, two spellings", give: "models:\n  - name: a\n    Name: b\n    NAME: c\n",
+			want: []FieldError{
+				{Path: "models[0].Name", Line: 3, Msg: `duplicate field (first at line 2 as "name"; keys name fields case-insensitively)`},
+				{Path: "models[0].NAME", Line: 4, Msg: `duplicate field (first at line 2 as "name"; keys name fields case-insensitively)`},
+			}},
+		{name: "duplicate field, two spellings, neither exact", give: "Models: []\nMODELS: []\n",
+			want: []FieldError{{Path: "MODELS", Line: 2, Msg: `duplicate field (first at line 1 as "Models"; keys name fields case-insensitively)`}}},
+		{name: "duplicate field, two spellings inside a merged mapping", give: "models:\n  - <<: {name: a, Name: b}\n",
+			want: []FieldError{{Path: "models[0].Name", Line: 2, Msg: `duplicate field (first at line 2 as "name"; keys name fields case-insensitively)`}}},
+		{name: "map keys are exact: two spellings are two keys", give: "models:\n  - name: a\n    peakMemoryBytes: {1g.10gb: 1, 1G.10GB: 2, 1g.10gb: 3}\n",
+			want: []FieldError{{Path: `models[0].peakMemoryBytes.1g.10gb`, Line: 3, Msg: "duplicate field (first at line 3)"}}},
 		{name: "not a list", give: "models: {name: a}\n",
 			want: []FieldError{{Path: "models", Line: 1, Msg: "a mapping: want a list"}}},
 	}
@@ -140,6 +153,19 @@ func TestScalarsAsWritten(t *testing.T) {
 	err = Unmarshal([]byte("hang: yes\n"), &b)
 	if err == nil || err.Error() != `hang: "yes": want true or false (line 1)` {
 		t.Errorf("hang: yes = %v, want a FieldError asking for true or false", err)
+	}
+}
+
+// TestSpellingsOfOneField: a single spelling other than the json name still decodes (as
+// encoding/json matches it); a merged key of another spelling is overridden by the explicit
+// one, as a merged key of the same spelling is.
+func TestSpellingsOfOneField(t *testing.T) {
+	var got []model
+	if err := Unmarshal([]byte("- {Name: a, COUNT: 2}\n- {<<: {Name: m, count: 1}, name: b}\n"), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "a" || got[0].Count != 2 || got[1].Name != "b" || got[1].Count != 1 {
+		t.Errorf("decoded %+v; want a (count 2) and b (explicit name over merged Name, count 1)", got)
 	}
 }
 

@@ -1,0 +1,146 @@
+package specfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/ledger"
+)
+
+// countReads makes recordRead count the reads of each path until the test ends.
+func countReads(t *testing.T) map[string]int {
+	t.Helper()
+	reads := map[string]int{}
+	t.Cleanup(func() { recordRead = record.Read })
+	recordRead = func(path string) (record.Record, error) {
+		reads[path]++
+		return record.Read(path)
+	}
+	return reads
+}
+
+const oneNode = "nodes:\n  - {name: a, gpus: [{product: A100-SXM4-80GB}]}\n"
+
+// TestServiceLimitBeforeRecords: a spec past ledger.MaxServices is refused on the count
+// alone, before any record is read — 240,000 services naming /dev/zero took 230 s, 1.7 GB
+// and printed 240,000 errors — so a record that does not exist is not reported.
+func TestServiceLimitBeforeRecords(t *testing.T) {
+	reads := countReads(t)
+	var b strings.Builder
+	b.WriteString(oneNode + "services:\n")
+	for i := range ledger.MaxServices + 1 {
+		fmt.Fprintf(&b, "  - {name: s%d, tier: P2, profile: 1g.10gb, record: missing-%d.yaml}\n", i, i)
+	}
+	spec := b.String()
+	_, err := Parse([]byte(spec), filepath.Join(t.TempDir(), "x.yaml"))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "services" || fe.Line != 3 || fe.Msg != "5001 services; at most 5000" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Parse = %v; want the one error services: 5001 services; at most 5000 (line 3)", err)
+	}
+	if len(reads) != 0 {
+		t.Errorf("records read: %v; want none past the service limit", reads)
+	}
+	// The same list given through a merge key is still counted first.
+	merged := strings.ReplaceAll(strings.Replace(spec, "services:\n", "<<:\n  services:\n", 1), "\n  - {name: s", "\n    - {name: s")
+	_, err = Parse([]byte(merged), filepath.Join(t.TempDir(), "x.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "5001 services; at most 5000") || strings.Contains(err.Error(), "missing-") {
+		t.Errorf("merged services: Parse = %.300v; want the service count alone", err)
+	}
+	if len(reads) != 0 {
+		t.Errorf("merged services: records read: %v; want none", reads)
+	}
+}
+
+// TestRecordReadOncePerPath: services naming one record, in any spelling of its path, read it
+// once per spec (it was read and parsed again for every service: 200 services on one 1 MB
+// record took 77 s); each service takes its figures.
+func TestRecordReadOncePerPath(t *testing.T) {
+	reads := countReads(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("model: s\nprofile: 1g.10gb\nsloThroughputRPS: 25\nverdict: {allowed: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	give := oneNode + "services:\n" +
+		"  - {name: s1, tier: P1, profile: 1g.10gb, peakRPS: 5, record: r.yaml}\n" +
+		"  - {name: s2, tier: P1, profile: 1g.10gb, peakRPS: 5, record: ./r.yaml}\n" +
+		"  - {name: s3, tier: P1, profile: 1g.10gb, peakRPS: 5, record: sub/../r.yaml}\n" +
+		"  - {name: s4, tier: P1, profile: 1g.10gb, peakRPS: 5, record: " + filepath.Join(dir, "r.yaml") + "}\n" +
+		"  - {name: s5, tier: P1, profile: 1g.10gb, peakRPS: 5, record: missing.yaml}\n" +
+		"  - {name: s6, tier: P1, profile: 1g.10gb, peakRPS: 5, record: ./missing.yaml}\n"
+	spec, err := Parse([]byte(give), filepath.Join(dir, "spec.yaml"))
+	want := map[string]int{filepath.Join(dir, "r.yaml"): 1, filepath.Join(dir, "missing.yaml"): 1}
+	if fmt.Sprint(reads) != fmt.Sprint(want) {
+		t.Errorf("reads %v, want %v", reads, want)
+	}
+	for _, w := range []string{"spec.yaml:8: services[4].record: admission record: ", "spec.yaml:9: services[5].record: admission record: "} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %v; want it to contain %q", err, w)
+		}
+	}
+	for _, s := range spec.Services[:4] {
+		if s.SafeRPSPerReplica != 25 {
+			t.Errorf("%s: safeRPSPerReplica %v from the record, want 25", s.Name, s.SafeRPSPerReplica)
+		}
+	}
+}
+
+// TestErrorsBounded: at most MaxErrors errors, then one saying how many more; when the ones
+// left out are all about nodes (which the live mode replaces), that one says so in its field.
+func TestErrorsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(oneNode + "services:\n")
+	for i := range MaxErrors + 50 {
+		fmt.Fprintf(&b, "  - {name: s%d, tier: P9, profile: 1g.10gb}\n", i)
+	}
+	_, err := Parse([]byte(b.String()), "x.yaml")
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != MaxErrors+1 {
+		t.Fatalf("%d errors; want %d", len(lines), MaxErrors+1)
+	}
+	if got, want := lines[MaxErrors-1], `x.yaml:103: services[99].tier: "P9" is not one of P0, P1, P2`; got != want {
+		t.Errorf("error %d = %q, want %q", MaxErrors, got, want)
+	}
+	if got, want := lines[MaxErrors], "x.yaml: spec: 50 more errors not shown (at most 100 are reported)"; got != want {
+		t.Errorf("last = %q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("%v does not wrap ErrInvalid", err)
+	}
+
+	b.Reset()
+	b.WriteString("nodes:\n")
+	for i := range MaxErrors + 3 {
+		fmt.Fprintf(&b, "  - {name: N%d, gpus: [{product: A100-SXM4-80GB}]}\n", i)
+	}
+	b.WriteString("services: []\n")
+	_, err = Parse([]byte(b.String()), "x.yaml")
+	lines = strings.Split(fmt.Sprint(err), "\n")
+	if got, want := lines[len(lines)-1], "x.yaml: nodes: 3 more errors not shown (at most 100 are reported)"; len(lines) != MaxErrors+1 || got != want {
+		t.Errorf("%d errors, last %q; want %d, last %q", len(lines), got, MaxErrors+1, want)
+	}
+}
+
+// TestRecordFieldSpellings: an admission record giving sloThroughputRPS twice, in two
+// spellings (its decoder matches keys case-insensitively), is refused naming both; it was
+// read as the second, 4000, without a word.
+func TestRecordFieldSpellings(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("model: s\nprofile: 1g.10gb\nsloThroughputRPS: 40\nSLOThroughputRPS: 4000\nverdict: {allowed: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	give := oneNode + "services:\n  - {name: s, tier: P1, profile: 1g.10gb, peakRPS: 5, record: r.yaml}\n"
+	spec, err := Parse([]byte(give), filepath.Join(dir, "spec.yaml"))
+	want := filepath.Join(dir, "spec.yaml") + ":4: services[0].record: admission record: " + filepath.Join(dir, "r.yaml") +
+		`: invalid admission record: SLOThroughputRPS: duplicate field (first at line 3 as "sloThroughputRPS"; keys name fields case-insensitively) (line 4)`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v\nwant it to begin %s", err, want)
+	}
+	if got := spec.Services[0].SafeRPSPerReplica; got != 0 {
+		t.Errorf("safeRPSPerReplica %v; want none taken from the refused record", got)
+	}
+}
