@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/strictyaml"
@@ -85,6 +85,14 @@ func catalogError(errs ...error) error {
 	return fmt.Errorf("%w: %w", plan.ErrCatalog, errors.Join(all...))
 }
 
+// MaxCatalogBytes bounds the catalog file: 16 MiB, sixteen times a ConfigMap's limit (1 MiB)
+// and room for plan.MaxModels entries of 1.6 KB each.
+const MaxCatalogBytes = 16 << 20
+
+// readCatalogFile reads the catalog file, at most MaxCatalogBytes (a longer file, or a device
+// such as /dev/zero, is an error wrapping boundedfile.ErrTooLarge, read no further).
+func readCatalogFile(path string) ([]byte, error) { return boundedfile.Read(path, MaxCatalogBytes) }
+
 // LoadCatalog reads and validates the catalog YAML at path. See ParseCatalog.
 func LoadCatalog(path string) (plan.Catalog, error) {
 	c, _, err := ReadCatalog(path)
@@ -94,7 +102,7 @@ func LoadCatalog(path string) (plan.Catalog, error) {
 // ReadCatalog is LoadCatalog that also returns the bytes it parsed, the baseline to hand to
 // WatchCatalog so that a change made after this read is not mistaken for the loaded catalog.
 func ReadCatalog(path string) (plan.Catalog, []byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readCatalogFile(path)
 	if err != nil {
 		return plan.Catalog{}, nil, fmt.Errorf("%w: read %s: %w", plan.ErrCatalog, path, err)
 	}
@@ -231,7 +239,7 @@ func (c *Controller) WatchCatalog(ctx context.Context, path string, loaded []byt
 			return nil
 		case <-c.deps.Clock.After(c.cfg.LoopInterval):
 		}
-		data, err := os.ReadFile(path)
+		data, err := readCatalogFile(path)
 		if err != nil {
 			if unreadableSince.IsZero() { // once per episode: a missing ConfigMap is not news every loop
 				unreadableSince = c.deps.Clock.Now()

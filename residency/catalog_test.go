@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -146,6 +147,11 @@ func TestLoadCatalog(t *testing.T) {
 	}
 	if _, err := LoadCatalog(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, plan.ErrCatalog) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want ErrCatalog and ErrNotExist", err)
+	}
+	// An endless device is read no further than the bound.
+	if _, err := LoadCatalog("/dev/zero"); !errors.Is(err, plan.ErrCatalog) || !errors.Is(err, boundedfile.ErrTooLarge) ||
+		err.Error() != "invalid catalog: read /dev/zero: file too large: /dev/zero: larger than 16777216 bytes" {
+		t.Errorf("/dev/zero: err = %v, want ErrCatalog wrapping ErrTooLarge", err)
 	}
 }
 
