@@ -56,7 +56,9 @@ func BinWorkload(w *Workload) *Binned {
 // with that mean and variance (PCG seeded with seed). Work per second is
 // count × the rate-weighted mean service time of the window's clients under
 // m. rateScale multiplies every rate (ServeGen's absolute scale is a release
-// artefact; its own generator rescales).
+// artefact; its own generator rescales). A window whose Gamma parameters
+// leave float64 range (a mean near 1e-300 after rateScale) gets the mean
+// count every second instead of a panic or NaN.
 func (sg *ServeGen) Binned(m ServiceModel, seed uint64, rateScale float64) *Binned {
 	lenS := int(sg.LenS)
 	var endS float64
@@ -82,9 +84,19 @@ func (sg *ServeGen) Binned(m ServiceModel, seed uint64, rateScale float64) *Binn
 		}
 		svc := work[k] / mean[k]
 		g := distuv.Gamma{Alpha: mean[k] * mean[k] / vari[k], Beta: mean[k] / vari[k], Src: src}
+		// The reader's ranges keep both parameters finite and positive at rate
+		// scale 1, but a rate scale in (0, 1e6] still reaches the edges: at a
+		// mean of 1e-300 mean² underflowed to 0 and Gamma.Rand panicked
+		// ("gamma: alpha <= 0"), and a denormal variance (iat_cv 1e-160 before
+		// the reader refused it) made both +Inf and every count NaN. When
+		// either is not a positive, finite, normal float64 the count is the
+		// deterministic mean: the Gamma's own limit as the variance vanishes
+		// against the mean, and otherwise a mean too small (≤ 1e-154 req/s)
+		// for a draw to differ from it.
+		gammaOK := normalFloat(g.Alpha) && normalFloat(g.Beta)
 		for s := k * lenS; s < (k+1)*lenS; s++ {
 			c := mean[k]
-			if vari[k] > 0 {
+			if vari[k] > 0 && gammaOK {
 				c = math.Round(g.Rand())
 			}
 			b.Arrivals[s] = c
@@ -93,6 +105,10 @@ func (sg *ServeGen) Binned(m ServiceModel, seed uint64, rateScale float64) *Binn
 	}
 	return b
 }
+
+// normalFloat reports whether v is a positive, finite, normal float64 (not
+// 0, denormal, +Inf or NaN).
+func normalFloat(v float64) bool { return v >= 0x1p-1022 && v <= math.MaxFloat64 }
 
 type pending struct {
 	at float64

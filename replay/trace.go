@@ -240,6 +240,9 @@ func (t *table) intCol(name string, optional bool) (int32, error) {
 	if s == "" && (optional || !t.has(name)) {
 		return Unknown, nil
 	}
+	if !plainDecimal(s) {
+		return 0, t.fail(name, s, "want an integer in [0, %d] written in plain decimal (e.g. 40 or 4e3)", math.MaxInt32)
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
 		return 0, t.fail(name, s, "want an integer in [0, %d]", math.MaxInt32)
@@ -254,11 +257,50 @@ func (t *table) floatCol(name string, optional bool, lo, hi float64) (float64, e
 	if s == "" && optional {
 		return Unknown, nil
 	}
+	if !plainDecimal(s) {
+		return 0, t.fail(name, s, "want a number in [%g, %g] written in plain decimal or exponent notation (e.g. 2.5 or 1e3)", lo, hi)
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || f < lo || f > hi {
 		return 0, t.fail(name, s, "want a number in [%g, %g]", lo, hi)
 	}
 	return f, nil
+}
+
+// plainDecimal reports whether s is a number in plain decimal or exponent notation: an
+// optional sign, digits with an optional fraction (a digit on at least one side of the
+// point), and an optional exponent (e or E, an optional sign, digits). strconv.ParseFloat
+// also reads Go literal forms no trace writes, each without an error: 0x1p4 as 16, 1_0 as
+// 10, Inf, infinity and NaN; a column read through it carried a number nobody wrote.
+func plainDecimal(s string) bool {
+	i, digits := 0, 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		exp := i
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		}
+		if i == exp {
+			return false
+		}
+	}
+	return i == len(s)
 }
 
 // Timestamp layouts accepted by parseTimestamp, in the order tried. Times
@@ -272,24 +314,56 @@ var timeLayouts = []string{
 // minUnixNano and maxUnixNano are the instants UnixNano can represent.
 var minUnixNano, maxUnixNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
+// MaxTimestampSeconds bounds a timestamp written as a number of seconds: int64 nanoseconds
+// hold ±9.22e9 s (the years 1677 to 2262, the dates the other layouts accept), and a bound
+// at that edge let 9223372036.854776 through, whose nanoseconds round to 2^63 and wrapped to
+// MinInt64. 9.2e9 s (Unix time in 2261) leaves room for the rounding.
+const MaxTimestampSeconds = 9.2e9
+
+// errNotTimestamp is parseTimestamp's error for text in none of its layouts; the reader
+// words the layouts its format uses.
+var errNotTimestamp = errors.New("not a timestamp")
+
 // parseTimestamp accepts RFC 3339 (with or without fraction),
 // "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fractional digits, UTC), or a
-// plain decimal number of seconds (a Unix time or an offset from any origin).
-func parseTimestamp(s string) (time.Duration, bool) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64)/1e9 {
-			return 0, false
+// plain decimal number of seconds within ±MaxTimestampSeconds (a Unix time or
+// an offset from any origin). Text in none of these layouts is
+// errNotTimestamp; a number or date outside the range is an error saying the
+// range.
+func parseTimestamp(s string) (time.Duration, error) {
+	if plainDecimal(s) {
+		// ParseFloat fails here only past float64 (1e400): out of range too.
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(math.Abs(f) <= MaxTimestampSeconds) {
+			return 0, fmt.Errorf("want seconds in [%g, %g] (int64 nanoseconds hold ±9.22e9 s, the years 1677 to 2262)", -MaxTimestampSeconds, MaxTimestampSeconds)
 		}
-		return time.Duration(math.Round(f * 1e9)), true
+		return time.Duration(math.Round(f * 1e9)), nil
 	}
 	for _, l := range timeLayouts {
-		// UnixNano is undefined outside 1678–2262 (int64 nanoseconds);
-		// such dates are refused, not wrapped into another instant.
-		if tt, err := time.Parse(l, s); err == nil && !tt.Before(minUnixNano) && !tt.After(maxUnixNano) {
-			return time.Duration(tt.UnixNano()), true
+		if tt, err := time.Parse(l, s); err == nil {
+			// UnixNano is undefined outside 1678–2262 (int64 nanoseconds);
+			// such dates are refused, not wrapped into another instant.
+			if tt.Before(minUnixNano) || tt.After(maxUnixNano) {
+				return 0, errors.New("want a time from 1677-09-21 to 2262-04-11 (what int64 nanoseconds hold)")
+			}
+			return time.Duration(tt.UnixNano()), nil
 		}
 	}
-	return 0, false
+	return 0, errNotTimestamp
+}
+
+// timestamp reads column name with parseTimestamp; want words the layouts the
+// format accepts, for text in none of them.
+func (t *table) timestamp(name, want string) (string, time.Duration, error) {
+	s := t.str(name)
+	d, err := parseTimestamp(s)
+	if err == errNotTimestamp {
+		return s, 0, t.fail(name, s, "%s", want)
+	}
+	if err != nil {
+		return s, 0, t.fail(name, s, "%v", err)
+	}
+	return s, d, nil
 }
 
 // clock turns absolute timestamps into offsets from the first one and

@@ -36,10 +36,9 @@ func (a *azureLLM) Next() (Request, error) {
 	if err := a.t.next(); err != nil {
 		return Request{}, err
 	}
-	ts := a.t.str(colAzureTimestamp)
-	abs, ok := parseTimestamp(ts)
-	if !ok {
-		return Request{}, a.t.fail(colAzureTimestamp, ts, "want YYYY-MM-DD HH:MM:SS.fffffff")
+	ts, abs, err := a.t.timestamp(colAzureTimestamp, "want YYYY-MM-DD HH:MM:SS.fffffff")
+	if err != nil {
+		return Request{}, err
 	}
 	at, err := a.clk.offset(a.t, colAzureTimestamp, ts, abs)
 	if err != nil {
@@ -92,9 +91,9 @@ type generic struct {
 // NewGeneric reads a CSV with the header columns timestamp (required),
 // model, input_tokens and output_tokens (each optional, in any order; extra
 // columns are ignored). timestamp is RFC 3339, "YYYY-MM-DD HH:MM:SS[.frac]"
-// (UTC, up to 9 fractional digits) or a decimal number of seconds (Unix time
-// or any offset). Rows must be in time order. An empty model is "default";
-// empty token counts are Unknown.
+// (UTC, up to 9 fractional digits) or a plain decimal number of seconds
+// within ±MaxTimestampSeconds (Unix time or any offset). Rows must be in time
+// order. An empty model is "default"; empty token counts are Unknown.
 func NewGeneric(r io.Reader) (Source, error) {
 	t, err := newTable(r, colGenTimestamp)
 	if err != nil {
@@ -109,10 +108,9 @@ func (g *generic) Next() (Request, error) {
 	if err := g.t.next(); err != nil {
 		return Request{}, err
 	}
-	ts := g.t.str(colGenTimestamp)
-	abs, ok := parseTimestamp(ts)
-	if !ok {
-		return Request{}, g.t.fail(colGenTimestamp, ts, "want RFC 3339, YYYY-MM-DD HH:MM:SS[.frac] or seconds")
+	ts, abs, err := g.t.timestamp(colGenTimestamp, "want RFC 3339, YYYY-MM-DD HH:MM:SS[.frac] or seconds in plain decimal (e.g. 1704067200.5)")
+	if err != nil {
+		return Request{}, err
 	}
 	at, err := g.clk.offset(g.t, colGenTimestamp, ts, abs)
 	if err != nil {
@@ -177,10 +175,9 @@ func (g *gentd26) Next() (Request, error) {
 		if err := g.t.next(); err != nil {
 			return Request{}, err
 		}
-		ts := g.t.str(colTDCreate)
-		abs, ok := parseTimestamp(ts)
-		if !ok {
-			return Request{}, g.t.fail(colTDCreate, ts, "want YYYY-MM-DD HH:MM:SS")
+		ts, abs, err := g.t.timestamp(colTDCreate, "want YYYY-MM-DD HH:MM:SS")
+		if err != nil {
+			return Request{}, err
 		}
 		at, err := g.clk.offset(g.t, colTDCreate, ts, abs)
 		if err != nil {

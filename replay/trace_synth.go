@@ -139,11 +139,40 @@ type ServeGen struct {
 	LenS float64
 }
 
+// The smallest non-zero values ReadServeGen accepts for a window's rate,
+// inter-arrival CV and Weibull shape. Below them the distributions' derived
+// parameters leave float64 range: binned mode's count Gamma has shape
+// mean²/variance and rate mean/variance, which at rate_rps 1e-300 underflowed
+// to 0 (a panic in the sampler) and at iat_cv 1e-160 overflowed to +Inf (NaN
+// counts); the Weibull scale 1/(rate_rps·Γ(1+1/shape)) became 0 for shapes
+// below about 0.006 (every request at the window start).
+const (
+	// ServeGenMinRateRPS: a window at 1e-9 req/s expects under 0.01 request
+	// in all of MaxTraceSpan (7.9e6 s), so a smaller rate is indistinguishable
+	// from an idle window, which is written 0.
+	ServeGenMinRateRPS = 1e-9
+	// ServeGenMinIATCV is the inter-arrival CV of a Gamma renewal of shape
+	// 1e6 (CV = 1/√shape), the largest dist_p1 accepted; evenly spaced
+	// arrivals are written 0. With rate_rps in [ServeGenMinRateRPS, 1e7] and
+	// iat_cv in [1e-3, 1e4], one client's window at rate scale 1 has a count
+	// Gamma of shape rate/cv² in [1e-17, 1e13] and rate 1/cv² in [1e-8, 1e6].
+	ServeGenMinIATCV = 1e-3
+	// ServeGenMinWeibullShape: a Weibull of shape 0.1 has an inter-arrival CV
+	// of 430, within the 1e3 of a Gamma at the smallest dist_p1 (1e-6), and
+	// Γ(1+1/shape) = 10! keeps its scale a normal float64 for every rate_rps.
+	// Γ(1+1/shape) overflows near 0.006 (+Inf at 0.00586), and well before
+	// that a finite window is one burst: at 0.01 (CV 3e29) every window ran
+	// to MaxRequests whatever its rate.
+	ServeGenMinWeibullShape = 0.1
+)
+
 // ReadServeGen reads the long ServeGen CSV (category, model, client_id,
 // window_start_s, window_len_s, rate_rps, iat_cv, arrival_dist, dist_p1,
 // dist_p2, mean_input_tokens, mean_output_tokens). Every window must have
-// the same length and start on a multiple of it; rates are ≥ 0; shape and
-// scale > 0; arrival_dist is Gamma or Weibull.
+// the same length and start on a multiple of it; rate_rps is 0 or in
+// [ServeGenMinRateRPS, 1e7]; iat_cv is 0 or in [ServeGenMinIATCV, 1e4];
+// shape and scale > 0, a Weibull shape ≥ ServeGenMinWeibullShape;
+// arrival_dist is Gamma or Weibull.
 func ReadServeGen(r io.Reader) (*ServeGen, error) {
 	t, err := newTable(r, "model", "client_id", "window_start_s", "window_len_s", "rate_rps", "iat_cv", "arrival_dist", "dist_p1", "dist_p2")
 	if err != nil {
@@ -194,8 +223,14 @@ func ReadServeGen(r io.Reader) (*ServeGen, error) {
 		if w.RateRPS, err = t.floatCol("rate_rps", false, 0, 1e7); err != nil {
 			return nil, err
 		}
+		if w.RateRPS > 0 && w.RateRPS < ServeGenMinRateRPS {
+			return nil, t.fail("rate_rps", t.str("rate_rps"), "want 0 or a rate in [%g, %g] req/s (ServeGenMinRateRPS: below it a window expects under 0.01 request in all of MaxTraceSpan; write 0 for an idle window)", ServeGenMinRateRPS, 1e7)
+		}
 		if w.IATCV, err = t.floatCol("iat_cv", false, 0, 1e4); err != nil {
 			return nil, err
+		}
+		if w.IATCV > 0 && w.IATCV < ServeGenMinIATCV {
+			return nil, t.fail("iat_cv", t.str("iat_cv"), "want 0 or a CV in [%g, %g] (ServeGenMinIATCV: the CV of a Gamma of shape 1e6, the largest dist_p1; write 0 for evenly spaced arrivals)", ServeGenMinIATCV, 1e4)
 		}
 		switch d := t.str("arrival_dist"); strings.ToLower(d) {
 		case "gamma":
@@ -206,6 +241,14 @@ func ReadServeGen(r io.Reader) (*ServeGen, error) {
 		}
 		if w.P1, err = t.floatCol("dist_p1", false, 1e-6, 1e6); err != nil {
 			return nil, err
+		}
+		if w.Weibull {
+			// The scale is checked as well as the shape, so that a change to
+			// either range cannot bring back a zero or infinite scale unnoticed.
+			l := weibullScale(w.P1, max(w.RateRPS, ServeGenMinRateRPS))
+			if w.P1 < ServeGenMinWeibullShape || !(l > 0 && l <= math.MaxFloat64) {
+				return nil, t.fail("dist_p1", t.str("dist_p1"), "want a Weibull shape in [%g, %g] (ServeGenMinWeibullShape: inter-arrival CV 430 at 0.1, within a Gamma's 1e3 at dist_p1 1e-6; Γ(1+1/shape) overflows float64 near 0.006)", ServeGenMinWeibullShape, 1e6)
+			}
 		}
 		if w.P2, err = t.floatCol("dist_p2", false, 1e-12, 1e12); err != nil {
 			return nil, err
@@ -327,7 +370,7 @@ func (s *servegenSource) window(w Window, buf []Request) []Request {
 	}
 	var draw func() float64
 	if w.Weibull {
-		d := distuv.Weibull{K: w.P1, Lambda: 1 / (w.RateRPS * math.Gamma(1+1/w.P1)), Src: s.src}
+		d := distuv.Weibull{K: w.P1, Lambda: weibullScale(w.P1, w.RateRPS), Src: s.src}
 		draw = d.Rand
 	} else {
 		d := distuv.Gamma{Alpha: w.P1, Beta: w.P1 * w.RateRPS, Src: s.src}
@@ -352,6 +395,12 @@ func (s *servegenSource) window(w Window, buf []Request) []Request {
 		t += draw()
 	}
 	return buf
+}
+
+// weibullScale is the scale λ of a Weibull of shape k whose mean λ·Γ(1+1/k)
+// is 1/rate.
+func weibullScale(k, rate float64) float64 {
+	return 1 / (rate * math.Gamma(1+1/k))
 }
 
 // ServeGenInputSigma is the log-space standard deviation of synthesized
