@@ -12,13 +12,6 @@ const sgHeader = "model,client_id,window_start_s,window_len_s,rate_rps,iat_cv,ar
 // TestHostileTraceValues: each input, read as a reviewer did, panicked, came out as NaN, a
 // wrapped time or a number nobody wrote; each is now refused with exactly this error.
 func TestHostileTraceValues(t *testing.T) {
-	readServeGen := func(r io.Reader) (Source, error) {
-		s, err := ReadServeGen(r)
-		if err != nil {
-			return nil, err
-		}
-		return s.Requests(1), nil
-	}
 	tests := []struct {
 		name    string
 		open    func(io.Reader) (Source, error)

@@ -345,13 +345,6 @@ func TestHostileTraces(t *testing.T) {
 		}
 		return fm.Requests(1), nil
 	}
-	readServeGen := func(r io.Reader) (Source, error) {
-		s, err := ReadServeGen(r)
-		if err != nil {
-			return nil, err
-		}
-		return s.Requests(1), nil
-	}
 	tests := []struct {
 		name    string
 		open    func(io.Reader) (Source, error)
@@ -462,4 +455,13 @@ func TestFilterModelsTwice(t *testing.T) {
 	if diff := cmp.Diff([]string{"b", "a"}, got.Models); diff != "" {
 		t.Errorf("models (-want +got):\n%s", diff)
 	}
+}
+
+// readServeGen opens a ServeGen table as the request source a run replays (seed 1).
+func readServeGen(r io.Reader) (Source, error) {
+	s, err := ReadServeGen(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Requests(1), nil
 }
