@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/inferscale/inferscale/capacity"
+	"github.com/inferscale/inferscale/internal/version"
 )
 
 func main() {
@@ -84,8 +85,12 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.BoolVar(&cfg.OpenAI.IgnoreEOS, "ignore-eos", false, "openai: send vLLM's ignore_eos so every response has --max-tokens tokens")
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder the record <model>.<profile>.yaml is written to")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "how long the target has to answer first")
+	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *showVersion {
+		return cfg, errShowVersion
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -110,9 +115,16 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// errShowVersion is parseFlags's answer to --version: print the version, measure nothing.
+var errShowVersion = errors.New("--version")
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, errShowVersion) {
+		fmt.Fprintln(stdout, version.String("capacity"))
 		return 0
 	}
 	if err != nil {

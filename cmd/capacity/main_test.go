@@ -263,3 +263,12 @@ func TestBadInputRefusedBeforeMeasuring(t *testing.T) {
 		})
 	}
 }
+
+// TestVersion: --version prints the module version line and measures nothing, as every command.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stdout, &stderr); code != 0 ||
+		!strings.HasPrefix(stdout.String(), "capacity ") || !strings.Contains(stdout.String(), "github.com/inferscale/inferscale") || stderr.Len() != 0 {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one version line", code, stdout.String(), stderr.String())
+	}
+}

@@ -53,3 +53,11 @@ func TestKubeconfigBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpExitsZero: --help prints the usage and is not bad input (the other commands exit 0).
+func TestHelpExitsZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-spec string") {
+		t.Errorf("--help: exit %d, stderr %q; want 0 and the usage", code, errb.String())
+	}
+}

@@ -146,6 +146,9 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 
 func run(args []string, stdout, stderr io.Writer) int {
 	c, showVersion, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // --help: the usage is printed, nothing is wrong
+	}
 	if err != nil {
 		return exitBad
 	}
