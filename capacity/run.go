@@ -306,14 +306,15 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	rec.LoadShape.Request = target.Describe()
 
 	var baseline int64
+	var wasLoaded bool // READY or LOADING before the run: left READY after it
 	var err error
 	if !cfg.SkipMemory {
 		fmt.Fprintf(log, "loading %s through Triton's repository API (EXPLICIT mode)\n", cfg.Model)
-		b, loadTime, steady, lerr := loadFresh(ctx, tc, &mem, cfg.Model)
+		b, loadTime, steady, loaded, lerr := loadFresh(ctx, tc, &mem, cfg.Model)
 		if err = lerr; err != nil {
 			return Written{}, err
 		}
-		baseline = b
+		baseline, wasLoaded = b, loaded
 		rec.LoadTimeSeconds = loadTime.Seconds()
 		rec.Memory.SteadyBytes = steady
 		rec.Runtime.MemorySource = mem.source
@@ -369,7 +370,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	fillFromSearch(&rec, res)
 	if !cfg.SkipMemory {
 		rec.Memory.PeakBytes = max(rec.Memory.SteadyBytes, maxUsed-baseline)
-		swap, returned, err := reloadAndUnload(ctx, tc, &mem, cfg.Model, baseline, rec.Memory.PeakBytes)
+		swap, returned, err := reloadAndUnload(ctx, tc, &mem, cfg.Model, baseline, rec.Memory.PeakBytes, wasLoaded)
 		if err != nil {
 			return Written{}, err
 		}
@@ -539,13 +540,13 @@ func startSampler(ctx context.Context, m *memSource) func() int64 {
 }
 
 // loadFresh unloads the model if loaded (waiting until Triton reports it UNAVAILABLE), reads
-// the baseline, loads it timing the call, and returns the baseline, the load time and the
-// steady memory (device use above the baseline; Triton's memory_usage where no device reading
-// is available).
-func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model string) (int64, time.Duration, int64, error) {
+// the baseline, loads it timing the call, and returns the baseline, the load time, the steady
+// memory (device use above the baseline; Triton's memory_usage where no device reading is
+// available) and whether the model was loaded (READY or LOADING) before.
+func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model string) (baseline int64, loadTime time.Duration, steady int64, wasLoaded bool, err error) {
 	idx, err := tc.Index(ctx, false)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("repository index: %w", err)
+		return 0, 0, 0, false, fmt.Errorf("repository index: %w", err)
 	}
 	found := false
 	for _, m := range idx {
@@ -554,39 +555,40 @@ func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model str
 		}
 		found = true
 		if m.State == triton.StateReady || m.State == triton.StateLoading {
+			wasLoaded = true
 			if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
-				return 0, 0, 0, fmt.Errorf("unload %s before measuring its load: %w", model, err)
+				return 0, 0, 0, false, fmt.Errorf("unload %s before measuring its load: %w", model, err)
 			}
 			if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
-				return 0, 0, 0, fmt.Errorf("unload %s: %w", model, err)
+				return 0, 0, 0, false, fmt.Errorf("unload %s: %w", model, err)
 			}
 		}
 	}
 	if !found {
-		return 0, 0, 0, fmt.Errorf("--model %q is not in Triton's model repository", model)
+		return 0, 0, 0, false, fmt.Errorf("--model %q is not in Triton's model repository", model)
 	}
 	baseline, baseErr := mem.used(ctx)
 	start := time.Now()
 	if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
-		return 0, 0, 0, fmt.Errorf("load %s: %w", model, err)
+		return 0, 0, 0, false, fmt.Errorf("load %s: %w", model, err)
 	}
-	loadTime := time.Since(start)
-	var steady int64
+	loadTime = time.Since(start)
 	if u, err := mem.used(ctx); err == nil && baseErr == nil {
 		steady = u - baseline
 	} else if st, err := tc.Statistics(ctx, model); err == nil && len(st) > 0 {
 		steady = int64(st[0].GPUBytes())
 		mem.source = "triton-statistics"
 	}
-	return baseline, loadTime, steady, nil
+	return baseline, loadTime, steady, wasLoaded, nil
 }
 
 // reloadAndUnload reloads the loaded model (Triton keeps the old copy serving while the new
 // one loads) sampling memory, then unloads it and checks the memory returns to baseline
-// (within 1 % of the model's peak: a device reading moves by allocator and driver noise); it
-// loads the model again so that it is left as found (READY). It returns the swap peak above
-// baseline and whether the memory returned.
-func reloadAndUnload(ctx context.Context, tc *triton.Client, mem *memSource, model string, baseline, peak int64) (int64, bool, error) {
+// (within 1 % of the model's peak: a device reading moves by allocator and driver noise); when
+// the model was loaded before the run (wasLoaded) it loads it again, so that the model is left
+// as found: READY if it was, unloaded if it was not. It returns the swap peak above baseline and
+// whether the memory returned.
+func reloadAndUnload(ctx context.Context, tc *triton.Client, mem *memSource, model string, baseline, peak int64, wasLoaded bool) (int64, bool, error) {
 	sample := startSampler(ctx, mem)
 	err := tc.Load(ctx, model, triton.LoadOptions{})
 	maxUsed := sample()
@@ -615,8 +617,10 @@ func reloadAndUnload(ctx context.Context, tc *triton.Client, mem *memSource, mod
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
-		return 0, false, fmt.Errorf("load %s again after the measurement: %w", model, err)
+	if wasLoaded {
+		if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
+			return 0, false, fmt.Errorf("load %s again after the measurement: %w", model, err)
+		}
 	}
 	return max(0, maxUsed-baseline), returned, nil
 }

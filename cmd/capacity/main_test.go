@@ -134,6 +134,26 @@ func TestRecordEndToEnd(t *testing.T) {
 	}
 }
 
+// TestModelLeftAsFound: a model that was not loaded before the run is unloaded after it (the
+// run loads it to measure, and the reload and unload measure the swap peak and the memory's
+// return); one that was loaded is left READY (TestRecordEndToEnd).
+func TestModelLeftAsFound(t *testing.T) {
+	m := tritontest.Model{Name: "off", MemoryBytes: 1 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4}
+	srv := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30, Models: []tritontest.Model{m}})
+	if st, _ := srv.Model("off"); st.State == "READY" {
+		t.Fatalf("model %s before the run, want not loaded", st.State)
+	}
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + srv.MetricsURL(), "--model=off", "--mig-profile=1g.10gb",
+		"--slo-latency=500ms", "--out=" + t.TempDir()}, short...)
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if st, _ := srv.Model("off"); st.State != "UNAVAILABLE" {
+		t.Errorf("model left %s, want UNAVAILABLE as found", st.State)
+	}
+}
+
 // TestPeakOverBudgetIsRefused: a 2 GiB model on a profile given 1 GiB gets a record with
 // verdict refused, and the command exits 1.
 func TestPeakOverBudgetIsRefused(t *testing.T) {
