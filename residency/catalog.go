@@ -205,8 +205,17 @@ func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog
 				a.Record = mf.Record // as this entry wrote it, for its errors
 				_, typedPeak := mf.PeakMemoryBytes[a.Profile]
 				typed := plan.Typed{Peak: typedPeak && !badPeak[a.Profile], SwapOverhead: mf.SwapOverheadBytes != nil && swapOK, LoadTime: mf.LoadTime != nil}
-				if m, err = m.Admit(fmt.Sprintf("models[%d]", i), typed, a); err != nil {
+				admitted, err := m.Admit(fmt.Sprintf("models[%d]", i), typed, a)
+				if err != nil {
 					errs = append(errs, err)
+					// The record was read and holds the peak for its profile: the model does
+					// not also lack one (Violations would add "peakMemoryBytes: empty" to the
+					// conflict it was refused for).
+					if _, ok := m.PeakMemoryBytes[a.Profile]; !ok && a.PeakBytes > 0 {
+						m.PeakMemoryBytes[a.Profile] = a.PeakBytes
+					}
+				} else {
+					m = admitted
 				}
 			}
 		}

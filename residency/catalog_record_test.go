@@ -62,6 +62,14 @@ func TestCatalogRecord(t *testing.T) {
 		}
 	}
 
+	// Only the conflict: the record holds the peak the entry leaves out, so "peakMemoryBytes:
+	// empty" is not added to it (docs/capacity.md's example).
+	write("    loadTime: 3s\n")
+	_, err = LoadCatalog(path)
+	if want := path + ": invalid catalog: models[0].loadTime: 3s typed, record records/classifier-v5.1g.10gb.yaml measured 3.5s; remove one"; err == nil || err.Error() != want {
+		t.Errorf("loadTime typed beside record: err = %v, want exactly %q", err, want)
+	}
+
 	if _, err := ParseCatalog([]byte("models: [{name: a, digest: " + dgA + ", tier: P1, record: r.yaml}]")); err == nil || !strings.Contains(err.Error(), `models[0].record: "r.yaml" needs the catalog file's directory`) {
 		t.Errorf("record without a reader: err = %v", err)
 	}
