@@ -323,7 +323,15 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	} else if !prom.ValidAddress(p.PrometheusAddress) {
 		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host that is not a link-local (169.254.0.0/16, fe80::/10: cloud metadata), cloud-metadata or unspecified (0.0.0.0, ::) IP address", p.PrometheusAddress))
 	}
-	if engineOK && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) &&
+	// A demand query given but refused above has its own error; "required" would send the user
+	// looking for a key they wrote.
+	demandGiven := false
+	for _, k := range []string{KeyQueueQuery, KeyRateQuery, KeyRunningQuery, KeyActivityQuery} {
+		if _, ok := vals[k]; ok {
+			demandGiven = true
+		}
+	}
+	if engineOK && !demandGiven && !p.Configured(decision.SignalQueue) && !p.Configured(decision.SignalRate) &&
 		!p.Configured(decision.SignalActivity) && !p.Configured(decision.SignalRunning) {
 		errs = append(errs, fmt.Errorf("%w: %s, %s, %s or %s is required with %s %q (or use engine triton or vllm)", ErrInvalidMetadata,
 			KeyQueueQuery, KeyRateQuery, KeyRunningQuery, KeyActivityQuery, KeyEngine, decision.EngineCustom))

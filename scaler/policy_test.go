@@ -122,6 +122,8 @@ func TestParseMetadataErrors(t *testing.T) {
 		{"preset without model", map[string]string{"engine": "triton", "replicaThroughput": "3"}, testDefaults, []string{"model is required with engine \"triton\""}},
 		{"custom queue without a service time", map[string]string{"queueQuery": "sum(q)"}, testDefaults, []string{"serviceTimeQuery or replicaThroughput is required with a queue or rate signal"}},
 		{"custom without a query", map[string]string{}, testDefaults, []string{"queueQuery, rateQuery, runningQuery or activityQuery is required"}},
+		// Only the query's own error: not also "required", for a key that was written.
+		{"custom with a bad query only", map[string]string{"queueQuery": "sum(rate(x[1m])"}, testDefaults, []string{"queueQuery must be a PromQL expression"}},
 		{"SLO wait zero", base("sloWaitSeconds", "0"), testDefaults, []string{"sloWaitSeconds must be a number of seconds in (0, 86400]"}},
 		{"SLO wait negative", base("sloWaitSeconds", "-2"), testDefaults, []string{"sloWaitSeconds must be a number of seconds in (0, 86400]"}},
 		{"SLO quantile below 0.5", base("sloQuantile", "0.3"), testDefaults, []string{"sloQuantile must be a number in [0.5, 0.9999]"}},
