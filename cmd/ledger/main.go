@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/version"
@@ -249,20 +248,14 @@ func fieldErrors(fe []ledger.FieldError) []error {
 }
 
 // onlyNodeErrors is true when every joined error is about nodes[…] or a
-// service's placement.
+// service's placement (specfile.AboutNodes).
 func onlyNodeErrors(err error) bool {
 	var multi interface{ Unwrap() []error }
 	errs := []error{err}
 	if errors.As(err, &multi) {
 		errs = multi.Unwrap()
 	}
-	for _, e := range errs {
-		var fe *specfile.FieldError
-		if !errors.As(e, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") {
-			return false
-		}
-	}
-	return true
+	return specfile.AboutNodes(errs)
 }
 
 // publishReport writes the report to the ConfigMap and the Pushgateway

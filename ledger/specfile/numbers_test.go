@@ -45,3 +45,40 @@ func TestNumberFields(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeErrorsKeepServices: errors about the nodes alone (which `ledger --live` replaces and
+// ignores) no longer stop the services from being read; before, Parse returned an empty spec
+// with them, and a live run saw no services at all, every node releasable. Each such error is
+// still reported, once, naming its field.
+func TestNodeErrorsKeepServices(t *testing.T) {
+	const services = "services:\n  - name: s\n    tier: P2\n    profile: 1g.10gb\n    safeRPSPerReplica: 5\n    peakRPS: 10\n"
+	tests := []struct {
+		name, nodes, want string
+	}{
+		{"price past float64", "nodes:\n  - name: a\n    pricePerHour: 1e400\n    gpus: [{product: A100-SXM4-80GB}]\n",
+			"x.yaml:3: nodes[0].pricePerHour: 1e400 is outside [0, 1e6] USD per hour"},
+		{"price not a number", "nodes:\n  - name: a\n    pricePerHour: 5O\n    gpus: [{product: A100-SXM4-80GB}]\n",
+			`x.yaml:3: nodes[0].pricePerHour: "5O": want a number in [0, 1e6] USD per hour`},
+		{"unknown node field", "nodes:\n  - name: a\n    pricePerHuor: 5\n    gpus: [{product: A100-SXM4-80GB}]\n",
+			"x.yaml:3: nodes[0].pricePerHuor: unknown field; want one of name, failureDomain, pricePerHour, gpus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := Parse([]byte(tt.nodes+services), "x.yaml")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse error = %v\nwant %s", err, tt.want)
+			}
+			if !AboutNodes([]error{err}) {
+				t.Errorf("AboutNodes(%v) = false, want true (a live run ignores it)", err)
+			}
+			if len(spec.Services) != 1 || spec.Services[0].Name != "s" || spec.Services[0].PeakRPS != 10 {
+				t.Errorf("services = %+v, want service s with peakRPS 10", spec.Services)
+			}
+		})
+	}
+	// A service's own error is not about nodes: a live run refuses it.
+	_, err := Parse([]byte("nodes: []\nservices:\n  - name: s\n    tier: P2\n    profile: 1g.10gb\n    peakRPS: lots\n"), "x.yaml")
+	if err == nil || AboutNodes([]error{err}) {
+		t.Errorf("service error %v: AboutNodes true, want false", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/internal/boundedfile"
 	"io"
 	"math"
@@ -125,18 +126,38 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	if errs := counts(&root, name, listLen(&root, "nodes"), listLen(&root, "services")); errs != nil {
 		return spec, errs
 	}
-	if fe := plainNumbers(&root, name); fe != nil {
-		return spec, []error{fe}
-	}
 	var numErrs []error
-	numberFields(&root, reflect.TypeFor[ledger.Spec](), "", name, &numErrs)
-	if len(numErrs) > 0 {
+	if fe := plainNumbers(&root, name); fe != nil {
+		numErrs = append(numErrs, fe)
+	} else {
+		numberFields(&root, reflect.TypeFor[ledger.Spec](), "", name, &numErrs)
+	}
+	// Errors about the nodes alone do not stop the services from being read: `ledger --live`
+	// replaces the spec's nodes and ignores such errors (cmd/ledger), and returning no services
+	// there would report every node releasable.
+	if len(numErrs) > 0 && !AboutNodes(numErrs) {
 		return spec, numErrs
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	nodesUnread := false
 	if err := dec.Decode(&spec); err != nil {
-		return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)}
+		if len(numErrs) == 0 {
+			return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)}
+		}
+		// A node value yaml cannot decode (1e400 into float64), already reported: read the
+		// services alone, the nodes left raw. Validate is skipped then (it would report every
+		// placement's node unknown); `ledger --live` validates after replacing the nodes.
+		var rest struct {
+			Nodes    yaml.Node         `yaml:"nodes"`
+			Services []ledger.Service `yaml:"services"`
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&rest); err != nil {
+			return ledger.Spec{}, append(numErrs, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err))
+		}
+		spec, nodesUnread = ledger.Spec{Services: rest.Services}, true
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -196,10 +217,30 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		s.SafeRPSPerReplica = rec.SLOThroughputRPS
 		s.Refused = !rec.Verdict.Allowed
 	}
-	for _, fe := range spec.Validate() {
-		errs = append(errs, &FieldError{File: name, Line: lineOf(&root, fe.Path), Field: fe.Path, Msg: fe.Msg})
+	reported := map[string]bool{} // fields numberFields already reported
+	for _, err := range numErrs {
+		if fe, ok := err.(*FieldError); ok {
+			reported[fe.Field] = true
+		}
 	}
-	return spec, errs
+	for _, fe := range spec.Validate() {
+		if !reported[fe.Path] && !nodesUnread {
+			errs = append(errs, &FieldError{File: name, Line: lineOf(&root, fe.Path), Field: fe.Path, Msg: fe.Msg})
+		}
+	}
+	return spec, append(numErrs, errs...)
+}
+
+// AboutNodes reports whether every error is a *FieldError about the nodes (a field under
+// nodes) or a service's placement: what `ledger --live` replaces from the cluster.
+func AboutNodes(errs []error) bool {
+	for _, err := range errs {
+		var fe *FieldError
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") {
+			return false
+		}
+	}
+	return true
 }
 
 // counts reports a spec past ledger.MaxServices services, as Validate words it (with the node
@@ -307,12 +348,16 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
 			var ft reflect.Type
-			if t != nil && t.Kind() == reflect.Struct {
-				ft = yamlField(t, key.Value)
-			}
 			p := key.Value
 			if path != "" {
 				p = path + "." + key.Value
+			}
+			if t != nil && t.Kind() == reflect.Struct {
+				if ft = yamlField(t, key.Value); ft == nil && key.Tag != "!!merge" {
+					// yaml.v3's own text names the Go type, not the field's path.
+					*errs = append(*errs, &FieldError{File: name, Line: key.Line, Field: p, Msg: "unknown field; want one of " + strings.Join(yamlFields(t), ", ")})
+					continue
+				}
 			}
 			numberFields(val, ft, p, name, errs)
 		}
@@ -329,11 +374,7 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 			numberFields(n.Alias, t, path, name, errs)
 		}
 	case yaml.ScalarNode:
-		if t == nil || n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") {
-			return
-		}
-		m := numberRE.FindStringSubmatch(n.Value)
-		if m == nil || m[2] == "" && m[3] == "" {
+		if t == nil || n.Tag == "!!null" {
 			return
 		}
 		field := path[strings.LastIndexByte(path, '.')+1:]
@@ -343,6 +384,19 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 		}
 		fail := func(msg string) {
 			*errs = append(*errs, &FieldError{File: name, Line: n.Line, Field: path, Msg: msg})
+		}
+		numeric := false
+		switch t.Kind() {
+		case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			numeric = true
+		}
+		m := numberRE.FindStringSubmatch(n.Value)
+		notNumber := n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") || m == nil || m[2] == "" && m[3] == ""
+		if notNumber {
+			if numeric { // yaml.v3 would say only "cannot unmarshal !!str `5O` into float64", no field
+				fail(fmt.Sprintf("%s: want a number in %s", errtext.Quote(n.Value, 64), rng))
+			}
+			return
 		}
 		f, err := strconv.ParseFloat(n.Value, 64)
 		switch t.Kind() {
@@ -359,6 +413,17 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 			}
 		}
 	}
+}
+
+// yamlFields are t's yaml field names, in declaration order.
+func yamlFields(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // yamlField is the type of t's field with that yaml name, nil when there is none.

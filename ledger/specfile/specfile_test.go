@@ -54,9 +54,9 @@ func TestParseErrorsNameFieldAndLine(t *testing.T) {
 		want []string // substrings, one per error
 	}{
 		{"unknown key", "nodes:\n  - name: a\n    gpuz: []\nservices: []\n",
-			[]string{"line 3: field gpuz not found"}},
+			[]string{"x.yaml:3: nodes[0].gpuz: unknown field; want one of name, failureDomain, pricePerHour, gpus"}},
 		{"wrong type", "nodes: []\nservices:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: lots\n",
-			[]string{"line 6: cannot unmarshal !!str `lots` into float64"}},
+			[]string{`x.yaml:6: services[0].peakRPS: "lots": want a number in [0, 1e+09]`}},
 		{"validation", "nodes:\n  - name: a\n    gpus:\n      - product: V100\nservices:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: -3\n    safeRPSPerReplica: 10\n",
 			[]string{"x.yaml:4: nodes[0].gpus[0].product: unknown product \"V100\"", "x.yaml:9: services[0].peakRPS: -3 is outside [0, 1e+09]"}},
 		{"missing required", "nodes: []\nservices:\n  - name: s\n    tier: P0\n    profile: 1g.10gb\n    peakRPS: 5\n",
