@@ -121,7 +121,7 @@ func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 // many more; the error wraps ErrCatalog. More than plan.MaxModels models is refused before
 // anything else is checked or read. A model's record (its admission record) is read with
 // readRecord, at most one given (ReadCatalog passes one that resolves paths against the
-// catalog's directory), once per distinct path (filepath.Clean) however many models name it;
+// catalog's directory), once per distinct path (relative ones cleaned) however many models name it;
 // its peak, swap overhead and load time beat hand-typed ones, and a differing hand-typed value
 // is an error naming both (plan.Model.Admit).
 func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog, error) {
@@ -191,7 +191,13 @@ func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog
 			}
 		}
 		if mf.Record != "" {
-			key := filepath.Clean(mf.Record)
+			// The key is what the reader opens: an absolute path as written (through a
+			// symlink, a/../r.yaml need not be r.yaml), a relative one cleaned, as the
+			// reader's filepath.Join cleans it.
+			key := mf.Record
+			if !filepath.IsAbs(key) {
+				key = filepath.Clean(key)
+			}
 			r, done := records[key]
 			if !done && len(readRecord) > 0 {
 				r.a, r.err = readRecord[0](mf.Record)

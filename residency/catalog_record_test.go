@@ -90,3 +90,34 @@ func TestCatalogNamesAsWritten(t *testing.T) {
 		t.Errorf("names = %v, want no, on, y as written", names)
 	}
 }
+
+// TestCatalogAbsoluteRecordAsWritten: the record cache's key is the path the reader opens, so
+// two absolute paths that clean to one string but resolve apart through a symlink are two
+// records (one model was handed the other's before).
+func TestCatalogAbsoluteRecordAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	writeRecord(t, dir, "alpha", 1<<30, 2<<30, 2)
+	writeRecord(t, filepath.Join(dir, "a"), "beta", 2<<30, 4<<30, 3)
+	if err := os.MkdirAll(filepath.Join(dir, "a", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "a", "sub"), filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	// records/alpha… under dir, and the same name under a/records/, reached as lnk/../records/.
+	if err := os.Rename(filepath.Join(dir, "a", "records", record.FileName("beta", "1g.10gb")), filepath.Join(dir, "a", "records", record.FileName("alpha", "1g.10gb"))); err != nil {
+		t.Fatal(err)
+	}
+	name := record.FileName("alpha", "1g.10gb")
+	y := "models:\n  - {name: alpha, digest: " + dgA + ", tier: P1, record: " + filepath.Join(dir, "records", name) + "}\n" +
+		"  - {name: beta, digest: " + dgA + ", tier: P1, record: " + dir + "/lnk/../records/" + name + "}\n"
+	c, err := ParseCatalog([]byte(y), record.Reader(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Model("alpha")
+	b, _ := c.Model("beta")
+	if a.PeakMemoryBytes["1g.10gb"] != 1<<30 || b.PeakMemoryBytes["1g.10gb"] != 2<<30 {
+		t.Errorf("peaks alpha %d, beta %d; want 1 GiB and 2 GiB, each from its own record", a.PeakMemoryBytes["1g.10gb"], b.PeakMemoryBytes["1g.10gb"])
+	}
+}

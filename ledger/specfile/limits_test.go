@@ -144,3 +144,52 @@ func TestRecordFieldSpellings(t *testing.T) {
 		t.Errorf("safeRPSPerReplica %v; want none taken from the refused record", got)
 	}
 }
+
+// TestAbsoluteRecordPathAsWritten: an absolute record path is read as written, as the OS
+// resolves it: through a symlink, lnk/../r.yaml is not r.yaml (filepath.Clean would say it is).
+func TestAbsoluteRecordPathAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	rec := func(path string, rps int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("model: s\nprofile: 1g.10gb\nsloThroughputRPS: %d\nverdict: {allowed: true}\n", rps)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec(filepath.Join(dir, "r.yaml"), 25)
+	rec(filepath.Join(dir, "a", "r.yaml"), 40)
+	if err := os.MkdirAll(filepath.Join(dir, "a", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "a", "sub"), filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	give := oneNode + "services:\n" +
+		"  - {name: s1, tier: P1, profile: 1g.10gb, peakRPS: 5, record: " + filepath.Join(dir, "r.yaml") + "}\n" +
+		"  - {name: s2, tier: P1, profile: 1g.10gb, peakRPS: 5, record: " + dir + "/lnk/../r.yaml}\n"
+	spec, err := Parse([]byte(give), filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []float64{spec.Services[0].SafeRPSPerReplica, spec.Services[1].SafeRPSPerReplica}; got[0] != 25 || got[1] != 40 {
+		t.Errorf("safeRPSPerReplica %v, want [25 40]: lnk/../r.yaml is a/r.yaml", got)
+	}
+}
+
+// TestYAMLErrorsBounded: yaml.v3 reports every type failure in one error, a line each; past
+// MaxErrors lines the rest is one line saying how many more.
+func TestYAMLErrorsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("nodes:\n")
+	for i := range MaxErrors + 30 {
+		fmt.Fprintf(&b, "  - {name: n%d, gpus: 5}\n", i)
+	}
+	b.WriteString("services: []\n")
+	_, err := Parse([]byte(b.String()), "x.yaml")
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != MaxErrors+2 || lines[len(lines)-1] != "  30 more not shown (at most 100 are reported)" {
+		t.Errorf("%d lines, last %q; want %d (the header, %d failures) and then how many more", len(lines), lines[len(lines)-1], MaxErrors+2, MaxErrors)
+	}
+}

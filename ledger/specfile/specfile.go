@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/inferscale/inferscale/capacity/record"
-	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"io"
 	"math"
 	"path/filepath"
@@ -79,7 +79,8 @@ func readBounded(path string) ([]byte, error) {
 // (joined, at most MaxErrors and then how many more; each unwraps to
 // ErrInvalid). A spec past ledger.MaxServices is refused on that count
 // alone (and the node count, when past ledger.MaxNodes too), before any
-// admission record is read; each distinct record path (cleaned) is read once
+// admission record is read; each distinct record path (a relative one
+// joined to the spec's folder, an absolute one as written) is read once
 // however many services name it.
 func Parse(data []byte, name string) (ledger.Spec, error) {
 	spec, errs := parse(data, name)
@@ -143,19 +144,19 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	nodesUnread := false
 	if err := dec.Decode(&spec); err != nil {
 		if len(numErrs) == 0 {
-			return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)}
+			return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, boundYAML(err))}
 		}
 		// A node value yaml cannot decode (1e400 into float64), already reported: read the
 		// services alone, the nodes left raw. Validate is skipped then (it would report every
 		// placement's node unknown); `ledger --live` validates after replacing the nodes.
 		var rest struct {
-			Nodes    yaml.Node         `yaml:"nodes"`
+			Nodes    yaml.Node        `yaml:"nodes"`
 			Services []ledger.Service `yaml:"services"`
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&rest); err != nil {
-			return ledger.Spec{}, append(numErrs, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err))
+			return ledger.Spec{}, append(numErrs, fmt.Errorf("%w: %s: %w", ErrInvalid, name, boundYAML(err)))
 		}
 		spec, nodesUnread = ledger.Spec{Services: rest.Services}, true
 	}
@@ -196,7 +197,9 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 			fail("give safeRPSPerReplica or record, not both")
 			continue
 		}
-		path := filepath.Clean(s.Record)
+		// The path read, and the cache's key: an absolute one as written (a symlink under
+		// a/../ resolves where the OS takes it), a relative one joined to the spec's folder.
+		path := s.Record
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
@@ -229,6 +232,17 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		}
 	}
 	return spec, append(numErrs, errs...)
+}
+
+// boundYAML bounds yaml.v3's decode error, one error listing a line per failure (5,000 nodes
+// with gpus: 5 printed 5,000): past MaxErrors lines, the rest is one saying how many more.
+func boundYAML(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || len(te.Errors) <= MaxErrors {
+		return err
+	}
+	lines := append(te.Errors[:MaxErrors:MaxErrors], fmt.Sprintf("%d more not shown (at most %d are reported)", len(te.Errors)-MaxErrors, MaxErrors))
+	return &yaml.TypeError{Errors: lines}
 }
 
 // AboutNodes reports whether every error is a *FieldError about the nodes (a field under
