@@ -7,9 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/inferscale/inferscale/capacity/record"
-	"github.com/inferscale/inferscale/internal/boundedfile"
-	"github.com/inferscale/inferscale/internal/errtext"
 	"io"
 	"math"
 	"path/filepath"
@@ -18,8 +15,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inferscale/inferscale/ledger"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/errtext"
+	"github.com/inferscale/inferscale/ledger"
 )
 
 // MaxBytes bounds a spec or admission record file.
