@@ -82,3 +82,25 @@ func TestNodeErrorsKeepServices(t *testing.T) {
 		t.Errorf("service error %v: AboutNodes true, want false", err)
 	}
 }
+
+// TestMergedNumbersChecked: a value merged in with << is checked like one written in place
+// (readyReplicas: 1.5 merged was read as 1 without a word).
+func TestMergedNumbersChecked(t *testing.T) {
+	const head = "nodes:\n  - {name: a, gpus: [{product: A100-SXM4-80GB}]}\nservices:\n"
+	tests := []struct{ name, give, want string }{
+		{"merged mapping", head + "  - name: s\n    tier: P2\n    profile: 1g.10gb\n    <<: {readyReplicas: 1.5}\n",
+			"x.yaml:7: services[0].readyReplicas: 1.5: want a whole number"},
+		{"merged alias", "base: &b {readyReplicas: 2.5}\n" + head + "  - name: s\n    tier: P2\n    profile: 1g.10gb\n    <<: *b\n",
+			"x.yaml:1: base: unknown field; want one of nodes, services\nx.yaml:1: services[0].readyReplicas: 2.5: want a whole number"},
+		{"merged list", "nodes: []\nservices:\n  - &s0 {name: s, tier: P2, profile: 1g.10gb, peakRPS: 1, safeRPSPerReplica: 1}\n  - name: t\n    <<: [*s0, {readyReplicas: 0.5}]\n",
+			"x.yaml:5: services[1].readyReplicas: 0.5: want a whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give), "x.yaml")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Parse = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}

@@ -362,13 +362,19 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
+			if key.Tag == "!!merge" { // <<: the merged mappings' keys are this mapping's fields
+				for _, m := range mergedMappings(val) {
+					numberFields(m, t, path, name, errs)
+				}
+				continue
+			}
 			var ft reflect.Type
 			p := key.Value
 			if path != "" {
 				p = path + "." + key.Value
 			}
 			if t != nil && t.Kind() == reflect.Struct {
-				if ft = yamlField(t, key.Value); ft == nil && key.Tag != "!!merge" {
+				if ft = yamlField(t, key.Value); ft == nil {
 					// yaml.v3's own text names the Go type, not the field's path.
 					*errs = append(*errs, &FieldError{File: name, Line: key.Line, Field: p, Msg: "unknown field; want one of " + strings.Join(yamlFields(t), ", ")})
 					continue
@@ -428,6 +434,29 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 			}
 		}
 	}
+}
+
+// mergedMappings are the mappings a merge key's value names: a mapping, an alias of one, or a
+// sequence of those (YAML's merge key); anything else names none (yaml.v3 refuses it).
+func mergedMappings(v *yaml.Node) []*yaml.Node {
+	switch {
+	case v.Kind == yaml.AliasNode && v.Alias != nil:
+		return mergedMappings(v.Alias)
+	case v.Kind == yaml.MappingNode:
+		return []*yaml.Node{v}
+	case v.Kind == yaml.SequenceNode:
+		var out []*yaml.Node
+		for _, c := range v.Content {
+			if c.Kind == yaml.AliasNode && c.Alias != nil {
+				c = c.Alias
+			}
+			if c.Kind == yaml.MappingNode {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // yamlFields are t's yaml field names, in declaration order.
