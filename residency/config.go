@@ -201,7 +201,13 @@ func (c Config) Validate() error {
 		add("MaxConcurrentLoads (--max-concurrent-loads): %d out of range [1, 16]", c.MaxConcurrentLoads)
 	}
 	inRange("FailureBackoff (--failure-backoff)", c.FailureBackoff, 100*time.Millisecond, time.Hour)
-	inRange("FailureBackoffMax (--failure-backoff-max)", c.FailureBackoffMax, max(c.FailureBackoff, 100*time.Millisecond), 24*time.Hour)
+	// The max is judged against --failure-backoff only when that is valid itself: a 30h backoff
+	// (refused above) made the range read [30h, 24h].
+	backoffLo := 100 * time.Millisecond
+	if c.FailureBackoff >= backoffLo && c.FailureBackoff <= time.Hour {
+		backoffLo = c.FailureBackoff
+	}
+	inRange("FailureBackoffMax (--failure-backoff-max)", c.FailureBackoffMax, backoffLo, 24*time.Hour)
 	if c.QuarantineAfter < 1 || c.QuarantineAfter > 100 {
 		add("QuarantineAfter (--quarantine-after): %d out of range [1, 100]", c.QuarantineAfter)
 	}

@@ -60,6 +60,16 @@ func TestConfigValidate(t *testing.T) {
 			"DrainPollInterval (--drain-poll-interval): 0s out of range [10ms, 1m0s]",
 		}},
 	}
+	tests = append(tests, struct {
+		name  string
+		give  func(*Config)
+		wants []string
+	}{name: "a bad backoff does not set the max's range", give: func(c *Config) {
+		c.FailureBackoff, c.FailureBackoffMax = 30*time.Hour, 25*time.Hour
+	}, wants: []string{
+		"FailureBackoff (--failure-backoff): 30h0m0s out of range [100ms, 1h0m0s]",
+		"FailureBackoffMax (--failure-backoff-max): 25h0m0s out of range [100ms, 24h0m0s]",
+	}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/inferscale/inferscale/replay"
 )
@@ -49,7 +48,7 @@ func runRetry(args []string, stdout io.Writer) error {
 	}
 	set, err := replay.DefaultSettings()
 	if *settingsFile != "" {
-		data, rerr := os.ReadFile(*settingsFile)
+		data, rerr := readSettings(*settingsFile) // bounded, as the replay's own --settings
 		if rerr != nil {
 			return rerr
 		}

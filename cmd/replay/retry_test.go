@@ -69,6 +69,7 @@ func TestRetrySubcommandBounds(t *testing.T) {
 		{"service 1000 h", []string{"--service=1000h"}, "burst scenario service 1000h0m0s: want a mean service time in (0s, 1h0m0s]"},
 		{"a day of 10,000 × 100 req/s", []string{"--base-rate=10000", "--burst-factor=100", "--duration=24h"},
 			"trace too large: burst scenario expects 1.042e+09 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)"},
+		{"settings /dev/zero", []string{"--settings=/dev/zero"}, "settings /dev/zero: larger than 1048576 bytes (1 MiB); the embedded replay/settings.yaml is about 4 KiB"},
 		{"two bad fields", []string{"--base-rate=0", "--burst-length=20m"},
 			"burst scenario base rate 0 req/s: want (0, 10000]\nburst scenario length 20m0s: want [0s, duration − start (15m0s)]"},
 	}

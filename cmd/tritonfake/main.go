@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
@@ -35,10 +36,14 @@ func main() {
 	}
 }
 
+// maxConfigBytes bounds the --config file (1 MiB; example.yaml is about 2 KiB):
+// --config=/dev/zero was read until the process held 24 GB.
+const maxConfigBytes = 1 << 20
+
 // loadConfig reads and validates the YAML file at path (tritontest.ParseConfig); the error
 // names the file, the field and, for a field that does not decode, its line.
 func loadConfig(path string) (tritontest.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxConfigBytes)
 	if err != nil {
 		return tritontest.Config{}, fmt.Errorf("read --config: %w", err)
 	}

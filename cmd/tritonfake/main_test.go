@@ -82,6 +82,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestConfigBounded: --config is read at most 1 MiB (/dev/zero was read until 24 GB).
+func TestConfigBounded(t *testing.T) {
+	if _, err := loadConfig("/dev/zero"); err == nil || err.Error() != "read --config: file too large: /dev/zero: larger than 1048576 bytes" {
+		t.Errorf("loadConfig(/dev/zero) = %v; want the 1 MiB bound", err)
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"--grpc-listen=", "--exit-timeout=-1s"}, &out, nil)
