@@ -459,3 +459,34 @@ func TestCompareResidencyDeterministic(t *testing.T) {
 		t.Fatalf("two runs differ:\n%s\n%s", a.String(), b.String())
 	}
 }
+
+// TestScaleDownVictims: a scale-down cancels starting replicas first, highest id first, then
+// drains ready ones with the fewest busy slots, highest id first among equals; an idle one goes
+// at once, a busy one drains.
+func TestScaleDownVictims(t *testing.T) {
+	s := &sim{cfg: PoolConfig{Slots: 4, MaxReplicas: 100}}
+	for _, r := range []struct {
+		state uint8
+		busy  int32
+	}{{stReady, 2}, {stStarting, 0}, {stReady, 0}, {stReady, 0}, {stStarting, 0}, {stReady, 1}} {
+		s.reps = append(s.reps, replica{state: r.state, busy: r.busy})
+		s.spec++
+		s.live++
+		if r.state == stReady {
+			s.ready++
+			s.freeN += 4 - int(r.busy)
+		}
+	}
+	s.scaleTo(2) // four go: starting 4 and 1, then the idle 3 and 2
+	want := []uint8{stReady, stGone, stGone, stGone, stGone, stReady}
+	for id, w := range want {
+		if s.reps[id].state != w {
+			t.Errorf("after scaleTo(2): replica %d state %d, want %d", id, s.reps[id].state, w)
+		}
+	}
+	s.scaleTo(1) // then the one with 1 busy slot, which drains
+	if s.reps[5].state != stDraining || s.reps[0].state != stReady || s.spec != 1 || s.ready != 1 || s.freeN != 2 {
+		t.Errorf("after scaleTo(1): states %d, %d; spec %d, ready %d, free slots %d; want replica 5 draining, 0 ready, 1, 1, 2",
+			s.reps[5].state, s.reps[0].state, s.spec, s.ready, s.freeN)
+	}
+}
