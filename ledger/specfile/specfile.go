@@ -98,20 +98,15 @@ func Parse(data []byte, name string) (ledger.Spec, error) {
 // they are all about nodes, "nodes and placements" when about nodes and services' placements
 // (which the ledger's live mode replaces, so such errors do not count there), else "spec".
 func omitted(errs []error) string {
-	field := "nodes"
+	if !AboutNodes(errs) {
+		return "spec"
+	}
 	for _, err := range errs {
-		var fe *FieldError
-		switch {
-		case !errors.As(err, &fe):
-			return "spec"
-		case strings.HasPrefix(fe.Field, "nodes"):
-		case strings.Contains(fe.Field, ".placement"):
-			field = "nodes and placements"
-		default:
-			return "spec"
+		if fe := (*FieldError)(nil); errors.As(err, &fe) && !strings.HasPrefix(fe.Field, "nodes") {
+			return "nodes and placements"
 		}
 	}
-	return field
+	return "nodes"
 }
 
 // parse is Parse with every error, unbounded.
