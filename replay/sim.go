@@ -103,6 +103,9 @@ type sim struct {
 	// stepWait and stepMiss are the current sample step's longest wait
 	// and misses.
 	stepWait, stepMiss float64
+	// byBusy and victims are scaleTo's scratch: ready replicas by busy slots, and the victims.
+	byBusy  [][]int32
+	victims []int32
 }
 
 func (s *sim) advance(t float64) {
@@ -242,8 +245,15 @@ func (s *sim) scaleTo(d int) {
 	// then ready ones by busy slots, fewest first, highest id first among equals (busy is in
 	// [0, Slots], so a bucket per count orders them). One scan per removed replica made a
 	// scale-down from 100,000 replicas take minutes.
-	var starting []int32
-	byBusy := make([][]int32, s.cfg.Slots+1)
+	// The buckets are kept across calls (scaleTo runs at every decision that scales down).
+	if len(s.byBusy) != s.cfg.Slots+1 {
+		s.byBusy = make([][]int32, s.cfg.Slots+1)
+	}
+	byBusy := s.byBusy
+	for b := range byBusy {
+		byBusy[b] = byBusy[b][:0]
+	}
+	starting := s.victims[:0]
 	for id := len(s.reps) - 1; id >= 0; id-- {
 		switch rp := &s.reps[id]; rp.state {
 		case stStarting:
@@ -260,6 +270,7 @@ func (s *sim) scaleTo(d int) {
 		}
 		victims = append(victims, ids...)
 	}
+	s.victims = victims
 	for _, victim := range victims {
 		if s.spec <= d {
 			break
