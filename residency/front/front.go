@@ -135,8 +135,11 @@ type queue struct {
 // waiter is one held request. released and err are guarded by Front.mu; ready is closed, under
 // Front.mu, when the request leaves the queue (err nil: forward it).
 type waiter struct {
-	size     int64
-	since    time.Time
+	size int64
+	// arrived is when the front received the request (queue order, Held's Since); queued is
+	// when it entered the queue (hold_seconds).
+	arrived  time.Time
+	queued   time.Time
 	released bool
 	err      *refusal
 	ready    chan struct{}
@@ -215,7 +218,11 @@ func (f *Front) Serve(ln net.Listener) error {
 func (f *Front) Close() error {
 	var err error
 	f.closeOnce.Do(func() {
+		// Under f.mu: hold and pump add to f.wg only under f.mu with done still open, so no
+		// Add can race the Wait below (a watcher or copy started then would outlive Close).
+		f.mu.Lock()
 		close(f.done)
+		f.mu.Unlock()
 		f.srv.Stop()
 		f.wg.Wait()
 		err = f.conn.Close()
@@ -269,7 +276,7 @@ func (f *Front) Held() map[string]plan.Held {
 	out := make(map[string]plan.Held, len(f.queues))
 	for name, q := range f.queues {
 		if len(q.held) > 0 {
-			out[name] = plan.Held{Requests: len(q.held), Since: q.held[0].since}
+			out[name] = plan.Held{Requests: len(q.held), Since: q.held[0].arrived}
 		}
 	}
 	return out
@@ -394,6 +401,7 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		}
 		return f.recvErr(err)
 	}
+	arrived := time.Now()
 	defer req.free() // no-op once passed on
 	name, err := frameModel(&req)
 	if err != nil {
@@ -420,7 +428,7 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		var w *waiter
 		if hold {
 			var r *refusal
-			if w, r = f.hold(ss.Context(), name, size); r != nil {
+			if w, r = f.hold(ss.Context(), name, size, arrived); r != nil {
 				return f.answer(ss, r)
 			}
 			if w == nil { // the client's deadline or cancellation
@@ -432,11 +440,11 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		if method == methodStreamInfer {
 			return f.pump(ss, method, f.sendable(&req, w))
 		}
-		again, err := f.unary(ss, method, name, f.sendable(&req, w), !held)
+		again, err := f.unary(ss, method, name, f.sendable(&req, w), held)
 		if !again {
 			return err
 		}
-		hold = true // Triton does not have the model after all: hold it once
+		hold = true // Triton does not have the model after all: hold it once, by its arrival
 	}
 }
 
@@ -466,9 +474,12 @@ func (s sendFrame) sent() {
 
 // unary forwards one ModelInfer (grpc.ClientConn.Invoke: no goroutine per call). again reports
 // a NOT_FOUND from Triton for a model that Triton's ModelReady says is not ready (the front's
-// view was stale: the model was unloaded), when mayHold: the caller holds the request instead
-// of failing it.
-func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, mayHold bool) (again bool, err error) {
+// view was stale: the model was unloaded), for a request not held before (held false): the
+// caller holds the request instead of failing it. A held request answered so gets Triton's
+// NOT_FOUND (it is held once), except while the pod drains: the drain unloads every model and
+// a draining pod loads nothing, so the model, which is in the catalog, is served elsewhere —
+// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
 	var resp frame
@@ -478,8 +489,19 @@ func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, 
 	req.sent()
 	req.f.free() // no-op once sent
 	if err != nil {
-		if mayHold && status.Code(err) == codes.NotFound && !f.modelReady(ctx, name) {
-			return true, nil
+		if status.Code(err) == codes.NotFound && !f.modelReady(ctx, name) {
+			if f.drainStarted() {
+				r := f.unavailable("draining", fmt.Sprintf("model %q was unloaded and the pod is draining (it loads nothing more): retry on another replica", name))
+				if held {
+					f.m.HoldFailed.WithLabelValues(name, r.reason).Inc()
+				} else {
+					f.m.FastFailed.WithLabelValues(name, r.reason).Inc()
+				}
+				return false, f.answer(ss, r)
+			}
+			if !held {
+				return true, nil
+			}
 		}
 		if len(header) > 0 {
 			_ = ss.SetHeader(header)
@@ -492,6 +514,13 @@ func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, 
 	resp.free() // no-op when sent
 	ss.SetTrailer(trailer)
 	return false, err
+}
+
+// drainStarted reports whether StartDrain or Drain was called.
+func (f *Front) drainStarted() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.noHolds
 }
 
 // pump proxies one call in both directions, first (when set) being the client's first message,
@@ -513,7 +542,13 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 	// the server stream, and its RecvMsg returns). A client message over MaxRequestBytes ends
 	// the call: the copy reports it and cancels the upstream call, and the call fails with it.
 	refused := make(chan error, 1)
-	f.wg.Add(1)
+	if !f.track() {
+		if first.f != nil {
+			first.f.free()
+		}
+		first.sent()
+		return status.Error(codes.Unavailable, "front is shutting down")
+	}
 	go func() {
 		defer f.wg.Done()
 		if err := f.clientToUpstream(ss, cs, first); status.Code(err) == codes.ResourceExhausted {
@@ -554,11 +589,25 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 	}
 }
 
+// track adds one goroutine to f.wg unless the front is closed (then it reports false).
+func (f *Front) track() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.done:
+		return false
+	default:
+	}
+	f.wg.Add(1)
+	return true
+}
+
 // clientToUpstream copies the client's messages to Triton until the client half-closes.
 func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first sendFrame) error {
 	if first.f != nil {
 		err := cs.SendMsg(first.f)
 		first.sent()
+		first.f.free() // no-op once sent; a frame SendMsg refused before marshalling is freed here
 		if err != nil {
 			return err
 		}

@@ -22,23 +22,34 @@ func (f *Front) hasQueue(name string) bool {
 
 // hold queues a request of size bytes for the model and waits until it is released (w, nil:
 // forward it and close w.sent once sent), refused (nil, r) or given up by the client (nil, nil).
+// arrived is when the front received the request: the queue keeps arrival order by it, so that
+// a request held again after a stale READY (it was forwarded, and Triton answered NOT_FOUND)
+// takes its place ahead of requests that arrived after it, and Held reports the oldest arrival.
 // The wait ends at the hold timeout or the client's deadline, whichever comes first. A request
-// the model's queue cannot take fails UNAVAILABLE (queue_full); one that would pass the pod's
-// MaxTotalHeldBytes fails RESOURCE_EXHAUSTED (hold_budget).
-func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *refusal) {
+// the model's queue cannot take (count, or bytes held plus chunked bodies being read for the
+// model) fails UNAVAILABLE (queue_full); one that would pass the pod's MaxTotalHeldBytes fails
+// RESOURCE_EXHAUSTED (hold_budget).
+func (f *Front) hold(ctx context.Context, name string, size int64, arrived time.Time) (*waiter, *refusal) {
 	f.mu.Lock()
 	q := f.queues[name]
-	if q != nil && (len(q.held)+1 > f.cfg.MaxHeldRequests || q.bytes+size > f.cfg.MaxHeldBytes) {
-		n, b := len(q.held), q.bytes
-		f.mu.Unlock()
-		f.m.FastFailed.WithLabelValues(name, "queue_full").Inc()
-		return nil, f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and its hold queue is full (%d requests, %d bytes; bounds %d, %d)",
-			name, n, b, f.cfg.MaxHeldRequests, f.cfg.MaxHeldBytes))
-	}
 	if size > f.cfg.MaxHeldBytes {
 		f.mu.Unlock()
 		f.m.FastFailed.WithLabelValues(name, "queue_full").Inc()
 		return nil, f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and the request's %d bytes exceed the hold bound %d", name, size, f.cfg.MaxHeldBytes))
+	}
+	var n int
+	var b int64
+	if q != nil {
+		n, b = len(q.held), q.bytes
+	}
+	// Chunked bodies being read to be held count against the model's bound as they do in
+	// readHeldBody (their reader's own reservation has ended when it calls hold).
+	b += f.reading[name]
+	if n+1 > f.cfg.MaxHeldRequests || b+size > f.cfg.MaxHeldBytes {
+		f.mu.Unlock()
+		f.m.FastFailed.WithLabelValues(name, "queue_full").Inc()
+		return nil, f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and its hold queue is full (%d requests, %d bytes held or being read; bounds %d, %d)",
+			name, n, b, f.cfg.MaxHeldRequests, f.cfg.MaxHeldBytes))
 	}
 	if f.heldTotal+size > f.cfg.MaxTotalHeldBytes {
 		held := f.heldTotal
@@ -63,8 +74,12 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 		f.wg.Add(1)
 		go f.watch(name, q)
 	}
-	w := &waiter{size: size, since: time.Now(), ready: make(chan struct{}), sent: make(chan struct{})}
-	q.held = append(q.held, w)
+	w := &waiter{size: size, arrived: arrived, queued: time.Now(), ready: make(chan struct{}), sent: make(chan struct{})}
+	i := len(q.held) // behind every request that arrived before it (nearly always the end)
+	for i > 0 && q.held[i-1].arrived.After(arrived) {
+		i--
+	}
+	q.held = slices.Insert(q.held, i, w)
 	q.bytes += size
 	f.heldTotal += size
 	first := len(q.held) == 1
@@ -110,7 +125,7 @@ func (f *Front) hold(ctx context.Context, name string, size int64) (*waiter, *re
 // left records a held request leaving the queue; reason "" means released to be forwarded.
 func (f *Front) left(name string, w *waiter, reason string) {
 	f.m.HeldRequests.WithLabelValues(name).Dec()
-	f.m.HoldSeconds.WithLabelValues(name).Observe(time.Since(w.since).Seconds())
+	f.m.HoldSeconds.WithLabelValues(name).Observe(time.Since(w.queued).Seconds())
 	if reason != "" {
 		f.m.HoldFailed.WithLabelValues(name, reason).Inc()
 	}

@@ -99,6 +99,7 @@ func inferPath(r *http.Request) (string, bool) {
 }
 
 func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name string, proxy http.Handler) {
+	arrived := time.Now()
 	v := f.deps.Readiness.Verdict(name)
 	label := name
 	if v == NotInCatalog {
@@ -135,7 +136,7 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 			size = int64(len(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		held, rf := f.hold(r.Context(), name, size)
+		held, rf := f.hold(r.Context(), name, size, arrived)
 		if rf != nil {
 			f.httpAnswer(w, rf)
 			return

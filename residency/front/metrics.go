@@ -24,7 +24,8 @@ type Metrics struct {
 	FastFailed *prometheus.CounterVec
 	// HoldFailed is inferscale_front_hold_failed_total{model,reason}: held requests that ended
 	// without being forwarded; reason is one of hold_timeout, cancelled (the client's deadline
-	// or cancellation), quarantined, never_fits, not_found, draining (the drain's deadline), shutdown.
+	// or cancellation), quarantined, never_fits, not_found, draining (the drain's deadline, or a
+	// released request whose model Triton had unloaded while the pod drains), shutdown.
 	HoldFailed *prometheus.CounterVec
 }
 
