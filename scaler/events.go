@@ -117,9 +117,14 @@ type Events struct {
 	queue    chan *eventsv1.Event
 
 	mu      sync.Mutex
-	last    map[string]time.Time // namespace/name/reason → last written
+	last    map[eventKey]time.Time // last written, per ScaledObject and reason; entries older than EventMinInterval are pruned
+	swept   time.Time              // last prune of last
 	dropped int
 }
+
+// eventKey is one ScaledObject's reason in Events.last (a struct: "a" + "/" + "b/c" and
+// "a/b" + "/" + "c" are two keys, not one).
+type eventKey struct{ namespace, name, reason string }
 
 // NewEvents returns an Events writer; instance names this scaler replica (its pod name).
 func NewEvents(client dynamic.Interface, instance string, log *slog.Logger) *Events {
@@ -130,7 +135,7 @@ func NewEvents(client dynamic.Interface, instance string, log *slog.Logger) *Eve
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Events{client: client, instance: truncate(instance, maxEventField), log: log, now: time.Now,
-		queue: make(chan *eventsv1.Event, 256), last: map[string]time.Time{}}
+		queue: make(chan *eventsv1.Event, 256), last: map[eventKey]time.Time{}}
 }
 
 func truncate(s string, n int) string {
@@ -144,8 +149,11 @@ func truncate(s string, n int) string {
 // `kubectl describe` finds them; may be empty), subject to EventMinInterval.
 func (e *Events) Record(namespace, name, uid string, specs []eventSpec) {
 	now := e.now()
+	e.mu.Lock()
+	e.pruneLocked(now)
+	e.mu.Unlock()
 	for _, sp := range specs {
-		key := namespace + "/" + name + "/" + sp.Reason
+		key := eventKey{namespace, name, sp.Reason}
 		e.mu.Lock()
 		if t, ok := e.last[key]; ok && now.Sub(t) < EventMinInterval {
 			e.mu.Unlock()
@@ -173,6 +181,22 @@ func (e *Events) Record(namespace, name, uid string, specs []eventSpec) {
 			e.mu.Unlock()
 		}
 	}
+}
+
+// pruneLocked drops, at most once per EventMinInterval, the entries of last that no longer
+// limit anything (written EventMinInterval ago or earlier), so last holds only the keys of the
+// last two intervals. Before, it kept one entry per ScaledObject and reason ever seen: every
+// trigger a caller invents and --forget-after drops left one behind, without end.
+func (e *Events) pruneLocked(now time.Time) {
+	if now.Sub(e.swept) < EventMinInterval {
+		return
+	}
+	for k, t := range e.last {
+		if now.Sub(t) >= EventMinInterval {
+			delete(e.last, k)
+		}
+	}
+	e.swept = now
 }
 
 // Run writes queued events until ctx is done; it returns nil.

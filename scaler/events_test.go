@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,5 +97,37 @@ func TestEventsRecordRateLimitAndWrite(t *testing.T) {
 		string(ev.Regarding.UID) != "uid-1" || ev.Reason != EventUnavailable || ev.Type != corev1.EventTypeWarning ||
 		ev.ReportingController != "inferscale.io/scaler" || ev.ReportingInstance != "scaler-0" || ev.Action == "" || ev.EventTime.IsZero() {
 		t.Errorf("event %+v: want a Warning Unavailable on keda.sh/v1alpha1 ScaledObject team-a/resnet50 (uid-1) from inferscale.io/scaler", ev)
+	}
+}
+
+// TestEventsRateLimitEntriesPruned: the per-reason rate-limit table keeps only entries that
+// still limit something. Before, every ScaledObject and reason ever recorded stayed in it,
+// so triggers invented and forgotten one after another grew it without end.
+func TestEventsRateLimitEntriesPruned(t *testing.T) {
+	e := NewEvents(nil, "scaler-0", nil)
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	now := t0
+	e.now = func() time.Time { return now }
+	spec := []eventSpec{{Type: corev1.EventTypeWarning, Reason: EventUnavailable, Note: "no usable data"}}
+	for round := range 10 {
+		now = t0.Add(time.Duration(round) * EventMinInterval)
+		for i := range 100 {
+			e.Record("team-a", fmt.Sprintf("pool-%d-%d", round, i), "", spec)
+			<-e.queue
+		}
+	}
+	if got := len(e.last); got != 100 {
+		t.Errorf("rate-limit table holds %d entries after 10 intervals of 100 new ScaledObjects each, want 100 (the last interval's)", got)
+	}
+	// Pruning never lifts a limit still running: one recorded just now is still suppressed.
+	e.Record("team-a", "pool-9-0", "", spec)
+	if got := len(e.queue); got != 0 {
+		t.Errorf("queued %d events for a reason written this interval, want 0", got)
+	}
+	// Two names that would join into one "namespace/name/reason" string are two keys.
+	e.Record("a", "b/c", "", spec)
+	e.Record("a/b", "c", "", spec)
+	if got := len(e.queue); got != 2 {
+		t.Errorf("queued %d events for a/(b/c) and (a/b)/c, want 2 (two ScaledObjects)", got)
 	}
 }

@@ -175,7 +175,7 @@ func TestMaxTotalMetadataBytes(t *testing.T) {
 	h := newHarnessConfig(t, nil, func(c *ServerConfig) { c.MaxTriggers = 1000 })
 	ctx := context.Background()
 	big := strings.Repeat("m", 150<<10)
-	meta := queueMeta("model", big)
+	meta := queueMeta("caCert", big) // a key KEDA forwards and the scaler ignores
 	per := metadataBytes(ref("team-a", "x", meta))
 	fit := MaxTotalMetadataBytes / per
 	for i := range fit {

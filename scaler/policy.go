@@ -94,6 +94,12 @@ const (
 	// any currency, and × maxReplicasLimit the cost rate stays exact in float64 (≤ 10¹⁴), where
 	// 1e308 saturated it (5 replicas read as 1.8× the cost of 1).
 	maxGPUHourPrice = 1e9
+	// maxModelBytes bounds model, a label value: past Triton's 255-byte model names and
+	// Hugging Face's 96 + 1 + 96-byte repository ids, and small enough that the vLLM
+	// verified-results query built from it (verifiedQueryOf, up to 4 bytes per byte quoted)
+	// stays within prom.MaxQueryBytes. Before, a 17,000-byte model was accepted and the
+	// trigger then failed naming verifiedQuery, a key the user never wrote.
+	maxModelBytes = 1024
 )
 
 // maxEcho is how many bytes of a value an error repeats; a longer value is
@@ -241,8 +247,14 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			engineOK = false
 		}
 	}
+	modelRefused := false
 	if s, ok := get(KeyModel); ok {
-		p.Model = s
+		if len(s) > maxModelBytes {
+			errs = append(errs, rangeError(KeyModel, fmt.Sprintf("a model label value of at most %d bytes", maxModelBytes), s))
+			modelRefused = true
+		} else {
+			p.Model = s
+		}
 	}
 	if s, ok := get(KeyPrometheusAddress); ok {
 		p.PrometheusAddress = s
@@ -315,7 +327,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	duration(KeyScaleDownPeriod, &p.ScaleDownPeriod, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
 
 	// Cross-key rules.
-	if p.HasPreset() && p.Model == "" {
+	if p.HasPreset() && p.Model == "" && !modelRefused { // a refused model has its own error
 		errs = append(errs, fmt.Errorf("%w: %s is required with %s %q (the model label value)", ErrInvalidMetadata, KeyModel, KeyEngine, p.Engine))
 	}
 	if p.PrometheusAddress == "" {

@@ -50,6 +50,15 @@ func durationString(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
+// MaxRequestBytes bounds one gRPC request the scaler reads (grpc.MaxRecvMsgSize): a
+// ScaledObjectRef carries at most MaxMetadataBytes of metadata (checkRef refuses more, naming
+// the limit), a name of 253 bytes, a namespace of 63 and a metric name of 56, and 96 KiB more
+// is far more than the entries' framing takes. gRPC's default, 4 MiB, let one call of tiny
+// metadata entries decode into a map of 400,000 entries (17 MiB of heap) before checkRef
+// refused it, for every call in flight at once. A larger request is refused by gRPC before
+// it is read (ResourceExhausted, "received message larger than max").
+const MaxRequestBytes = MaxMetadataBytes + 96<<10
+
 // stopHandlersWait bounds the wait for RPC handlers after a forced stop.
 const stopHandlersWait = time.Second
 
@@ -131,7 +140,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		return err
 	}
 
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(rm.unary), grpc.ChainStreamInterceptor(rm.stream)}
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(rm.unary), grpc.ChainStreamInterceptor(rm.stream),
+		grpc.MaxRecvMsgSize(MaxRequestBytes)}
 	if cfg.TLSCertFile != "" {
 		creds, err := serverTLS(cfg)
 		if err != nil {
@@ -145,9 +155,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	reflection.Register(gs)
 
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", metricsHandler(reg))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: metricsWriteTimeout,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error {
@@ -201,6 +212,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		"prometheusAddress", cfg.PrometheusAddress, "refreshInterval", cfg.RefreshInterval,
 		"tls", cfg.TLSCertFile != "", "mtls", cfg.TLSClientCAFile != "", "kubernetes", targets != nil)
 	return g.Wait()
+}
+
+// MaxMetricsScrapes bounds the /metrics scrapes served at once; one more is answered 503
+// (promhttp's MaxRequestsInFlight) at once. Each scrape gathers every series in memory before
+// encoding it (≈ 15 MiB at the default --object-metrics-max-triggers, ≈ 180 MiB with no bound
+// at 10,000 triggers), so concurrent scrapes, from any client that reaches the port, added up
+// without limit. Two Prometheus replicas and a person with curl fit in 4.
+const MaxMetricsScrapes = 4
+
+// metricsWriteTimeout bounds one /metrics or /healthz response (http.Server.WriteTimeout), so
+// a client that stops reading cannot hold a scrape's place and its gathered series.
+const metricsWriteTimeout = time.Minute
+
+// metricsHandler serves reg on /metrics with at most MaxMetricsScrapes scrapes at once.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, MaxRequestsInFlight: MaxMetricsScrapes})
 }
 
 // serverTLS loads the server certificate and, for mTLS, the client CA.

@@ -31,9 +31,9 @@ func main() {
 // ExitOnError.
 var errUsage = errors.New("usage")
 
-// exitCode is run's exit status: 2 for flags that do not parse and for a health probe that
-// cannot run as configured (healthprobe.ExitUsage), 1 for a probe that found the server not
-// serving and for every other error.
+// exitCode is run's exit status: 2 for flags that do not parse, for arguments that are not
+// flags and for a health probe that cannot run as configured (healthprobe.ExitUsage), 1 for a
+// probe that found the server not serving and for every other error.
 func exitCode(err error) int {
 	if errors.Is(err, errUsage) {
 		return healthprobe.ExitUsage
@@ -89,7 +89,10 @@ func run(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		// A usage error, exit 2 like a flag that does not parse. The usual cause is a boolean
+		// flag given its value apart (--object-metrics false), which also stops the parse there.
+		return fmt.Errorf("%w: unexpected arguments %q: scaler takes only flags, and the flags after %q were not read (a boolean flag takes its value as --object-metrics=false)",
+			errUsage, fs.Args(), fs.Arg(0))
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid flags:\n%w", err)

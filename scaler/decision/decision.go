@@ -14,6 +14,10 @@ import (
 // never valid). The server answers Unavailable so that KEDA's fallback acts.
 var ErrNoData = errors.New("no usable signal data")
 
+// errActivityNeedsReady is why a usable activity alone gives no answer: N_act = ⌈R·A/A_target⌉
+// needs the ready replicas R.
+const errActivityNeedsReady = "activity sizes the pool only with the ready replicas known (readyQuery, or the ScaledObject and its Deployment or StatefulSet in Kubernetes)"
+
 // Sample is the raw result of one poll of one signal's query.
 type Sample struct {
 	// Value is the query's result (the poller reduces a vector to one number).
@@ -523,6 +527,11 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 
 	if !haveDemand {
 		rec.Err = fmt.Errorf("%w: %s", ErrNoData, signalSummary(rec))
+		if activityOK && !rKnown {
+			// Activity sizes the pool as R·A/A_target: a fresh activity alone read as
+			// "activity=0.5 fresh" and never said why it gave no answer.
+			rec.Err = fmt.Errorf("%w: %s; %s", ErrNoData, signalSummary(rec), errActivityNeedsReady)
+		}
 		rec.Replicas = lo
 		switch {
 		case prev.HasLast:

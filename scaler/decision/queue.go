@@ -47,6 +47,9 @@ type queueModel struct {
 	// tail at the answer (or above it) continues from there instead of starting again.
 	memoN int64
 	memoB float64
+
+	// steps counts the recurrence steps taken (tests).
+	steps int64
 }
 
 // start returns the recurrence's starting point n₀ and B(n₀) (see above).
@@ -97,7 +100,21 @@ func (m *queueModel) leastReplicas(logEps float64, maxN int64) (float64, float64
 	defer func() { m.memoN, m.memoB = n, b }()
 	for n < last {
 		n++
+		m.steps++
 		b = m.a * b / (float64(n) + m.a*b)
+		if b == 0 {
+			// B underflowed: every later B(n) is exactly 0 too, and so is the tail, which
+			// meets the SLO at the first count of whole replicas above a. Step straight there
+			// (the same answer and memo as stepping one by one): with replicaConcurrency 10⁶
+			// the walk to the first replica's 10⁶ servers took 10⁶ steps, ≈ 4 ms per decision.
+			next := max((n+m.k-1)/m.k*m.k, (int64(m.a)/m.k+1)*m.k) // the least multiple of k ≥ n and > a
+			if next > last {
+				n = last
+				break
+			}
+			n = next
+			return float64(n / m.k), 0
+		}
 		if n%m.k != 0 || float64(n) <= m.a {
 			continue
 		}
@@ -114,7 +131,7 @@ func (m *queueModel) leastReplicas(logEps float64, maxN int64) (float64, float64
 // tail returns P(W > T) at N replicas (N·k servers): 1 when N·k ≤ a (the
 // queue grows without bound), 0 with no load. Past maxQueueSteps it returns
 // the bound exp(−(c − a)θ), which is never smaller than the exact value.
-func (m queueModel) tail(replicas int64) float64 {
+func (m *queueModel) tail(replicas int64) float64 {
 	if m.a == 0 {
 		return 0
 	}
@@ -130,8 +147,9 @@ func (m queueModel) tail(replicas int64) float64 {
 		return math.Exp(-(c - m.a) * m.theta)
 	}
 	last := replicas * m.k
-	for n < last {
+	for n < last && b != 0 { // once B underflows to 0 it stays 0 (see leastReplicas)
 		n++
+		m.steps++
 		b = m.a * b / (float64(n) + m.a*b)
 	}
 	return math.Exp(m.logTail(last, b))
