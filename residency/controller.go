@@ -61,6 +61,11 @@ type Deps struct {
 	// the oldest one's arrival its WaitingSince, so the plan wants it as it wants a model with a
 	// queue, and the wait until its load starts is measured (plan.Observed.LoadWait). nil: none.
 	Held func() map[string]plan.Held
+	// FrontActive returns the inference requests the sidecar's front holds or is forwarding now
+	// (front.Front.Active). The drain is over only once it reads 0: Triton's counters do not
+	// see a request the front still holds, and a model unloaded to confirm the drain would
+	// fail a held request its load was for. nil: none.
+	FrontActive func() int
 }
 
 // Status is the controller's latest view, for the HTTP endpoints.
@@ -119,7 +124,10 @@ type Controller struct {
 	quarantined   map[string]bool
 	overPeak      map[string]int64
 	refused       map[string]bool
-	status        Status
+	// loading names the models whose load this controller has issued and Triton has not yet
+	// answered (LoadInFlight): the status's observation precedes them.
+	loading map[string]bool
+	status  Status
 	// unaccounted is the device memory beyond the accounting at the last reading; kept while
 	// the device cannot be read. deviceErrSince is when the current run of unreadable loops
 	// began (zero: readable), deviceWarnAt when it was last logged.
@@ -164,7 +172,7 @@ func NewController(cfg Config, cat plan.Catalog, budget plan.Budget, deps Deps) 
 	c := &Controller{cfg: cfg, cat: cat, budget: budget, deps: deps, m: deps.Metrics, wake: make(chan struct{}, 1),
 		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, lastCount: map[string]uint64{}, est: map[string]plan.DecayedRate{},
 		work: map[string]work{}, metricsClient: &http.Client{Timeout: 5 * time.Second}, failures: map[string]int{},
-		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{},
+		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{}, loading: map[string]bool{},
 		refused: map[string]bool{}}
 	c.status.Err = errors.New("not observed yet")
 	c.m.BudgetBytes.Set(float64(budget.TotalBytes))
@@ -368,10 +376,20 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		return false, nil
 	}
 	loads = loads[:min(len(loads), c.cfg.MaxConcurrentLoads)]
+	c.mu.Lock()
+	for _, a := range loads {
+		c.loading[a.Model] = true
+	}
+	c.mu.Unlock()
 	var g errgroup.Group
 	for _, a := range loads {
 		since := o.obs.Models[a.Model].WaitingSince
 		g.Go(func() error {
+			defer func() {
+				c.mu.Lock()
+				delete(c.loading, a.Model)
+				c.mu.Unlock()
+			}()
 			if c.load(ctx, a) {
 				c.recordLoadWait(since, now)
 			}
@@ -380,6 +398,16 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	}
 	_ = g.Wait()
 	return true, nil
+}
+
+// LoadInFlight reports whether the controller has asked Triton to load the model and Triton
+// has not answered yet. Status's observation was taken before the load began, so it shows the
+// model as it was; a drain lets such a load finish (it starts no new one), and the inference
+// front keeps the requests it holds for that model until it is READY.
+func (c *Controller) LoadInFlight(model string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loading[model]
 }
 
 // record publishes the observation and plan in metrics and the status.

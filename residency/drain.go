@@ -47,7 +47,9 @@ type Work struct {
 // Triton shows queued requests (nv_inference_pending_request_count) but not executing ones, so
 // the drain counts them: when q requests are queued, q + 1 more must finish (one executes ahead
 // of them), and the drain waits until the finished-request counters have reached that and stay
-// quiet across two reads. A request executing alone leaves no trace in either, so the drain
+// quiet across two reads, and until the sidecar's inference front holds and forwards nothing
+// (Deps.FrontActive): a request it holds for a model whose load is under way reaches Triton
+// only once the load is done. A request executing alone leaves no trace in either, so the drain
 // then confirms by unloading every loaded model: Triton completes an unload only after the
 // model's in-flight requests finish, and the drain ends when the index shows no model READY,
 // LOADING or UNLOADING. With Triton unreachable for unreachableReads reads in a row, nothing can
@@ -132,12 +134,12 @@ func (d *Drainer) run() {
 		if !d.clock.Now().Before(deadline) {
 			d.err = fmt.Errorf("%w: after %s, last reading %v", ErrDrainTimeout, d.cfg.DrainTimeout, prev)
 			d.log.Warn("drain: deadline", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads, "last", prev,
-				"finished_owed", owed, "err", d.err)
+				"finished_owed", owed, "front_active", d.frontActive(), "err", d.err)
 			d.finish(start)
 			return
 		}
 		if confirming {
-			held, err := d.loaded(ctx)
+			loaded, err := d.loaded(ctx)
 			switch {
 			case errors.Is(err, triton.ErrUnavailable):
 				if unreachable++; unreachable == unreachableReads {
@@ -146,7 +148,7 @@ func (d *Drainer) run() {
 				}
 			case err != nil:
 				d.log.Warn("drain: read Triton's index", "err", err)
-			case len(held) == 0:
+			case len(loaded) == 0 && d.frontActive() == 0:
 				d.log.Info("drain: Triton idle", "step", "wait-idle", "took", d.clock.Now().Sub(waitStart), "reads", reads,
 					"confirmed_by", "every model unloaded after its in-flight requests")
 				d.finish(start)
@@ -170,7 +172,7 @@ func (d *Drainer) run() {
 			unreachable = 0
 		}
 		owed = max(owed, owedAfter(cur))
-		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev && cur.Finished >= owed {
+		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev && cur.Finished >= owed && d.frontActive() == 0 {
 			d.log.Info("drain: queues empty and counters quiet; confirming by unloading", "step", "wait-idle",
 				"took", d.clock.Now().Sub(waitStart), "reads", reads,
 				slog.Attr{Key: "pending", Value: pendingValue(cur.Pending)}, "finished", cur.Finished)
@@ -182,6 +184,15 @@ func (d *Drainer) run() {
 		}
 		prev, prevErr = cur, err
 	}
+}
+
+// frontActive is the requests the inference front holds or forwards (Deps.FrontActive; 0
+// without a front).
+func (d *Drainer) frontActive() int {
+	if d.ctl.deps.FrontActive == nil {
+		return 0
+	}
+	return d.ctl.deps.FrontActive()
 }
 
 // owedAfter is the finished count at which the requests a reading shows queued, and the one

@@ -378,3 +378,70 @@ func TestDrainTritonUnreachable(t *testing.T) {
 		t.Errorf("Ready = %v %q, want not ready: draining", ok, why)
 	}
 }
+
+// TestDrainWaitsForFront: Triton's queue and counters are quiet, but the sidecar's inference
+// front still holds (or forwards) two requests — held for a model whose load is under way, which
+// Triton's counters cannot see. The drain neither confirms by unloading (that would unload the
+// model those requests wait for) nor reports drained until the front reads 0 active; then it
+// unloads, confirms and ends. Before, it answered drained with the front's requests still held.
+func TestDrainWaitsForFront(t *testing.T) {
+	h, _, _ := newDrainHarness(t, 0)
+	var active atomic.Int32
+	active.Store(2)
+	h.ctl.deps.FrontActive = func() int { return int(active.Load()) }
+	cfg := DefaultConfig()
+	cfg.TritonMetricsURL = h.srv.MetricsURL()
+	cfg.PropagationDelay = time.Second
+	cfg.DrainPollInterval = time.Second
+	cfg.DrainTimeout = time.Minute
+	dr := NewDrainer(cfg, h.ctl, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- dr.Drain(ctx) }()
+	start := h.clock.Now()
+	for range 10 { // the propagation delay, then nine polls of quiet counters
+		bctx, stop := context.WithTimeout(ctx, 5*time.Second)
+		err := h.clock.BlockUntil(bctx, 1)
+		stop()
+		select {
+		case derr := <-errc:
+			t.Fatalf("Drain = %v after %s with the front still holding 2 requests", derr, h.clock.Now().Sub(start))
+		default:
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Second)
+	}
+	if st, _ := h.srv.Model("m"); st.State != "READY" {
+		t.Fatalf("m is %s while the front holds requests, want READY (not unloaded to confirm the drain)", st.State)
+	}
+	active.Store(0)
+	opened := h.clock.Now()
+	for {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("Drain = %v", err)
+			}
+			if st, _ := h.srv.Model("m"); st.State == "READY" {
+				t.Errorf("m still READY after the drain, want unloaded (the confirmation)")
+			}
+			if h.clock.Now().Before(opened) {
+				t.Errorf("drained at %s, before the front went idle at %s", h.clock.Now(), opened)
+			}
+			return
+		default:
+		}
+		bctx, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := h.clock.BlockUntil(bctx, 1)
+		stop()
+		if err == nil {
+			h.clock.Advance(time.Second)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the drain did not end after the front went idle")
+		}
+	}
+}

@@ -59,6 +59,11 @@ const (
 	// NeverFits: the model can never be loaded in this pod (no peak for its profile, or above
 	// the budget); UNAVAILABLE at once.
 	NeverFits
+	// Loading: a catalog model whose load is under way; the request is held, as for NotReady.
+	// It differs from NotReady only once the pod drains: a draining pod starts no load, so the
+	// requests held for a NotReady model then fail UNAVAILABLE with a pushback at once (they
+	// are served elsewhere), while those held for a Loading model wait for its load to finish.
+	Loading
 )
 
 // String names the verdict as the metrics' reason label does.
@@ -74,9 +79,14 @@ func (v Verdict) String() string {
 		return "quarantined"
 	case NeverFits:
 		return "never_fits"
+	case Loading:
+		return "loading"
 	}
 	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }
+
+// holds reports whether a request for a model with this verdict is held until it is READY.
+func (v Verdict) holds() bool { return v == NotReady || v == Loading }
 
 // Readiness tells the front what it may do with a request for a model. The sidecar implements
 // it from the controller's latest observation and catalog. Verdict is called once per
@@ -238,6 +248,7 @@ func (f *Front) Close() error {
 func (f *Front) Drain(ctx context.Context) error {
 	f.mu.Lock()
 	f.noHolds, f.draining = true, true
+	f.kickLocked()
 	idle := f.idle
 	busy := f.active > 0
 	f.mu.Unlock()
@@ -260,11 +271,14 @@ func (f *Front) Drain(ctx context.Context) error {
 // StartDrain begins a drain: from now on a request that would be held (its model is not READY,
 // and a draining pod loads nothing) fails UNAVAILABLE with a pushback at once, while requests
 // for READY models are still forwarded — load balancers send here until the pod's endpoints
-// are removed. Requests already held keep waiting. Drain then refuses the rest.
+// are removed. Requests already held for a model whose load is under way (Loading) keep
+// waiting and go to Triton once it is READY; those held for a model that is not loading fail
+// UNAVAILABLE with a pushback now, since nothing will load it here. Drain then refuses the rest.
 func (f *Front) StartDrain() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.noHolds = true
+	f.kickLocked()
 }
 
 // Held returns the requests held now per model, with the arrival of the oldest (models with none
@@ -287,6 +301,11 @@ func (f *Front) Held() map[string]plan.Held {
 func (f *Front) Recheck() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.kickLocked()
+}
+
+// kickLocked makes every held model's watcher check now. f.mu is held.
+func (f *Front) kickLocked() {
 	for _, q := range f.queues {
 		select {
 		case q.kick <- struct{}{}:
@@ -334,6 +353,14 @@ func (f *Front) answer(ss grpc.ServerStream, r *refusal) error {
 		ss.SetTrailer(metadata.Pairs(PushbackKey, strconv.FormatInt(f.cfg.RetryPushback.Milliseconds(), 10)))
 	}
 	return status.Error(r.code, r.msg)
+}
+
+// Active returns the inference requests the front holds or is forwarding now. A drain of the
+// pod is over only when it is 0: Triton's counters do not see requests still held here.
+func (f *Front) Active() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.active
 }
 
 // enter counts an inference request as active unless the front drains.
@@ -385,7 +412,7 @@ func (f *Front) refusalFor(v Verdict, name string) *refusal {
 		return f.unavailable("quarantined", fmt.Sprintf("model %q is quarantined in this pod after repeated failed loads", name))
 	case NeverFits:
 		return f.unavailable("never_fits", fmt.Sprintf("model %q can never be loaded in this pod (its memory does not fit the pod's GPU profile)", name))
-	case Ready, NotReady:
+	case Ready, NotReady, Loading:
 		return nil
 	}
 	return &refusal{code: codes.Internal, reason: "bad_request", msg: fmt.Sprintf("front: readiness %v for model %q", v, name)}
@@ -423,7 +450,7 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		return f.answer(ss, r)
 	}
 	size := int64(req.data.Len())
-	hold := v == NotReady || f.hasQueue(name) // behind earlier held requests: keep arrival order
+	hold := v.holds() || f.hasQueue(name) // behind earlier held requests: keep arrival order
 	for held := false; ; {
 		var w *waiter
 		if hold {

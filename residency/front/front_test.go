@@ -454,6 +454,7 @@ func TestPassThrough(t *testing.T) {
 // and Drain returns only once the request it held has been served.
 func TestDrain(t *testing.T) {
 	h := start(t, oneModel("m", 0), testConfig(), false, "m")
+	h.ready.set("m", front.Loading) // its load is under way: a drain lets it finish
 	heldDone := make(chan error, 1)
 	go func() {
 		_, err := infer(context.Background(), h.client, "m", "held", nil)
@@ -498,6 +499,7 @@ func TestDrain(t *testing.T) {
 // Drain says so.
 func TestDrainDeadline(t *testing.T) {
 	h := start(t, oneModel("m", 0), testConfig(), false, "m")
+	h.ready.set("m", front.Loading) // a load that does not finish before the drain's deadline
 	heldDone := make(chan error, 1)
 	go func() {
 		_, err := infer(context.Background(), h.client, "m", "held", nil)
@@ -516,7 +518,7 @@ func TestDrainDeadline(t *testing.T) {
 
 // TestStartDrain: while endpoints are being removed the front still forwards requests for READY
 // models, refuses at once those it would hold (a draining pod loads nothing), and keeps
-// holding what it held.
+// holding what it held for a model whose load is under way, until that load is done.
 func TestStartDrain(t *testing.T) {
 	tc := tritontest.DefaultConfig()
 	tc.Models = []tritontest.Model{{Name: "loaded", MemoryBytes: 1 << 30}, {Name: "cold", MemoryBytes: 1 << 30}}
@@ -533,6 +535,7 @@ func TestStartDrain(t *testing.T) {
 	if since.Before(before) || since.After(time.Now()) {
 		t.Errorf("held cold since %v, want the request's arrival, between %v and now", since, before)
 	}
+	h.ready.set("cold", front.Loading)
 	h.front.StartDrain()
 	if _, err := infer(context.Background(), h.client, "loaded", "1", nil); err != nil {
 		t.Errorf("READY model while draining: %v, want served", err)
@@ -554,5 +557,44 @@ func TestStartDrain(t *testing.T) {
 	}
 	if err := <-heldDone; err != nil {
 		t.Errorf("request held before the drain: %v, want served", err)
+	}
+}
+
+// TestStartDrainFailsHeldNotLoading: a request held for a model that is not loading when the
+// pod starts draining can never be served here (a draining pod starts no load), so StartDrain
+// answers it UNAVAILABLE with the pushback at once, to be retried on another replica, instead
+// of keeping it until the drain's deadline. Before, it waited out the whole drain and then
+// failed all the same.
+func TestStartDrainFailsHeldNotLoading(t *testing.T) {
+	tc := tritontest.DefaultConfig()
+	tc.Models = []tritontest.Model{{Name: "cold", MemoryBytes: 1 << 30}}
+	fcfg := testConfig()
+	fcfg.RecheckInterval = 10 * time.Second // the most: within 5 s only StartDrain's own re-check ends the hold
+	h := start(t, tc, fcfg, false, "cold")
+	heldDone := make(chan error, 1)
+	var tr metadata.MD
+	go func() {
+		_, err := infer(context.Background(), h.client, "cold", "held", &tr)
+		heldDone <- err
+	}()
+	waitHeld(t, h, "cold", 1)
+	h.front.StartDrain()
+	select {
+	case err := <-heldDone:
+		if status.Code(err) != codes.Unavailable || len(tr.Get(front.PushbackKey)) != 1 ||
+			status.Convert(err).Message() != `model "cold" is not loaded and the pod is draining (it loads nothing more): retry on another replica` {
+			t.Errorf("held request at StartDrain: %v, trailer %v; want Unavailable with pushback, naming the drain", err, tr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held request was still held 5 s after StartDrain (the re-check is every 10 s)")
+	}
+	if got := testutil.ToFloat64(h.m.HoldFailed.WithLabelValues("cold", "draining")); got != 1 {
+		t.Errorf("hold_failed_total{cold,draining} = %v, want 1", got)
+	}
+	if got := h.front.Held(); len(got) != 0 {
+		t.Errorf("held after StartDrain = %v, want none", got)
+	}
+	if got := h.front.Active(); got != 0 {
+		t.Errorf("Active after the held request failed = %d, want 0", got)
 	}
 }

@@ -132,8 +132,9 @@ func (f *Front) left(name string, w *waiter, reason string) {
 }
 
 // watch serves one model's queue until it is empty: it fails the held requests when the model
-// can no longer be served here, and releases them in arrival order once Triton reports the
-// model ready; between checks it waits RecheckInterval or a Recheck.
+// can no longer be served here (out of the catalog, quarantined, never fits, or not loading
+// while the pod drains), and releases them in arrival order once Triton reports the model
+// ready; between checks it waits RecheckInterval, a Recheck or StartDrain.
 func (f *Front) watch(name string, q *queue) {
 	defer f.wg.Done()
 	tick := time.NewTicker(f.cfg.RecheckInterval)
@@ -152,8 +153,10 @@ func (f *Front) watch(name string, q *queue) {
 			continue
 		default:
 		}
+		noLoads := f.noHolds // a drain has begun: the pod starts no load
 		f.mu.Unlock()
 		var r *refusal
+		ready := false
 		switch v := f.deps.Readiness.Verdict(name); v {
 		case NotInCatalog:
 			r = &refusal{code: codes.NotFound, reason: "not_found", msg: fmt.Sprintf("model %q left this pool's catalog while held", name)}
@@ -161,6 +164,16 @@ func (f *Front) watch(name string, q *queue) {
 			r = f.unavailable("quarantined", fmt.Sprintf("model %q was quarantined while held (repeated failed loads)", name))
 		case NeverFits:
 			r = f.unavailable("never_fits", fmt.Sprintf("model %q can never be loaded in this pod", name))
+		case NotReady:
+			// While draining, no load is under way (that would be Loading) and none will start,
+			// so these requests would wait out the drain for nothing: served elsewhere instead.
+			// Triton is asked first, since the verdict can trail a load that has just finished.
+			ready = f.modelReady(context.Background(), name)
+			if !ready && noLoads {
+				r = f.unavailable("draining", fmt.Sprintf("model %q is not loaded and the pod is draining (it loads nothing more): retry on another replica", name))
+			}
+		default:
+			ready = f.modelReady(context.Background(), name)
 		}
 		if r != nil {
 			f.mu.Lock()
@@ -168,7 +181,7 @@ func (f *Front) watch(name string, q *queue) {
 			f.mu.Unlock()
 			continue
 		}
-		if f.modelReady(context.Background(), name) {
+		if ready {
 			f.release(name, q)
 			continue
 		}

@@ -116,7 +116,7 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		f.httpAnswer(w, rf)
 		return
 	}
-	if v == NotReady || f.hasQueue(name) {
+	if v.holds() || f.hasQueue(name) {
 		size := r.ContentLength
 		if size < 0 { // chunked: read it to learn its size, within the model's hold bound
 			// A client that stops sending must not keep its reservation: the read ends at the

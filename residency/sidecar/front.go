@@ -17,7 +17,8 @@ type readiness struct {
 }
 
 // Verdict implements front.Readiness: outside the catalog → NotInCatalog; unplaceable in this
-// pod → NeverFits; quarantined → Quarantined; READY at the last observation → Ready; else
+// pod → NeverFits; quarantined → Quarantined; READY at the last observation → Ready; LOADING
+// then, or a load the controller has issued since (Controller.LoadInFlight) → Loading; else
 // NotReady (hold: the planner counts it as queued work and may load it).
 func (r readiness) Verdict(model string) front.Verdict {
 	st := r.ctl.Status()
@@ -37,6 +38,8 @@ func (r readiness) Verdict(model string) front.Verdict {
 		return front.Quarantined
 	case ms.State == plan.StateReady:
 		return front.Ready
+	case ms.State == plan.StateLoading || r.ctl.LoadInFlight(model):
+		return front.Loading
 	}
 	return front.NotReady
 }
