@@ -18,9 +18,11 @@ import (
 )
 
 // HTTPHandler returns the front for Triton's HTTP/REST inference protocol (KServe v2 over
-// HTTP) at upstream (e.g. http://127.0.0.1:8100): POST /v2/models/{model}[/versions/{v}]/infer
-// is held and failed fast as a gRPC ModelInfer is, with the model name taken from the URL path
-// (the body is never parsed); every other request is proxied unchanged
+// HTTP) at upstream (e.g. http://127.0.0.1:8100): POST /v2/models/{model}[/versions/{v}]/infer,
+// and Triton's generate extension's /generate and /generate_stream on the same model paths (its
+// text endpoint for LLMs; generate_stream answers Server-Sent Events, which the proxy flushes
+// as they come), are held and failed fast as a gRPC ModelInfer is, with the model name taken
+// from the URL path (the body is never parsed); every other request is proxied unchanged
 // (httputil.ReverseProxy). Its own answers are KServe v2 errors ({"error": "…"}): 404 for a
 // model outside the catalog, 503 with Retry-After (RFC 9110 §10.2.3: whole seconds, the
 // pushback rounded up) where gRPC gets UNAVAILABLE with grpc-retry-pushback-ms, 429 with
@@ -75,8 +77,13 @@ func isModelControl(r *http.Request) bool {
 	return len(parts) == 2 && (parts[1] == "load" || parts[1] == "unload")
 }
 
-// inferPath returns the model of a KServe v2 infer request: POST /v2/models/{model}/infer or
-// /v2/models/{model}/versions/{version}/infer.
+// inferEndpoints are the last path segments of a request that runs a model: KServe v2's infer
+// and Triton's generate extension (docs/protocol/extension_generate.md: POST
+// v2/models/${MODEL_NAME}[/versions/${MODEL_VERSION}]/generate and /generate_stream).
+var inferEndpoints = map[string]bool{"infer": true, "generate": true, "generate_stream": true}
+
+// inferPath returns the model of a request that runs one: POST /v2/models/{model}/{endpoint} or
+// /v2/models/{model}/versions/{version}/{endpoint}, endpoint one of inferEndpoints.
 func inferPath(r *http.Request) (string, bool) {
 	if r.Method != http.MethodPost {
 		return "", false
@@ -87,8 +94,8 @@ func inferPath(r *http.Request) (string, bool) {
 	}
 	parts := strings.Split(rest, "/")
 	switch {
-	case len(parts) == 2 && parts[1] == "infer",
-		len(parts) == 4 && parts[1] == "versions" && parts[3] == "infer":
+	case len(parts) == 2 && inferEndpoints[parts[1]],
+		len(parts) == 4 && parts[1] == "versions" && inferEndpoints[parts[3]]:
 	default:
 		return "", false
 	}

@@ -129,3 +129,69 @@ func TestHTTPHoldAndFailFast(t *testing.T) {
 		t.Errorf("GET /v2/health/ready: %d (-want +got):\n%s", resp.StatusCode, diff)
 	}
 }
+
+// TestHTTPGenerateStreamHeld: Triton's generate extension (the text endpoint LLM clients use)
+// is held through a load like infer: POST /v2/models/{model}/generate_stream for a model that is
+// loading waits, goes to Triton once it is READY, and its Server-Sent Events reach the client
+// one at a time as Triton writes them (the first arrives while the upstream still holds the
+// second back), not buffered to the end. Before, /generate and /generate_stream were proxied
+// straight to Triton, which answered a model still loading with an error.
+func TestHTTPGenerateStreamHeld(t *testing.T) {
+	h := start(t, oneModel("llm", 300*time.Millisecond), testConfig(), true, "llm")
+	second := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v2/models/{model}/generate_stream", func(w http.ResponseWriter, r *http.Request) {
+		if st, _ := h.triton.Model(r.PathValue("model")); st.State != "READY" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":"model not ready"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		_, _ = io.WriteString(w, "data: {\"text_output\":\"Hello\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-second
+		_, _ = io.WriteString(w, "data: {\"text_output\":\" world\"}\n\n")
+	})
+	up := httptest.NewServer(mux)
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.front.HTTPHandler(u))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v2/models/llm/generate_stream", strings.NewReader(`{"text_input":"Hi","parameters":{"stream":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d, Content-Type %q, body %q; want 200 and an event stream", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	first := make([]byte, len("data: {\"text_output\":\"Hello\"}\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "data: {\"text_output\":\"Hello\"}\n\n" {
+		t.Fatalf("first event %q, %v; want it before the upstream sends the second", first, err)
+	}
+	close(second)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "data: {\"text_output\":\" world\"}\n\n" {
+		t.Errorf("second event %q, %v", rest, err)
+	}
+	if st, _ := h.triton.Model("llm"); st.Loads != 1 {
+		t.Errorf("loads = %d, want 1 (the held request's)", st.Loads)
+	}
+	h.mu.Lock()
+	holds := h.holds
+	h.mu.Unlock()
+	if len(holds) != 1 || holds[0] != "llm" {
+		t.Errorf("holds = %v, want [llm]", holds)
+	}
+}

@@ -13,6 +13,11 @@ func TestInferPath(t *testing.T) {
 	}{
 		{"POST", "/v2/models/resnet/infer", "resnet", true},
 		{"POST", "/v2/models/resnet/versions/3/infer", "resnet", true},
+		{"POST", "/v2/models/llama/generate", "llama", true},
+		{"POST", "/v2/models/llama/generate_stream", "llama", true},
+		{"POST", "/v2/models/llama/versions/1/generate_stream", "llama", true},
+		{"POST", "/v2/models/llama/generate/extra", "", false},
+		{"POST", "/v2/models/llama/generated", "", false},
 		{"GET", "/v2/models/resnet/infer", "", false},
 		{"POST", "/v2/models/resnet/ready", "", false},
 		{"POST", "/v2/models//infer", "", false},
