@@ -1,8 +1,10 @@
 package front
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -62,45 +64,172 @@ var ErrNoModelName = errors.New("ModelInferRequest without model_name (field 1)"
 const maxModelNameBytes = 255
 
 // modelName reads field 1 (model_name, a string) of a serialized ModelInferRequest without
-// decoding the rest: fields before it are skipped, the first field 1 wins (Go and C++
-// protobuf write fields in number order, so it is the first field). Errors name the offset.
-func modelName(b []byte) (string, error) {
-	for off := 0; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
+// decoding the rest: every other field is skipped by its length, and the last field 1 wins, as
+// a protobuf decoder keeps the last value of a singular field — so the front gates on the
+// model Triton will run. Errors name the offset.
+func modelName(b []byte) (string, error) { return modelNameIn([][]byte{b}) }
+
+// frameModel reads the model name of a frame as modelName does, across the buffers gRPC
+// received it in, without copying the message.
+func frameModel(f *frame) (string, error) {
+	bufs := make([][]byte, len(f.data))
+	for i, d := range f.data {
+		bufs[i] = d.ReadOnlyData()
+	}
+	name, err := modelNameIn(bufs)
+	if errors.Is(err, errGroup) { // a group field (proto2's, never in this message) is skipped whole
+		return modelNameContiguous(f.data.Materialize())
+	}
+	return name, err
+}
+
+// errGroup: the scan met a group field, which only a contiguous message can skip.
+var errGroup = errors.New("group field")
+
+// modelNameIn scans a message held in bufs, in order, for its last field 1.
+func modelNameIn(bufs [][]byte) (string, error) {
+	c := cursor{bufs: bufs}
+	for _, b := range bufs {
+		c.size += len(b)
+	}
+	var scratch [2 * binary.MaxVarintLen64]byte
+	var name []byte
+	found := false
+	for !c.done() {
+		off := c.pos
+		p := c.peek(scratch[:])
+		num, typ, n := protowire.ConsumeTag(p)
 		if n < 0 {
 			return "", fmt.Errorf("ModelInferRequest: bad tag at byte %d: %w", off, protowire.ParseError(n))
 		}
-		if num == 1 {
-			if typ != protowire.BytesType {
+		var skip int
+		switch typ {
+		case protowire.BytesType:
+			l, m := protowire.ConsumeVarint(p[n:])
+			if m < 0 || l > uint64(c.left()-n-m) {
+				field := fmt.Sprintf("field %d", num)
+				if num == 1 {
+					field = "model_name"
+				}
+				err := io.ErrUnexpectedEOF
+				if m < 0 {
+					err = protowire.ParseError(m)
+				}
+				return "", fmt.Errorf("ModelInferRequest: %s at byte %d: %w", field, off, err)
+			}
+			if num == 1 {
+				if l > maxModelNameBytes { // refused at once: never copied, whatever follows
+					return "", fmt.Errorf("ModelInferRequest: model_name is %d bytes, want 1..%d", l, maxModelNameBytes)
+				}
+				c.advance(n + m)
+				name, found = c.read(int(l)), true // an empty one is refused below if it is the last
+				continue
+			}
+			skip = n + m + int(l)
+		case protowire.VarintType, protowire.Fixed32Type, protowire.Fixed64Type:
+			if num == 1 {
 				return "", fmt.Errorf("ModelInferRequest: model_name (field 1) has wire type %d, want %d (length-delimited)", typ, protowire.BytesType)
 			}
-			v, m := protowire.ConsumeBytes(b[n:])
+			m := protowire.ConsumeFieldValue(num, typ, p[n:])
 			if m < 0 {
-				return "", fmt.Errorf("ModelInferRequest: model_name at byte %d: %w", off, protowire.ParseError(m))
+				return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, protowire.ParseError(m))
 			}
-			if len(v) == 0 || len(v) > maxModelNameBytes {
-				return "", fmt.Errorf("ModelInferRequest: model_name is %d bytes, want 1..%d", len(v), maxModelNameBytes)
+			skip = n + m
+		case protowire.StartGroupType:
+			if num == 1 {
+				return "", fmt.Errorf("ModelInferRequest: model_name (field 1) has wire type %d, want %d (length-delimited)", typ, protowire.BytesType)
 			}
-			return string(v), nil
+			if len(bufs) > 1 {
+				return "", errGroup
+			}
+			m := protowire.ConsumeFieldValue(num, typ, c.rest())
+			if m < 0 {
+				return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, protowire.ParseError(m))
+			}
+			skip = n + m
+		default: // an end group without its start, or a reserved wire type
+			return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, protowire.ParseError(protowire.ConsumeFieldValue(num, typ, p[n:])))
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, protowire.ParseError(m))
+		if !c.advance(skip) {
+			return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, io.ErrUnexpectedEOF)
 		}
-		b = b[n+m:]
-		off += n + m
 	}
-	return "", ErrNoModelName
+	switch {
+	case !found:
+		return "", ErrNoModelName
+	case len(name) == 0:
+		return "", fmt.Errorf("ModelInferRequest: model_name is 0 bytes, want 1..%d", maxModelNameBytes)
+	}
+	return string(name), nil
 }
 
-// frameModel reads the model name of a frame from its first buffer, where a name written first
-// lies unless the message arrived split just there; else from a copy of the whole message.
-func frameModel(f *frame) (string, error) {
-	if len(f.data) == 0 {
-		return "", ErrNoModelName
+// modelNameContiguous is modelNameIn on one buffer (a copy of a split message with a group).
+func modelNameContiguous(b []byte) (string, error) { return modelNameIn([][]byte{b}) }
+
+// cursor walks a message held in several buffers without copying it.
+type cursor struct {
+	bufs [][]byte
+	i    int // the buffer the cursor is in
+	off  int // its offset there
+	pos  int // its offset in the message
+	size int // the message's length
+}
+
+// done reports whether the cursor is at the message's end.
+func (c *cursor) done() bool {
+	for c.i < len(c.bufs) && c.off >= len(c.bufs[c.i]) {
+		c.i, c.off = c.i+1, 0
 	}
-	if name, err := modelName(f.data[0].ReadOnlyData()); err == nil || len(f.data) == 1 {
-		return name, err
+	return c.i >= len(c.bufs)
+}
+
+// left is the bytes from the cursor to the message's end.
+func (c *cursor) left() int { return c.size - c.pos }
+
+// peek returns the next bytes, at most len(scratch): a slice of the current buffer when they
+// lie in it, else a copy into scratch.
+func (c *cursor) peek(scratch []byte) []byte {
+	if c.done() {
+		return nil
 	}
-	return modelName(f.data.Materialize())
+	if b := c.bufs[c.i][c.off:]; len(b) >= len(scratch) || c.i == len(c.bufs)-1 {
+		return b[:min(len(b), len(scratch))]
+	}
+	n := 0
+	for j, off := c.i, c.off; j < len(c.bufs) && n < len(scratch); j, off = j+1, 0 {
+		n += copy(scratch[n:], c.bufs[j][off:])
+	}
+	return scratch[:n]
+}
+
+// advance moves the cursor n bytes on; false when the message ends first.
+func (c *cursor) advance(n int) bool {
+	for n > 0 {
+		if c.done() {
+			return false
+		}
+		k := min(n, len(c.bufs[c.i])-c.off)
+		c.off, c.pos, n = c.off+k, c.pos+k, n-k
+	}
+	return true
+}
+
+// read copies the next n bytes (n ≤ left) and moves past them.
+func (c *cursor) read(n int) []byte {
+	out := make([]byte, 0, n)
+	for len(out) < n && !c.done() {
+		k := min(n-len(out), len(c.bufs[c.i])-c.off)
+		out = append(out, c.bufs[c.i][c.off:c.off+k]...)
+		c.off, c.pos = c.off+k, c.pos+k
+	}
+	return out
+}
+
+// rest is the current buffer from the cursor on (the whole remaining message when it is the
+// only buffer).
+func (c *cursor) rest() []byte {
+	if c.done() {
+		return nil
+	}
+	return c.bufs[c.i][c.off:]
 }
