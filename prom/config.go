@@ -78,16 +78,29 @@ func (c PollerConfig) Validate() error {
 	if c.ForgetAfter < c.RefreshInterval {
 		errs = append(errs, fmt.Errorf("ForgetAfter %v: must be at least RefreshInterval (%v)", c.ForgetAfter, c.RefreshInterval))
 	}
-	if !model.LegacyValidation.IsValidLabelName(c.NamespaceLabel) {
-		errs = append(errs, fmt.Errorf("NamespaceLabel %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", c.NamespaceLabel))
+	if !ValidLabelName(c.NamespaceLabel) {
+		errs = append(errs, fmt.Errorf("NamespaceLabel %q: must be %s", c.NamespaceLabel, LabelNameRule))
 	}
-	if !model.LegacyValidation.IsValidLabelName(c.PodLabel) {
-		errs = append(errs, fmt.Errorf("PodLabel %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", c.PodLabel))
+	if !ValidLabelName(c.PodLabel) {
+		errs = append(errs, fmt.Errorf("PodLabel %q: must be %s", c.PodLabel, LabelNameRule))
 	}
 	if c.MaxResponseBytes != 0 && (c.MaxResponseBytes < minResponseBytes || c.MaxResponseBytes > maxResponseBytes) {
 		errs = append(errs, fmt.Errorf("MaxResponseBytes %d: must be 0 (default, %d) or in [%d, %d] (64 KiB, 1 GiB)", c.MaxResponseBytes, DefaultMaxResponseBytes, minResponseBytes, maxResponseBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// LabelNameRule is the accepted form of the namespace and pod labels (PollerConfig's
+// NamespaceLabel and PodLabel, the scaler's --namespace-label and --pod-label), for errors.
+const LabelNameRule = `a label name matching [a-zA-Z_][a-zA-Z0-9_]* and not starting with "__" (reserved for Prometheus's internal labels, such as __name__)`
+
+// ValidLabelName reports whether name is a label the poller may confine, group and join on:
+// a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*) that does not start with "__", the prefix
+// Prometheus reserves for its internal labels. `__name__` as the namespace label would
+// confine every query to the metric named after the namespace, and the relabeling-only
+// `__meta_*` labels never reach a stored series.
+func ValidLabelName(name string) bool {
+	return model.LegacyValidation.IsValidLabelName(name) && !strings.HasPrefix(name, "__")
 }
 
 // The range of PollerConfig.MaxResponseBytes: 64 KiB holds several hundred series (a small
@@ -115,10 +128,7 @@ func ValidAddress(addr string) bool { return validateAddress(addr) == nil }
 func validateAddress(addr string) error {
 	u, err := url.Parse(addr)
 	if err != nil {
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err // without the URL, quoted (cut) below
-		}
-		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), err)
+		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), parseError(addr))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
@@ -130,7 +140,7 @@ func validateAddress(addr string) error {
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
 		if numericHost(host) {
-			return fmt.Errorf("%w: prometheusAddress %s: host %s is a numeric address not in dotted-decimal form; write the IP address as a.b.c.d", ErrBadRequest, quoteAddr(addr), quoteAddr(host))
+			return fmt.Errorf("%w: prometheusAddress %s: host %s is a numeric address not in dotted-decimal form; write the IP address as a.b.c.d", ErrBadRequest, quoteAddr(addr), errtext.Quote(host, 256))
 		}
 		return nil // a hostname
 	}
@@ -140,9 +150,26 @@ func validateAddress(addr string) error {
 	return nil
 }
 
-// quoteAddr quotes addr for an error, cut to its first 256 bytes: the address is the user's
-// and may be of any length.
-func quoteAddr(addr string) string { return errtext.Quote(addr, 256) }
+// errBadUserinfo is why an address does not parse when only its user or password is at fault.
+var errBadUserinfo = errors.New(`the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`)
+
+// parseError is why addr does not parse, without quoting its secrets: url.Parse's message can
+// repeat a piece of the password (`invalid port ":pa" after host` for a "/" in it), so it is
+// the message of the redacted address's parse, or, when that parses, errBadUserinfo.
+func parseError(addr string) error {
+	_, err := url.Parse(RedactAddress(addr))
+	if err == nil {
+		return errBadUserinfo
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // without the URL, quoted (cut) by the caller
+	}
+	return err
+}
+
+// quoteAddr quotes addr for an error, redacted ([RedactAddress]) and cut to its first 256
+// bytes: the address is the user's, may be of any length, and may carry credentials.
+func quoteAddr(addr string) string { return errtext.Quote(RedactAddress(addr), 256) }
 
 // refusedIP says why the scaler does not query ip, or "" when it may: link-local addresses
 // (169.254.0.0/16, fe80::/10, and their multicast ranges), where every major cloud serves its

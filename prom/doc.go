@@ -17,7 +17,11 @@
 //     either is evaluated once for every subscriber and split per key;
 //   - the background [Poller], which evaluates each distinct query once per refresh and keeps
 //     the results in a snapshot. [Poller.Result] only reads the snapshot; it never waits on
-//     Prometheus. The poller does not judge values (NaN, negative, stale): its callers do.
+//     Prometheus. The poller does not judge a value it passes on (NaN, negative, stale): its
+//     callers do. It judges what it sums: a sum with a NaN, ±Inf or negative series would hide
+//     it, so that key has no value and its Err wraps [ErrInvalidValue].
+//   - redaction: every address the poller logs or puts in an error is [RedactAddress]'s
+//     (password and query values "xxxxx"); the requests use the address as given.
 //
 // It must not import package scaler, scaler/…, residency or residency/…: it is shared by both
 // and owned by neither, so a change to one running part cannot break the other through it.

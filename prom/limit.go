@@ -49,7 +49,7 @@ type respBudget struct {
 // charge is one evaluation's share of a respBudget.
 type charge struct {
 	b       *respBudget
-	address string
+	address string // as configured: redact it in errors
 	mu      sync.Mutex
 	n       int64
 	done    bool // released: a late Read (client_golang reads on after a timeout) takes nothing
@@ -61,14 +61,14 @@ func (c *charge) add(n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
-		return fmt.Errorf("response from %s read after its evaluation ended", c.address)
+		return fmt.Errorf("response from %s read after its evaluation ended", RedactAddress(c.address))
 	}
 	if c.n+n > c.b.max {
-		return fmt.Errorf("%w: the answer from %s is over the %d-byte limit on Prometheus responses (MaxResponseBytes)", ErrResponseTooLarge, c.address, c.b.max)
+		return fmt.Errorf("%w: the answer from %s is over the %d-byte limit on Prometheus responses (MaxResponseBytes)", ErrResponseTooLarge, RedactAddress(c.address), c.b.max)
 	}
 	if held := c.b.held.Add(n); held > c.b.max {
 		c.b.held.Add(-n)
-		return fmt.Errorf("%w: the answers in flight together are over the %d-byte limit on Prometheus responses (MaxResponseBytes); the one from %s had %d bytes", ErrResponseTooLarge, c.b.max, c.address, c.n)
+		return fmt.Errorf("%w: the answers in flight together are over the %d-byte limit on Prometheus responses (MaxResponseBytes); the one from %s had %d bytes", ErrResponseTooLarge, c.b.max, RedactAddress(c.address), c.n)
 	}
 	c.n += n
 	return nil

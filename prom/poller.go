@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // ErrNotSubscribed is the Err of a [Result] for a key the poller does not know: it was never
@@ -37,7 +41,8 @@ type Request struct {
 	Model string
 	// Query is user-supplied PromQL (the <kind>Query metadata key); empty selects the preset.
 	// It is confined to Namespace (see [Confine]) and must return an instant vector or a
-	// scalar; a vector with several series is summed, unless ModelLabel is set.
+	// scalar; a vector with several series is summed, unless ModelLabel is set (a NaN, ±Inf
+	// or negative series makes the sum not usable: [ErrInvalidValue]).
 	Query string
 	// ModelLabel, with Query, makes the custom query grouped like a preset: the result is
 	// split by ModelLabel and the key reads the series whose ModelLabel equals Model
@@ -58,15 +63,16 @@ type Key struct {
 // custom queries).
 func (k Key) Query() string { return k.q.promql }
 
-// String is for logs.
+// String is for logs; the address is redacted ([RedactAddress]).
 func (k Key) String() string {
+	addr := RedactAddress(k.q.address)
 	if k.group == (group{}) {
-		return k.q.address + " " + k.q.promql
+		return addr + " " + k.q.promql
 	}
 	if k.group.signal != "" {
-		return fmt.Sprintf("%s %s [namespace=%q model=%q %s=%q]", k.q.address, k.q.promql, k.group.namespace, k.group.model, SignalLabel, k.group.signal)
+		return fmt.Sprintf("%s %s [namespace=%q model=%q %s=%q]", addr, k.q.promql, k.group.namespace, k.group.model, SignalLabel, k.group.signal)
 	}
-	return fmt.Sprintf("%s %s [namespace=%q model=%q]", k.q.address, k.q.promql, k.group.namespace, k.group.model)
+	return fmt.Sprintf("%s %s [namespace=%q model=%q]", addr, k.q.promql, k.group.namespace, k.group.model)
 }
 
 type queryID struct {
@@ -86,13 +92,17 @@ type group struct {
 // Result is the last snapshot of one key.
 type Result struct {
 	// Value is the key's value: its series of a grouped preset query, or the sum of a custom
-	// query's vector (or its scalar). Zero when Empty or Err is set. It is passed on as
-	// Prometheus returned it: NaN, ±Inf or negative values are the caller's to judge.
+	// query's vector (or its scalar). Zero when Empty or Err is set. One series or a scalar
+	// is passed on as Prometheus returned it: NaN, ±Inf or negative values are the caller's
+	// to judge. A sum is not: when one of the series it would add is NaN, ±Inf or negative,
+	// the key has no Value and its Err wraps [ErrInvalidValue] (-5 + 10 is not a queue of 5).
 	Value float64
 	// Empty is true when the query succeeded but returned no series for this key.
 	Empty bool
 	// Err is set when the last evaluation of the key's query failed (Value is then zero;
-	// the caller holds on to earlier values), or to ErrNotSubscribed.
+	// the caller holds on to earlier values), when its value would be a sum of series one of
+	// which is invalid ([ErrInvalidValue]), or to ErrNotSubscribed. Addresses in it are
+	// redacted ([RedactAddress]).
 	Err error
 	// EvaluatedAt is when the poller last evaluated the query (its evaluation timestamp);
 	// zero before the first evaluation.
@@ -121,9 +131,11 @@ type query struct {
 	evaluatedAt time.Time
 	err         error
 	series      map[group]sample // grouped queries
+	bad         map[group]error  // grouped queries: groups whose sum has an invalid series (nil: none)
 	total       sample           // custom queries
 	empty       bool             // custom queries
 	failing     bool             // for logging state changes only
+	invalid     bool             // likewise, for invalid values (ErrInvalidValue)
 	inflight    bool             // an evaluation is running
 	first       chan struct{}    // closed when the first evaluation is stored
 }
@@ -246,7 +258,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 		if !ok {
 			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budgetFor(key.q.address)}})
 			if err != nil {
-				return Key{}, fmt.Errorf("%w: prometheusAddress %q: %w", ErrBadRequest, key.q.address, err)
+				return Key{}, fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(key.q.address), redactURLError(err))
 			}
 			client = v1.NewAPI(c)
 			p.clients[key.q.address] = client
@@ -400,6 +412,11 @@ func (p *Poller) Result(k Key) Result {
 		}
 		return Result{Value: q.total.value, SampleTime: q.total.ts, EvaluatedAt: q.evaluatedAt}
 	}
+	if q.bad != nil {
+		if err, ok := q.bad[k.group]; ok {
+			return Result{Err: err, EvaluatedAt: q.evaluatedAt}
+		}
+	}
 	smp, ok := q.series[k.group]
 	if !ok {
 		return Result{Empty: true, EvaluatedAt: q.evaluatedAt}
@@ -528,13 +545,14 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	qctx = withCharge(qctx, c)
 	start := time.Now()
 	v, _, _, err := q.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
-	err = boundedAPIError(err)
+	err = redactURLError(boundedAPIError(err))
 	p.m.duration.WithLabelValues(string(q.kind)).Observe(time.Since(start).Seconds())
 	if ctx.Err() != nil {
 		return // shutting down: keep the snapshot as it was
 	}
 	var (
 		series map[group]sample
+		bad    map[group]error
 		total  sample
 		empty  bool
 	)
@@ -543,13 +561,23 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 		if q.id.split != "" {
 			nsLabel = "" // custom split queries: confined already, split by model only
 		}
-		series, total, empty, err = split(v, q.grouped, q.bundle, nsLabel, q.modelLabel)
+		series, bad, total, empty, err = split(v, q.kind, q.grouped, q.bundle, nsLabel, q.modelLabel)
 	}
 	c.release() // the decoded vector is garbage now; its bytes go back to the budget
+	invalid := errors.Is(err, ErrInvalidValue)
 	if err != nil {
-		err = fmt.Errorf("query %s %q: %w", q.id.address, q.id.promql, err)
-		p.m.errors.WithLabelValues(string(q.kind)).Inc()
+		err = fmt.Errorf("query %s %q: %w", RedactAddress(q.id.address), q.id.promql, err)
+		if !invalid { // an invalid value is no failed evaluation: Prometheus answered
+			p.m.errors.WithLabelValues(string(q.kind)).Inc()
+		}
 	}
+	var firstBad error
+	for _, e := range bad {
+		if firstBad == nil || e.Error() < firstBad.Error() { // deterministic for the log
+			firstBad = e
+		}
+	}
+	invalid = invalid || firstBad != nil
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -558,32 +586,45 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	}
 	q.evaluatedAt = now
 	q.err = err
-	q.series, q.total, q.empty = series, total, empty
+	q.series, q.bad, q.total, q.empty = series, bad, total, empty
+	failing := err != nil && !invalid
 	switch {
-	case err != nil && !q.failing:
-		q.failing = true
+	case failing && !q.failing:
 		p.log.Warn("prometheus query failing", "err", err)
-	case err == nil && q.failing:
-		q.failing = false
-		p.log.Info("prometheus query recovered", "address", q.id.address, "query", q.id.promql)
+	case !failing && q.failing:
+		p.log.Info("prometheus query recovered", "address", RedactAddress(q.id.address), "query", q.id.promql)
 	}
+	switch {
+	case invalid && !q.invalid && firstBad != nil:
+		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative",
+			"address", RedactAddress(q.id.address), "query", q.id.promql, "keys", len(bad), "err", firstBad)
+	case invalid && !q.invalid:
+		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative", "err", err)
+	case !invalid && q.invalid && !failing:
+		p.log.Info("prometheus query result usable again", "address", RedactAddress(q.id.address), "query", q.id.promql)
+	}
+	q.failing, q.invalid = failing, invalid
 }
 
 // split converts a query result into per-group samples (grouped: keyed by the values of
 // nsLabel and modelLabel, and of SignalLabel for a bundle; an empty nsLabel leaves the
 // namespace out) or one total (custom: the sum of the vector's samples, the latest sample
-// time; empty when the vector is).
-func split(v model.Value, grouped, bundle bool, nsLabel, modelLabel string) (map[group]sample, sample, bool, error) {
+// time; empty when the vector is). Several series of one group, or of a custom query, are
+// summed only when each is a finite number ≥ 0 ([validSummand]): otherwise the group is in
+// bad, or for a custom query err wraps ErrInvalidValue. kind names the signal in those errors
+// (a bundle's series name their own).
+func split(v model.Value, kind Kind, grouped, bundle bool, nsLabel, modelLabel string) (map[group]sample, map[group]error, sample, bool, error) {
 	switch v := v.(type) {
 	case *model.Scalar:
 		if grouped {
-			return nil, sample{}, false, fmt.Errorf("preset query returned a scalar, want a vector")
+			return nil, nil, sample{}, false, fmt.Errorf("preset query returned a scalar, want a vector")
 		}
-		return nil, sample{value: float64(v.Value), ts: v.Timestamp.Time()}, false, nil
+		return nil, nil, sample{value: float64(v.Value), ts: v.Timestamp.Time()}, false, nil
 	case model.Vector:
 		if grouped {
 			series := make(map[group]sample, len(v))
-			for _, s := range v {
+			var summed map[group]int // groups of several series, and how many (nil: none)
+			key := func(s *model.Sample) group {
 				g := group{model: string(s.Metric[model.LabelName(modelLabel)])}
 				if bundle {
 					g.signal = Kind(s.Metric[SignalLabel])
@@ -591,25 +632,106 @@ func split(v model.Value, grouped, bundle bool, nsLabel, modelLabel string) (map
 				if nsLabel != "" {
 					g.namespace = string(s.Metric[model.LabelName(nsLabel)])
 				}
-				old := series[g]
+				return g
+			}
+			for _, s := range v {
+				g := key(s)
+				old, dup := series[g]
+				if dup {
+					if summed == nil {
+						summed = map[group]int{}
+					}
+					summed[g] = max(summed[g], 1) + 1
+				}
 				series[g] = sample{value: old.value + float64(s.Value), ts: s.Timestamp.Time()}
 			}
-			return series, sample{}, false, nil
+			if summed == nil {
+				return series, nil, sample{}, false, nil
+			}
+			var bad map[group]error
+			for _, s := range v {
+				g := key(s)
+				n, ok := summed[g]
+				if !ok || validSummand(float64(s.Value)) {
+					continue
+				}
+				if _, seen := bad[g]; seen {
+					continue
+				}
+				if bad == nil {
+					bad = map[group]error{}
+				}
+				k := kind
+				if bundle {
+					k = g.signal
+				}
+				bad[g] = &invalidValueError{kind: k, series: s.Metric.String(), value: float64(s.Value), n: n, group: g, grouped: true}
+				delete(series, g)
+			}
+			return series, bad, sample{}, false, nil
 		}
 		if len(v) == 0 {
-			return nil, sample{}, true, nil
+			return nil, nil, sample{}, true, nil
 		}
 		var total sample
+		var first *model.Sample // the first series that is no valid summand
 		for _, s := range v {
 			total.value += float64(s.Value)
 			if t := s.Timestamp.Time(); t.After(total.ts) {
 				total.ts = t
 			}
+			if first == nil && !validSummand(float64(s.Value)) {
+				first = s
+			}
 		}
-		return nil, total, false, nil
+		if first != nil && len(v) > 1 {
+			return nil, nil, sample{}, false, &invalidValueError{kind: kind, series: first.Metric.String(), value: float64(first.Value), n: len(v)}
+		}
+		return nil, nil, total, false, nil
 	}
-	return nil, sample{}, false, fmt.Errorf("query returned a %s, want a vector or scalar", v.Type())
+	return nil, nil, sample{}, false, fmt.Errorf("query returned a %s, want a vector or scalar", v.Type())
 }
+
+// validSummand reports whether v may be added into a key's value: a finite number ≥ 0, the
+// range of every signal (a count, a rate, an activity, a time, a dispersion). The decision
+// treats NaN, ±Inf and negative values as no sample; summed with valid series they would
+// hide (-5 + 10 reads as a queue of 5) or spoil the others.
+func validSummand(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// ErrInvalidValue is wrapped by a [Result.Err] when the key's value would be the sum of
+// several series and one of them is NaN, ±Inf or negative: the sum would hide it, so the key
+// has no value (the scaler's decision holds the signal's last good value, then leaves it out,
+// as for an invalid single value). The error names the signal, the series, its value and the
+// accepted range.
+var ErrInvalidValue = errors.New("invalid value")
+
+// maxSeriesText bounds the labels of an invalid series that an error repeats.
+const maxSeriesText = 256
+
+type invalidValueError struct {
+	kind    Kind
+	series  string // the invalid series' labels (model.Metric.String)
+	value   float64
+	n       int // series the value would sum
+	group   group
+	grouped bool
+}
+
+func (e *invalidValueError) Error() string {
+	of := "the query returned"
+	if e.grouped {
+		switch {
+		case e.group.namespace != "":
+			of = fmt.Sprintf("of namespace %q, model %q", e.group.namespace, e.group.model)
+		default:
+			of = fmt.Sprintf("of model %q", e.group.model)
+		}
+	}
+	return fmt.Sprintf("%v: %s: series %s is %s, outside the accepted range [0, +Inf) (a finite number ≥ 0), so the %d series %s are not summed and the sample is not usable",
+		ErrInvalidValue, e.kind, errtext.Cut(e.series, maxSeriesText), strconv.FormatFloat(e.value, 'g', -1, 64), e.n, of)
+}
+
+func (e *invalidValueError) Unwrap() error { return ErrInvalidValue }
 
 // snapshotAge is the age of the oldest result in the snapshot (now minus the earliest
 // EvaluatedAt among evaluated queries); 0 when nothing has been evaluated.

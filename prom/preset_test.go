@@ -168,7 +168,7 @@ func TestSplit(t *testing.T) {
 		{Metric: model.Metric{"namespace": "b", "model": "m"}, Value: 9, Timestamp: 1000},
 		{Metric: model.Metric{"namespace": "a", "model": "n"}, Value: 1, Timestamp: 1000},
 	}
-	series, _, _, err := split(v, true, false, "namespace", "model")
+	series, _, _, _, err := split(v, KindQueue, true, false, "namespace", "model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,14 +180,14 @@ func TestSplit(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(group{})); diff != "" {
 		t.Errorf("split (-want +got):\n%s", diff)
 	}
-	_, total, empty, err := split(v, false, false, "namespace", "model")
+	_, _, total, empty, err := split(v, KindQueue, false, false, "namespace", "model")
 	if err != nil || empty || total.value != 17 {
 		t.Errorf("custom split = %v, empty %v, err %v; want the sum 17", total.value, empty, err)
 	}
 	// A bundle's series are split by signal too; outside a bundle the label is not read.
 	v = append(v, &model.Sample{Metric: model.Metric{"namespace": "a", "model": "m", SignalLabel: "rate"}, Value: 3, Timestamp: 1000})
 	v[0].Metric = model.Metric{"namespace": "a", "model": "m", SignalLabel: "queue"}
-	series, _, _, err = split(v, true, true, "namespace", "model")
+	series, _, _, _, err = split(v, "presets/triton", true, true, "namespace", "model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +199,10 @@ func TestSplit(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(group{})); diff != "" {
 		t.Errorf("bundle split (-want +got):\n%s", diff)
 	}
-	if _, _, empty, _ := split(model.Vector{}, false, false, "namespace", "model"); !empty {
+	if _, _, _, empty, _ := split(model.Vector{}, KindQueue, false, false, "namespace", "model"); !empty {
 		t.Errorf("custom split of an empty vector: empty = false, want true")
 	}
-	if _, _, _, err := split(model.Matrix{}, false, false, "namespace", "model"); err == nil {
+	if _, _, _, _, err := split(model.Matrix{}, KindQueue, false, false, "namespace", "model"); err == nil {
 		t.Errorf("split of a matrix: no error")
 	}
 }
@@ -216,7 +216,7 @@ func BenchmarkSplitGrouped1000(b *testing.B) {
 		}, Value: model.SampleValue(i), Timestamp: 1000}
 	}
 	for b.Loop() {
-		if _, _, _, err := split(v, true, false, "namespace", "model"); err != nil {
+		if _, _, _, _, err := split(v, KindQueue, true, false, "namespace", "model"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -171,7 +171,7 @@ func (c Config) Validate() error {
 		add("ReserveBytes (--reserve-bytes): %d out of range [-1, %d] (-1: the catalog's reserveBytes)", c.ReserveBytes, plan.MaxMemoryBytes)
 	}
 	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
-		add("PrometheusAddress (--prometheus-address): %q: want an http(s) URL or empty", c.PrometheusAddress)
+		add("PrometheusAddress (--prometheus-address): %q: want an http(s) URL or empty", prom.RedactAddress(c.PrometheusAddress))
 	}
 	if c.PrometheusAddress != "" && c.Namespace == "" {
 		add("Namespace (--namespace): empty; required with --prometheus-address (demand queries are confined to it)")

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/inferscale/inferscale/prom"
@@ -130,7 +129,7 @@ func (c Config) Validate() error {
 	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
 		if !prom.ValidAddress(c.PrometheusAddress) {
-			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", c.PrometheusAddress))
+			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", prom.RedactAddress(c.PrometheusAddress)))
 		}
 	}
 	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
@@ -149,8 +148,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ForgetAfter (--forget-after) %v: must be ≥ RefreshInterval (--refresh-interval, %v)", c.ForgetAfter, c.RefreshInterval))
 	}
 	for _, l := range []struct{ field, v string }{{"NamespaceLabel (--namespace-label)", c.NamespaceLabel}, {"PodLabel (--pod-label)", c.PodLabel}} {
-		if !model.LegacyValidation.IsValidLabelName(l.v) {
-			errs = append(errs, fmt.Errorf("%s %q: must be a label name matching [a-zA-Z_][a-zA-Z0-9_]*", l.field, l.v))
+		if !prom.ValidLabelName(l.v) {
+			errs = append(errs, fmt.Errorf("%s %q: must be %s", l.field, l.v, prom.LabelNameRule))
 		}
 	}
 	if c.WatchNamespace != "" {

@@ -53,3 +53,34 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigRefusesReservedLabels: --namespace-label and --pod-label must be label names
+// Prometheus stores on a series: reserved "__" names (__name__ would confine every query to
+// the metric named after the namespace) are refused like invalid ones, naming the flag and
+// the accepted form. Before, __name__ and __meta_* passed.
+func TestConfigRefusesReservedLabels(t *testing.T) {
+	const rule = `must be a label name matching [a-zA-Z_][a-zA-Z0-9_]* and not starting with "__" (reserved for Prometheus's internal labels, such as __name__)`
+	tests := []struct {
+		ns, pod string
+		want    string // "" when valid
+	}{
+		{"__name__", "pod", `NamespaceLabel (--namespace-label) "__name__": ` + rule},
+		{"namespace", "__meta_kubernetes_pod_name", `PodLabel (--pod-label) "__meta_kubernetes_pod_name": ` + rule},
+		{"__", "__", `NamespaceLabel (--namespace-label) "__": ` + rule + "\n" + `PodLabel (--pod-label) "__": ` + rule},
+		{"kubernetes-namespace", "pod", `NamespaceLabel (--namespace-label) "kubernetes-namespace": ` + rule},
+		{"namespace", "", `PodLabel (--pod-label) "": ` + rule},
+		{"_namespace", "exported_pod", ""},
+		{"k8s_namespace_name", "k8s_pod_name", ""},
+	}
+	for _, tt := range tests {
+		c := DefaultConfig()
+		c.NamespaceLabel, c.PodLabel = tt.ns, tt.pod
+		err := c.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("labels %q, %q: Validate() = %v, want nil", tt.ns, tt.pod, err)
+		case tt.want != "" && (err == nil || err.Error() != tt.want):
+			t.Errorf("labels %q, %q: Validate() = %v,\nwant %s", tt.ns, tt.pod, err, tt.want)
+		}
+	}
+}

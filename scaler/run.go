@@ -209,7 +209,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 		return err
 	})
 	log.Info("scaler serving", "grpc", grpcLis.Addr().String(), "metrics", httpLis.Addr().String(),
-		"prometheusAddress", cfg.PrometheusAddress, "refreshInterval", cfg.RefreshInterval,
+		"prometheusAddress", prom.RedactAddress(cfg.PrometheusAddress), "refreshInterval", cfg.RefreshInterval,
 		"tls", cfg.TLSCertFile != "", "mtls", cfg.TLSClientCAFile != "", "kubernetes", targets != nil)
 	return g.Wait()
 }

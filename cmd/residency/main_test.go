@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -57,5 +58,32 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out.String(), "-triton-metrics-url") || !strings.Contains(out.String(), "-mig-profile") {
 			t.Errorf("run(%s) printed %q, want the usage", arg, out.String())
 		}
+	}
+}
+
+// TestParseFlagsRedactsPrometheusAddress: a refused --prometheus-address is printed without
+// its password or query values (Config.Validate shows it through prom.RedactAddress); the
+// error still wraps residency.ErrConfig. Before, the address was printed whole.
+func TestParseFlagsRedactsPrometheusAddress(t *testing.T) {
+	const secret, token = "s3cretPassw0rd", "t0kenValue"
+	_, _, err := parseFlags([]string{"--prometheus-address=http://reader:" + secret + "@169.254.169.254/?token=" + token,
+		"--namespace=ml", "--catalog=c.yaml"}, io.Discard)
+	if err == nil {
+		t.Fatal("parseFlags accepted a link-local --prometheus-address")
+	}
+	const want = `invalid residency config: PrometheusAddress (--prometheus-address): "http://reader:xxxxx@169.254.169.254/?token=xxxxx": want an http(s) URL or empty`
+	if err.Error() != want {
+		t.Errorf("err = %v,\nwant %s", err, want)
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), token) {
+		t.Errorf("err shows the secrets: %v", err)
+	}
+	if !errors.Is(err, residency.ErrConfig) {
+		t.Errorf("err %v does not wrap residency.ErrConfig", err)
+	}
+	// Without credentials the error is Config.Validate's own.
+	_, _, err = parseFlags([]string{"--prometheus-address=http://169.254.169.254/", "--namespace=ml", "--catalog=c.yaml"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `PrometheusAddress (--prometheus-address): "http://169.254.169.254/": want an http(s) URL or empty`) {
+		t.Errorf("err = %v", err)
 	}
 }

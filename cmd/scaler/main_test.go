@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,5 +71,34 @@ func TestHelpIsNotAnError(t *testing.T) {
 		if err := run([]string{arg}); err != nil {
 			t.Errorf("run(%q) = %v, want nil (usage printed, exit 0)", arg, err)
 		}
+	}
+}
+
+// TestRunRefusesReservedLabels: --namespace-label=__name__ and a reserved --pod-label are
+// refused at startup like any invalid flag value ("invalid flags:", one line per flag naming
+// it and the accepted form, exit 1), before anything listens. Before, both were accepted.
+func TestRunRefusesReservedLabels(t *testing.T) {
+	const rule = `must be a label name matching [a-zA-Z_][a-zA-Z0-9_]* and not starting with "__" (reserved for Prometheus's internal labels, such as __name__)`
+	// --listen names a port in use, so that a run accepting the labels fails at once instead
+	// of serving.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = run([]string{"--namespace-label=__name__", "--pod-label=__meta_kubernetes_pod_name", "--listen=" + ln.Addr().String(), "--metrics-listen=127.0.0.1:0"})
+	want := "invalid flags:\n" + `NamespaceLabel (--namespace-label) "__name__": ` + rule + "\n" + `PodLabel (--pod-label) "__meta_kubernetes_pod_name": ` + rule
+	if err == nil || err.Error() != want || exitCode(err) != 1 {
+		t.Errorf("run = %v (exit %d),\nwant exit 1 and %s", err, exitCode(err), want)
+	}
+}
+
+// TestRunRedactsPrometheusAddress: a refused --prometheus-address is printed without its
+// password or query values.
+func TestRunRedactsPrometheusAddress(t *testing.T) {
+	err := run([]string{"--prometheus-address=http://reader:s3cretPassw0rd@169.254.169.254:9090/?token=t0kenValue"})
+	const want = "invalid flags:\n" + `PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
+	if err == nil || err.Error() != want {
+		t.Errorf("run = %v,\nwant %s", err, want)
 	}
 }

@@ -1,0 +1,75 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"google.golang.org/grpc/health"
+
+	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/decision"
+)
+
+// TestQueueSumWithNegativeSeriesIsNotUsable: a queueQuery returning {-5, 10} (two pods, one
+// with a broken gauge) is not a queue of 5: through the real poller the signal is not usable
+// (never valid, left out), so with no other signal the RPCs answer Unavailable, as for an
+// invalid single value. Before, the poller summed the vector and the scaler answered 5
+// replicas. A valid vector {3, 4} still reads as the queue 7.
+func TestQueueSumWithNegativeSeriesIsNotUsable(t *testing.T) {
+	var mu sync.Mutex
+	answer := `[{"metric":{"pod":"a"},"value":[1767225600,"-5"]},{"metric":{"pod":"b"},"value":[1767225600,"10"]}]`
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, answer)
+	}))
+	defer ps.Close()
+	pc := prom.DefaultConfig()
+	pc.DefaultAddress = ps.URL
+	poller, err := prom.NewPoller(pc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{Defaults: Defaults{PrometheusAddress: ps.URL}, RefreshInterval: 5 * time.Second, ForgetAfter: 10 * time.Minute},
+		PollerSignals(poller), nil, nil, health.NewServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &pb.ScaledObjectRef{Namespace: "team-a", Name: "pool", ScalerMetadata: map[string]string{
+		"queueQuery": "sum by (pod) (gateway_pending)", "replicaThroughput": "1", "drainSeconds": "1",
+	}}
+	ctx := context.Background()
+	spec, err := srv.GetMetricSpec(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &pb.GetMetricsRequest{ScaledObjectRef: ref, MetricName: spec.MetricSpecs[0].MetricName}
+	poller.Refresh(ctx)
+
+	_, err = srv.GetMetrics(ctx, req)
+	const want = "rpc error: code = Unavailable desc = ScaledObject team-a/pool: no usable signal data: queue never"
+	if err == nil || err.Error() != want {
+		t.Errorf("GetMetrics = %v, want %s", err, want)
+	}
+	tr := srv.triggers[req.MetricName]
+	rec, _ := tr.snapshot()
+	if rec.Status[decision.SignalQueue] != decision.StatusNever || rec.Values[decision.SignalQueue] != 0 {
+		t.Errorf("queue status %s, value %v; want never, 0 (not usable, not 5)", rec.Status[decision.SignalQueue], rec.Values[decision.SignalQueue])
+	}
+
+	mu.Lock()
+	answer = `[{"metric":{"pod":"a"},"value":[1767225600,"3"]},{"metric":{"pod":"b"},"value":[1767225600,"4"]}]`
+	mu.Unlock()
+	poller.Refresh(ctx)
+	srv.evaluate(tr, time.Now())
+	resp, err := srv.GetMetrics(ctx, req)
+	if err != nil || len(resp.MetricValues) != 1 || resp.MetricValues[0].MetricValue != 7 {
+		t.Errorf("GetMetrics = %v, %v; want 7 replicas (queue 3 + 4, drained in 1 s at 1 req/s)", resp, err)
+	}
+}
