@@ -1,12 +1,16 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +24,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -113,6 +118,7 @@ type objects struct {
 	triggerAuths   map[string]*kedav1alpha1.TriggerAuthentication
 	monitors       map[string]*unstructured.Unstructured // "PodMonitor/name", "ServiceMonitor/name"
 	testPods       map[string]*corev1.Pod
+	cronJobs       map[string]*batchv1.CronJob
 	kinds          []string // "Kind/name", sorted
 	renderedOutput string   // manifest, hooks and NOTES, for the golden file
 }
@@ -135,6 +141,19 @@ func decodeStrict(doc string, into *objects) error {
 	strict := func(obj any) error {
 		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 			return fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+		}
+		// sigs.k8s.io/yaml's typed Unmarshal turns a scalar into a string where the target
+		// field is a string, so `inferscale.io/pool: 123` or `on` decodes above. Helm sends
+		// the API server the untyped conversion (YAMLToJSON: 123 a number, on a boolean), which
+		// the server refuses for a string field; decode that JSON into the same type too.
+		j, err := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(j))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(reflect.New(reflect.TypeOf(obj).Elem()).Interface()); err != nil {
+			return fmt.Errorf("%s %s as the API server reads it: %w", tm.APIVersion, tm.Kind, err)
 		}
 		return nil
 	}
@@ -161,6 +180,8 @@ func decodeStrict(doc string, into *objects) error {
 		name, err = put(into.clusterRoles, &rbacv1.ClusterRole{}, strict)
 	case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
 		name, err = put(into.clusterBinds, &rbacv1.ClusterRoleBinding{}, strict)
+	case "batch/v1 CronJob":
+		name, err = put(into.cronJobs, &batchv1.CronJob{}, strict)
 	case "policy/v1 PodDisruptionBudget":
 		name, err = put(into.pdbs, &policyv1.PodDisruptionBudget{}, strict)
 	case "keda.sh/v1alpha1 ScaledObject":
@@ -181,6 +202,10 @@ func decodeStrict(doc string, into *objects) error {
 	}
 	if name == "" {
 		return fmt.Errorf("%s without metadata.name", tm.Kind)
+	}
+	// Two objects of one kind and name replace each other (or fail the install).
+	if slices.Contains(into.kinds, tm.Kind+"/"+name) {
+		return fmt.Errorf("%s %s is rendered twice", tm.Kind, name)
 	}
 	into.kinds = append(into.kinds, tm.Kind+"/"+name)
 	return nil
@@ -204,7 +229,7 @@ func decodeRelease(rel *release.Release) (*objects, error) {
 		roleBindings: map[string]*rbacv1.RoleBinding{}, clusterRoles: map[string]*rbacv1.ClusterRole{},
 		clusterBinds: map[string]*rbacv1.ClusterRoleBinding{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		scaledObjects: map[string]*kedav1alpha1.ScaledObject{}, triggerAuths: map[string]*kedav1alpha1.TriggerAuthentication{},
-		monitors: map[string]*unstructured.Unstructured{}, testPods: map[string]*corev1.Pod{},
+		monitors: map[string]*unstructured.Unstructured{}, testPods: map[string]*corev1.Pod{}, cronJobs: map[string]*batchv1.CronJob{},
 	}
 	docs := []string{}
 	for _, d := range releaseutil.SplitManifests(rel.Manifest) {
@@ -368,6 +393,13 @@ func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 			name:    "unknown kind",
 			doc:     "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\n",
 			wantErr: "unexpected object batch/v1 Job",
+		},
+		{
+			// sigs.k8s.io/yaml's typed Unmarshal would read 123 as "123"; the API server
+			// receives a number and refuses it.
+			name:    "number as a label value",
+			doc:     "apiVersion: v1\nkind: Service\nmetadata: {name: x, labels: {inferscale.io/pool: 123}}\n",
+			wantErr: "cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
 		},
 	}
 	for _, tt := range tests {

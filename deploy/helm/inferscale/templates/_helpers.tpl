@@ -24,8 +24,8 @@
 {{/* Labels on every object. */}}
 {{- define "inferscale.labels" -}}
 helm.sh/chart: {{ include "inferscale.chart" . }}
-app.kubernetes.io/name: {{ include "inferscale.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "inferscale.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: inferscale
@@ -35,8 +35,8 @@ app.kubernetes.io/part-of: inferscale
 {{- end }}
 
 {{- define "inferscale.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "inferscale.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "inferscale.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{/* Image reference from an image block; call with (dict "image" $img "root" $). */}}
@@ -83,9 +83,12 @@ app.kubernetes.io/component: scaler
   verbs: ["list", "watch"]
 {{- end }}
 
-{{/* Cluster-scoped names must be unique across namespaces: prefix the namespace. */}}
+{{/* Cluster-scoped names must be unique across namespaces: prefix the namespace. RBAC names
+are path segments, not DNS labels, so the name is not cut at 63 characters: with a long
+namespace that cut made the scaler's and the ledger's ClusterRoles (and those of every release
+in the namespace) one name. */}}
 {{- define "inferscale.scaler.clusterRoleName" -}}
-{{- printf "%s-%s" .Release.Namespace (include "inferscale.scaler.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Namespace (include "inferscale.scaler.fullname" .) }}
 {{- end }}
 
 {{/* host:port KEDA dials; the scaler's TLS certificate must name this host. */}}
@@ -119,7 +122,7 @@ Pool helpers take (dict "root" $ "pool" $pool). */}}
 {{- define "inferscale.pool.selectorLabels" -}}
 {{ include "inferscale.selectorLabels" .root }}
 app.kubernetes.io/component: pool
-inferscale.io/pool: {{ .pool.name }}
+inferscale.io/pool: {{ .pool.name | quote }}
 {{- end }}
 
 {{- define "inferscale.pool.serviceAccountName" -}}
@@ -206,16 +209,63 @@ else nvidia.com/gpu. */}}
 {{- end }}
 {{- end }}
 
-{{/* Whole seconds (rounded up) of a Go duration string such as "1m30s" or "500ms";
+{{/* Seconds (a float) of a Go duration string such as "1m30s" or "500ms";
 values.schema.json guarantees the format. */}}
-{{- define "inferscale.durationSeconds" -}}
+{{- define "inferscale.durationFloat" -}}
 {{- $mult := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 }}
 {{- $total := 0.0 }}
 {{- range (regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" (toString .) -1) }}
 {{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . }}
 {{- $total = addf $total (mulf (float64 $num) (index $mult (trimPrefix $num .))) }}
 {{- end }}
-{{- ceil $total | int }}
+{{- $total }}
+{{- end }}
+
+{{/* Whole seconds (rounded up) of a Go duration string. */}}
+{{- define "inferscale.durationSeconds" -}}
+{{- include "inferscale.durationFloat" . | float64 | ceil | int }}
+{{- end }}
+
+{{/* Fails the render when a Go duration is outside [min, max] seconds, the range the process
+(by) refuses at start, so the error comes from helm and not from a crash-looping pod.
+Call with (dict "field" <values path> "value" <duration> "min" <s> "max" <s> "range" <text> "by" <process>). */}}
+{{- define "inferscale.checkDuration" -}}
+{{- $sec := include "inferscale.durationFloat" .value | float64 }}
+{{- if or (lt $sec (float64 .min)) (gt $sec (float64 .max)) }}
+{{- fail (printf "%s: %q must be a duration in %s (%s refuses it)" .field (toString .value) .range .by) }}
+{{- end }}
+{{- end }}
+
+{{/* Rules the schema cannot state; included once by scaler-deployment.yaml. */}}
+{{- define "inferscale.validate" -}}
+{{- $full := include "inferscale.fullname" . }}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $full) }}
+{{- fail (printf "the chart's full name %q (from the release name %q, nameOverride and fullnameOverride) names the Services, so it must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter; set fullnameOverride" $full .Release.Name) }}
+{{- end }}
+{{- $c := .Values.scaler.config }}
+{{- $by := "cmd/scaler" }}
+{{- include "inferscale.checkDuration" (dict "field" "scaler.config.refreshInterval" "value" $c.refreshInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" "scaler.config.queryTimeout" "value" $c.queryTimeout "min" 0.1 "max" 300 "range" "[100ms, 5m]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" "scaler.config.gracefulStopTimeout" "value" $c.gracefulStopTimeout "min" 0 "max" 300 "range" "[0s, 5m]" "by" $by) }}
+{{- $refresh := include "inferscale.durationFloat" $c.refreshInterval | float64 }}
+{{- if lt (include "inferscale.durationFloat" $c.forgetAfter | float64) $refresh }}
+{{- fail (printf "scaler.config.forgetAfter: %q must be at least scaler.config.refreshInterval (%s); cmd/scaler refuses it" (toString $c.forgetAfter) (toString $c.refreshInterval)) }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render when the pool's residency flags are outside the ranges cmd/residency
+accepts (residency.Config.Validate). Call with (dict "pool" $pool "rc" <merged residency config>). */}}
+{{- define "inferscale.pool.checkResidency" -}}
+{{- $rc := .rc }}
+{{- $by := "cmd/residency" }}
+{{- $f := printf "pools[%s].residency.config" .pool.name }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.loopInterval" $f) "value" $rc.loopInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.failureBackoff" $f) "value" $rc.failureBackoff "min" 0.1 "max" 3600 "range" "[100ms, 1h]" "by" $by) }}
+{{- $lo := maxf 0.1 (include "inferscale.durationFloat" $rc.failureBackoff | float64) }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.failureBackoffMax" $f) "value" $rc.failureBackoffMax "min" $lo "max" 86400 "range" (printf "[failureBackoff (%s), 24h]" (toString $rc.failureBackoff)) "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.drainTimeout" $f) "value" $rc.drainTimeout "min" 1 "max" 3600 "range" "[1s, 1h]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.propagationDelay" $f) "value" $rc.propagationDelay "min" 0 "max" 300 "range" "[0s, 5m]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" (printf "%s.drainPollInterval" $f) "value" $rc.drainPollInterval "min" 0.01 "max" 60 "range" "[10ms, 1m]" "by" $by) }}
 {{- end }}
 
 {{/* Seconds the sidecar's drain may take: --propagation-delay + --drain-timeout (the drain

@@ -8,7 +8,7 @@ Its flags are cmd/residency's. */}}
 {{- $res := $pool.residency | default dict }}
 {{- $ports := mergeOverwrite (dict "http" 8000 "grpc" 8001 "metrics" 8002) (deepCopy ($pool.ports | default dict)) }}
 - name: residency
-  image: {{ include "inferscale.image" (dict "image" $r.image "root" $root) }}
+  image: {{ include "inferscale.image" (dict "image" $r.image "root" $root) | quote }}
   imagePullPolicy: {{ $r.image.pullPolicy }}
   args:
     {{- /* The inference front (docs/residency.md "Hold and fail fast") takes the pool's gRPC port;
@@ -26,10 +26,10 @@ Its flags are cmd/residency's. */}}
     - --reserve-bytes={{ $rc.reserveBytes | int64 }}
     - --nvml={{ $rc.nvml }}
     {{- with ($res.prometheusAddress | default $root.Values.prometheus.address) }}
-    - --prometheus-address={{ . }}
+    - {{ printf "--prometheus-address=%s" . | quote }}
     {{- end }}
     {{- with $res.demandQuery }}
-    - --demand-query={{ . }}
+    - {{ printf "--demand-query=%s" . | quote }}
     {{- end }}
     - --listen=:{{ $rc.port }}
     - --loop-interval={{ $rc.loopInterval }}
