@@ -3,10 +3,7 @@ package sidecar
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,7 +11,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -40,8 +36,7 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 			{Name: "slow", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 			{Name: "next", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 		}})
-	catPath := filepath.Join(t.TempDir(), "catalog.yaml")
-	if err := os.WriteFile(catPath, []byte(`models:
+	cfg, client := startSidecar(t, ts, `models:
   - name: slow
     digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
     tier: P2
@@ -52,36 +47,12 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
     tier: P2
     peakMemoryBytes: {1g.10gb: 1Gi}
     loadTime: 2s
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := residency.DefaultConfig()
-	cfg.TritonAddress, cfg.TritonMetricsURL, cfg.CatalogPath = ts.GRPCAddr(), ts.MetricsURL(), catPath
-	cfg.MIGProfile, cfg.BudgetBytes, cfg.NVML = "1g.10gb", 10307921510, "off"
-	cfg.ListenAddress, cfg.InferenceListen = freeAddr(t), freeAddr(t)
-	cfg.PropagationDelay, cfg.DrainPollInterval, cfg.DrainTimeout = 0, 100*time.Millisecond, 30*time.Second
-	cfg.MaxConcurrentLoads = 1
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	cc, err := grpc.NewClient(cfg.InferenceListen, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	client := inference.NewGRPCInferenceServiceClient(cc)
-	for {
-		r, err := client.ServerReady(ctx, &inference.ServerReadyRequest{}, grpc.WaitForReady(true))
-		if err == nil && r.GetReady() {
-			break
-		}
-	}
+`, func(cfg *residency.Config) {
+		cfg.ListenAddress = freeAddr(t)
+		cfg.PropagationDelay, cfg.DrainPollInterval, cfg.DrainTimeout = 0, 100*time.Millisecond, 30*time.Second
+		cfg.MaxConcurrentLoads = 1
+	})
+	ctx := context.Background()
 
 	type result struct {
 		model string
