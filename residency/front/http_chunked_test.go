@@ -17,6 +17,26 @@ import (
 
 // postChunked sends an infer request whose body has no Content-Length (chunked) and returns
 // its status; body is read by the client as the server asks for it.
+// readingChunked starts a chunked POST for model at base, sends n bytes of its body and returns
+// once the front has read them (Front.ReadingBytes), the connection open: the body's writer
+// (close it to end the body; the test's end closes it too) and the request's status to come.
+func readingChunked(t *testing.T, ctx context.Context, h *harness, base, model string, n int) (*io.PipeWriter, <-chan int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	status := make(chan int, 1)
+	go func() { status <- postChunked(t, ctx, base, model, pr) }()
+	if _, err := pw.Write(bytes.Repeat([]byte{'x'}, n)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes(model) < int64(n); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the front read %d bytes of the %d-byte body", h.front.ReadingBytes(model), n)
+		}
+	}
+	return pw, status
+}
+
 func postChunked(t *testing.T, ctx context.Context, base, model string, body io.Reader) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v2/models/"+model+"/infer", io.NopCloser(body))
@@ -67,18 +87,7 @@ func TestHTTPChunkedBodiesBounded(t *testing.T) {
 	defer cancel()
 
 	// A client streams 3 MiB of a body and stops sending, connection open.
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	slow := make(chan int, 1)
-	go func() { slow <- postChunked(t, ctx, srv.URL, "big", pr) }()
-	if _, err := pw.Write(bytes.Repeat([]byte{'x'}, 3<<20)); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("big") < 3<<20; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the front read %d bytes of the 3 MiB body", h.front.ReadingBytes("big"))
-		}
-	}
+	pw, slow := readingChunked(t, ctx, h, srv.URL, "big", 3<<20)
 	// 2 MiB more would pass the 4 MiB bound with the 3 MiB being read: refused at once.
 	if got := postChunked(t, ctx, srv.URL, "big", bytes.NewReader(bytes.Repeat([]byte{'y'}, 2<<20))); got != http.StatusServiceUnavailable {
 		t.Errorf("2 MiB while 3 MiB are read: status %d, want 503", got)

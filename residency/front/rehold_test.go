@@ -1,9 +1,7 @@
 package front_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -221,18 +219,7 @@ func TestHoldCountsBodiesBeingRead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	slow := make(chan int, 1)
-	go func() { slow <- postChunked(t, ctx, srv.URL, "cold", pr) }()
-	if _, err := pw.Write(bytes.Repeat([]byte{'x'}, 3<<20)); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("cold") < 3<<20; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the front read %d bytes of the 3 MiB body", h.front.ReadingBytes("cold"))
-		}
-	}
+	pw, slow := readingChunked(t, ctx, h, srv.URL, "cold", 3<<20)
 	var tr metadata.MD
 	_, err := h.client.ModelInfer(ctx, sizedRequest(t, "cold", 2<<20), grpc.Trailer(&tr))
 	const wantMsg = `model "cold" is not ready and its hold queue is full (0 requests, 3145728 bytes held or being read; bounds 1000, 4194304)`
