@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/inferscale/inferscale/capacity/record"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/proto/inference"
 	"github.com/inferscale/inferscale/replay"
 	"github.com/inferscale/inferscale/residency/gpu"
@@ -161,7 +163,9 @@ const probeRequests = 20
 func probeStart(ctx context.Context, t Target, cfg SearchConfig, timeout time.Duration) (float64, error) {
 	lat := make([]float64, 0, probeRequests)
 	var codes []string
-	for range probeRequests {
+	// Once more than half have failed the probe has failed: a server that holds every request
+	// took all 20 request timeouts (10 minutes at the default 30 s) to say so.
+	for len(codes) <= probeRequests/2 && len(lat)+len(codes) < probeRequests {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		start := time.Now()
 		out := t.Send(rctx, time.Now)
@@ -173,11 +177,34 @@ func probeStart(ctx context.Context, t Target, cfg SearchConfig, timeout time.Du
 		lat = append(lat, out.Done.Sub(start).Seconds())
 	}
 	if len(lat) < probeRequests/2 {
-		return 0, fmt.Errorf("probe: %d of %d requests failed (%s): check --model and the request (--input, --input-data)", len(codes), probeRequests, strings.Join(codes, ", "))
+		hint := "check --model and the request (--input, --input-data)"
+		if _, ok := t.(OpenAITarget); ok {
+			hint = "check --model (the served model name), --prompt-tokens and --max-tokens"
+		}
+		return 0, fmt.Errorf("probe: %d of %d requests failed (%s; it stops once more than half of its %d fail): %s", len(codes), len(codes)+len(lat), countCodes(codes), probeRequests, hint)
 	}
 	slices.Sort(lat)
 	s := max(Quantile(lat, 0.5), 1e-6)
 	return min(max(cfg.MinRPS, 0.5/s), cfg.MaxRPS), nil
+}
+
+// countCodes words error codes by count, most frequent first: "20 × http 404" (each of the
+// 20 was listed before).
+func countCodes(codes []string) string {
+	n := map[string]int{}
+	var order []string
+	for _, c := range codes {
+		if n[c] == 0 {
+			order = append(order, c)
+		}
+		n[c]++
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return n[b] - n[a] })
+	parts := make([]string, len(order))
+	for i, c := range order {
+		parts[i] = fmt.Sprintf("%d × %s", n[c], c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Written is what Run produced.
@@ -185,6 +212,20 @@ type Written struct {
 	Record record.Record
 	// Path is the record's file.
 	Path string
+	// ClientBound is the level that ended the search client-bound after an earlier level had
+	// passed (nil when none did): the record's μ is then a lower bound (LowerBoundNote).
+	ClientBound *Level
+}
+
+// LowerBoundNote is the line the command prints after the record's when a level turned
+// client-bound after an earlier one passed: the level's rate, why, and that μ is only a lower
+// bound. "" when no level did.
+func (w Written) LowerBoundNote() string {
+	if w.ClientBound == nil {
+		return ""
+	}
+	return fmt.Sprintf("μ %.4g req/s is a lower bound: the level at %.4g req/s was client-bound (%s), so no higher rate was measured",
+		w.Record.SLOThroughputRPS, w.ClientBound.OfferedRPS, w.ClientBound.ClientBoundReason)
 }
 
 // Run measures cfg.Model, writes its admission record to cfg.OutDir and returns it. Progress
@@ -294,11 +335,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cfg.Target, "/")+"/v1/models", nil)
 		resp, err := o.Client.Do(req)
-		cancel()
 		if err != nil {
+			cancel()
 			return Written{}, fmt.Errorf("%w: --target %s: GET /v1/models: %v", ErrUnreachable, cfg.Target, err)
 		}
+		err = checkModelList(resp, cfg.Target, cfg.Model)
 		resp.Body.Close()
+		cancel()
+		if err != nil {
+			return Written{}, err
+		}
 		target = o
 		cfg.SkipMemory = true
 		note("OpenAI-compatible endpoint: no repository API, so load time and swap peak are not measured")
@@ -306,11 +352,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	rec.LoadShape.Request = target.Describe()
 
 	var baseline int64
-	var wasLoaded bool // READY or LOADING before the run: left READY after it
+	var wasLoaded bool   // READY or LOADING before the run: left READY after it
+	var devReadings bool // device memory was read at the load (NVML or Triton's metrics)
 	var err error
 	if !cfg.SkipMemory {
 		fmt.Fprintf(log, "loading %s through Triton's repository API (EXPLICIT mode)\n", cfg.Model)
-		b, loadTime, steady, loaded, lerr := loadFresh(ctx, tc, &mem, cfg.Model)
+		b, loadTime, steady, loaded, baseErr, lerr := loadFresh(ctx, tc, &mem, cfg.Model)
 		if err = lerr; err != nil {
 			return Written{}, err
 		}
@@ -318,6 +365,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		rec.LoadTimeSeconds = loadTime.Seconds()
 		rec.Memory.SteadyBytes = steady
 		rec.Runtime.MemorySource = mem.source
+		if devReadings = baseErr == nil; !devReadings {
+			// Said nowhere before: the swap peak was recorded as the peak and the unload
+			// as "did not return", both unmeasured.
+			note("no device memory reading (%v): steady and peak memory come from Triton's memory_usage statistics at load (memorySource %s), the swap peak was not measured (recorded as the peak), nor whether memory returned after the unload", baseErr, mem.source)
+		}
 	}
 
 	var trace []time.Duration // arrival times of --trace
@@ -357,8 +409,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	res, err := Search(ctx, cfg.Search, func(ctx context.Context, r float64) (Level, error) {
 		l, err := gen.Measure(ctx, r)
 		if err == nil {
-			fmt.Fprintf(log, "%9.2f req/s offered: %9.2f served, p50 %.4fs p99 %.4fs, success %.4f, stable %v, passed %v (%d windows)\n",
-				l.OfferedRPS, l.ThroughputRPS, l.P50, l.P99, l.SuccessRate, l.Stable, l.Passes(), len(l.Windows))
+			bound := ""
+			if l.ClientBound {
+				bound = ", client-bound: " + l.ClientBoundReason
+			}
+			fmt.Fprintf(log, "%9.2f req/s offered: %9.2f served, p50 %.4fs p99 %.4fs, success %.4f, stable %v, passed %v (%d windows)%s\n",
+				l.OfferedRPS, l.ThroughputRPS, l.P50, l.P99, l.SuccessRate, l.Stable, l.Passes(), len(l.Windows), bound)
 		}
 		return l, err
 	})
@@ -376,7 +432,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		}
 		rec.Memory.SwapPeakBytes = max(swap, rec.Memory.PeakBytes)
 		rec.Memory.ReturnedAfterUnload = returned
-		if !returned {
+		if !returned && devReadings {
 			note("device memory did not return to its level before the load within 10 s of the unload")
 		}
 	}
@@ -394,11 +450,43 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return Written{}, fmt.Errorf("--out: %w", err)
 	}
-	out := Written{Record: rec, Path: path}
+	out := Written{Record: rec, Path: path, ClientBound: res.ClientBound}
 	if !rec.Verdict.Allowed {
 		return out, fmt.Errorf("%w: %s on %s: %s", ErrRefused, cfg.Model, cfg.Profile, strings.Join(rec.Verdict.Limits, "; "))
 	}
 	return out, nil
+}
+
+// checkModelList checks the answer to GET /v1/models: any status but 200 (a wrong base URL,
+// a server that is not OpenAI-compatible) was taken as reachable, and every completion then
+// failed with the probe blaming --input and --input-data, flags openai refuses. When the
+// answer is an OpenAI model list ({"data":[{"id":…}]}), model must be in it; a body that is
+// not one is not judged.
+func checkModelList(resp *http.Response, target, model string) error {
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: --target %s: GET /v1/models answered HTTP %d; want an OpenAI-compatible server's base URL (e.g. http://localhost:8000, without /v1)", ErrUnreachable, target, resp.StatusCode)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || json.Unmarshal(b, &list) != nil || len(list.Data) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if m.ID == model {
+			return nil
+		}
+		ids = append(ids, errtext.Quote(m.ID, 64))
+	}
+	more := ""
+	if len(ids) > 10 {
+		ids, more = ids[:10], fmt.Sprintf(" and %d more", len(ids)-10)
+	}
+	return fmt.Errorf("--model %s: not served by %s (GET /v1/models lists %s%s)", errtext.Quote(model, 64), target, strings.Join(ids, ", "), more)
 }
 
 // checkWritable makes dir (as the record's write will) and creates and removes a file in it.
@@ -497,9 +585,18 @@ func (m *memSource) used(ctx context.Context) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("--metrics-url %s: no nv_gpu_memory_used_bytes (is Triton's GPU metrics collection on?)", m.metricsURL)
 	}
+	// Each value and the sum are checked before the conversion: int64(1e30) and int64(NaN)
+	// are math.MinInt64 on amd64, which made the model's peak 0 bytes and admitted it.
 	var sum float64
 	for _, mt := range f.GetMetric() {
-		sum += mt.GetGauge().GetValue()
+		v := mt.GetGauge().GetValue()
+		if !(v >= 0 && v <= float64(plan.MaxMemoryBytes)) {
+			return 0, fmt.Errorf("--metrics-url %s: nv_gpu_memory_used_bytes %v is outside [0, %d]", m.metricsURL, v, plan.MaxMemoryBytes)
+		}
+		sum += v
+	}
+	if sum > float64(plan.MaxMemoryBytes) {
+		return 0, fmt.Errorf("--metrics-url %s: nv_gpu_memory_used_bytes sums to %v, outside [0, %d]", m.metricsURL, sum, plan.MaxMemoryBytes)
 	}
 	m.source = "triton-metrics"
 	return int64(sum), nil
@@ -542,11 +639,11 @@ func startSampler(ctx context.Context, m *memSource) func() int64 {
 // loadFresh unloads the model if loaded (waiting until Triton reports it UNAVAILABLE), reads
 // the baseline, loads it timing the call, and returns the baseline, the load time, the steady
 // memory (device use above the baseline; Triton's memory_usage where no device reading is
-// available) and whether the model was loaded (READY or LOADING) before.
-func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model string) (baseline int64, loadTime time.Duration, steady int64, wasLoaded bool, err error) {
+// available: baseErr says why) and whether the model was loaded (READY or LOADING) before.
+func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model string) (baseline int64, loadTime time.Duration, steady int64, wasLoaded bool, baseErr, err error) {
 	idx, err := tc.Index(ctx, false)
 	if err != nil {
-		return 0, 0, 0, false, fmt.Errorf("repository index: %w", err)
+		return 0, 0, 0, false, nil, fmt.Errorf("repository index: %w", err)
 	}
 	found := false
 	for _, m := range idx {
@@ -557,29 +654,35 @@ func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model str
 		if m.State == triton.StateReady || m.State == triton.StateLoading {
 			wasLoaded = true
 			if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
-				return 0, 0, 0, false, fmt.Errorf("unload %s before measuring its load: %w", model, err)
+				return 0, 0, 0, false, nil, fmt.Errorf("unload %s before measuring its load: %w", model, err)
 			}
 			if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
-				return 0, 0, 0, false, fmt.Errorf("unload %s: %w", model, err)
+				return 0, 0, 0, false, nil, fmt.Errorf("unload %s: %w", model, err)
 			}
 		}
 	}
 	if !found {
-		return 0, 0, 0, false, fmt.Errorf("--model %q is not in Triton's model repository", model)
+		return 0, 0, 0, false, nil, fmt.Errorf("--model %q is not in Triton's model repository", model)
 	}
-	baseline, baseErr := mem.used(ctx)
+	baseline, baseErr = mem.used(ctx)
 	start := time.Now()
 	if err := tc.Load(ctx, model, triton.LoadOptions{}); err != nil {
-		return 0, 0, 0, false, fmt.Errorf("load %s: %w", model, err)
+		return 0, 0, 0, false, nil, fmt.Errorf("load %s: %w", model, err)
 	}
 	loadTime = time.Since(start)
-	if u, err := mem.used(ctx); err == nil && baseErr == nil {
+	u, uErr := mem.used(ctx)
+	if baseErr == nil {
+		baseErr = uErr
+	}
+	if baseErr == nil {
 		steady = u - baseline
-	} else if st, err := tc.Statistics(ctx, model); err == nil && len(st) > 0 {
+	} else if st, err := tc.Statistics(ctx, model); err == nil && len(st) > 0 && st[0].GPUBytes() <= uint64(plan.MaxMemoryBytes) {
 		steady = int64(st[0].GPUBytes())
 		mem.source = "triton-statistics"
+	} else {
+		mem.source = "none"
 	}
-	return baseline, loadTime, steady, wasLoaded, nil
+	return baseline, loadTime, steady, wasLoaded, baseErr, nil
 }
 
 // reloadAndUnload reloads the loaded model (Triton keeps the old copy serving while the new

@@ -62,6 +62,9 @@ func (c SearchConfig) validate(probed bool) error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	if !probed && (!(c.StartRPS > 0) || !finite(c.StartRPS)) {
 		bad("startRPS (--start-rate) is %v, want > 0", c.StartRPS)
+		// MinRPS and MaxRPS are then checked against each other: "--min-rate 0.1, want
+		// (0, startRPS NaN]" blamed flags nobody gave.
+		probed = true
 	}
 	if !(c.StepFactor > 1) || !finite(c.StepFactor) || c.StepFactor > 100 {
 		bad("stepFactor (--step-factor) is %v, want (1, 100]", c.StepFactor)
@@ -98,6 +101,9 @@ type Result struct {
 	Curve []Level
 	// Limits are notes on how far the result can be trusted ("the step-up reached --max-rate").
 	Limits []string
+	// ClientBound is the level that ended the search client-bound after an earlier one had
+	// passed (nil when none did): MuRPS is then a lower bound.
+	ClientBound *Level
 }
 
 // Search finds μ with measure: it steps the rate up by StepFactor from StartRPS while levels
@@ -119,6 +125,7 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 		res.Curve = append(res.Curve, l)
 		if l.ClientBound {
 			if res.MuRPS > 0 {
+				res.ClientBound = &l
 				res.Limits = append(res.Limits, fmt.Sprintf("client-bound at %.4g req/s (%s): μ is the highest rate measured before, a lower bound", rate, l.ClientBoundReason))
 				return false, errStop
 			}

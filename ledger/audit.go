@@ -332,7 +332,11 @@ func pack(spec Spec, ns []svcNeed, nodes []int, mode packMode) packResult {
 				case n.s.Tier == P2:
 					res.reason = fmt.Sprintf("hosting: no free %s slice for %s (P2)", n.s.Profile, n.s.Name)
 				case float64(placed)*mu < n.s.PeakRPS:
-					res.reason = fmt.Sprintf("capacity: %s needs ⌈%g/%g⌉ = %d %s slices and more for N+1; only %d fit", n.s.Name, n.s.PeakRPS, mu, n.m, n.s.Profile, placed)
+					eq := fmt.Sprintf("= %d", n.m)
+					if n.m >= maxReplicaNeed {
+						eq = fmt.Sprintf("> %d", maxReplicaNeed)
+					}
+					res.reason = fmt.Sprintf("capacity: %s needs ⌈%g/%g⌉ %s %s slices and more for N+1; only %d fit", n.s.Name, n.s.PeakRPS, mu, eq, n.s.Profile, placed)
 				default:
 					res.reason = fmt.Sprintf("N+1: %s needs %d %s replicas left after losing any failure domain; the free %s slices span too few failure domains (%d replicas placed, %d in the fullest domain)", n.s.Name, n.m, n.s.Profile, n.s.Profile, placed, maxc)
 				}

@@ -75,14 +75,18 @@ func meets(capacity, peak float64) bool {
 
 // minReplicasAfterLoss is the fewest replicas that must survive any loss:
 // ⌈peak / safe⌉, at least 1 for P0 (a pinned service is never lost with a
-// failure domain), 0 for P2.
+// failure domain), 0 for P2; at most maxReplicaNeed.
 func minReplicasAfterLoss(s Service) int {
 	if s.Tier == P2 {
 		return 0
 	}
 	m := 0
 	if s.PeakRPS > 0 && s.SafeRPSPerReplica > 0 {
-		m = int(math.Ceil(s.PeakRPS/s.SafeRPSPerReplica - rpsEpsilon))
+		ratio := math.Ceil(s.PeakRPS/s.SafeRPSPerReplica - rpsEpsilon)
+		if !(ratio < maxReplicaNeed) { // past int (or +Inf): as unmeetable as the cap
+			return maxReplicaNeed
+		}
+		m = int(ratio)
 		if !meets(float64(m)*s.SafeRPSPerReplica, s.PeakRPS) {
 			m++
 		}
@@ -455,3 +459,10 @@ func joinNames(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }
+
+// maxReplicaNeed caps minReplicasAfterLoss: ⌈peakRPS / safeRPSPerReplica⌉ of two in-range
+// figures reaches 10^309 (+Inf), which converted to int wrapped to math.MinInt64 and needed
+// no replica at all. 2^40 is past any spec's slices (MaxNodes × 64 GPUs × 7 instances is
+// under 5·10^6), so a capped need is as unmeetable as the true one, and sums of it over
+// MaxServices services stay far inside int64.
+const maxReplicaNeed = 1 << 40

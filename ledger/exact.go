@@ -287,6 +287,20 @@ func (e *exact) allocate(slots [][]int, D int) ([][]int8, error) {
 		}
 		n := e.ns[i]
 		k := e.kind[n.s.Profile]
+		// Fewer slots left than the replicas the service needs (r, and m + 1 for N+1): no
+		// allocation fits, and its tables are not built (10^12 replicas gave up with
+		// ErrTooLarge on a two-node spec; entries past 127 wrapped in int8).
+		free := 0
+		for d := range rem {
+			free += rem[d][k]
+		}
+		need := n.r
+		if n.m > 0 {
+			need = max(need, n.m+1)
+		}
+		if free < need {
+			return false, nil
+		}
 		vs, err := e.minimalVectors(D, n.m, n.r)
 		if err != nil {
 			return false, err

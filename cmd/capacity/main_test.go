@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,9 +27,10 @@ import (
 
 func TestBadFlagsNameTheFlag(t *testing.T) {
 	tests := []struct {
-		name string
-		args []string
-		want []string
+		name  string
+		args  []string
+		want  []string
+		exact string // the whole of stderr, when set
 	}{
 		{name: "required flags", args: nil, want: []string{`--target ""`, "--model is required", `--mig-profile ""`}},
 		{name: "ranges", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--slo-quantile=1.5", "--slo-latency=-1s", "--step-factor=1", "--window=0s"},
@@ -42,6 +45,10 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 			want: []string{"--ignore-eos, --max-tokens: not used with --protocol=triton-grpc"}},
 		{name: "triton flags with openai", args: []string{"--protocol=openai", "--target=http://localhost:8000", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP32:1"},
 			want: []string{"--input: not used with --protocol=openai"}},
+		// Each also blamed --max-rate and --min-rate, at their defaults, against the bad start.
+		{name: "start rate NaN", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=NaN"}, exact: "capacity: invalid config: startRPS (--start-rate) is NaN, want > 0\n"},
+		{name: "start rate Inf", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=Inf"}, exact: "capacity: invalid config: startRPS (--start-rate) is +Inf, want > 0\n"},
+		{name: "start rate negative", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=-1"}, exact: "capacity: invalid config: startRPS (--start-rate) is -1, want > 0\n"},
 		{name: "openai target must be a URL", args: []string{"--protocol=openai", "--target=localhost:8000", "--model=m", "--mig-profile=1g.10gb"}, want: []string{"want the server's base URL"}},
 	}
 	for _, tt := range tests {
@@ -54,6 +61,9 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 				if !strings.Contains(stderr.String(), w) {
 					t.Errorf("stderr %q does not contain %q", stderr.String(), w)
 				}
+			}
+			if tt.exact != "" && stderr.String() != tt.exact {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.exact)
 			}
 		})
 	}
@@ -188,7 +198,7 @@ func TestOpenAIWithTrace(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
-			fmt.Fprint(w, `{"data":[{"id":"llama"}]}`)
+			fmt.Fprint(w, `{"data":[{"id":"meta/llama"}]}`)
 		case "/v1/completions":
 			var body map[string]any
 			_ = json.NewDecoder(r.Body).Decode(&body)
@@ -290,5 +300,171 @@ func TestVersion(t *testing.T) {
 	if code := run(context.Background(), []string{"--version"}, &stdout, &stderr); code != 0 ||
 		!strings.HasPrefix(stdout.String(), "capacity ") || !strings.Contains(stdout.String(), "github.com/inferscale/inferscale") || stderr.Len() != 0 {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and one version line", code, stdout.String(), stderr.String())
+	}
+}
+
+// flipWriter is a log writer that calls flip once, at the first per-level progress line.
+type flipWriter struct {
+	bytes.Buffer
+	once sync.Once
+	flip func()
+}
+
+func (w *flipWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("req/s offered")) {
+		w.once.Do(w.flip)
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestClientBoundAfterPassSaysLowerBound: the first level (100 req/s, answered in 20 ms)
+// passes; from then on the server holds every request, so at 200 req/s the generator's 50
+// in flight are all taken and the level is client-bound. μ is 100 req/s, a lower bound: the
+// record's limits said so, but stdout printed μ as if measured and the level only as
+// "passed false". Now stdout says it in one line, and the level's progress line says why.
+func TestClientBoundAfterPassSaysLowerBound(t *testing.T) {
+	var hold atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+		case "/v1/completions":
+			_, _ = io.Copy(io.Discard, r.Body) // the server sees the client's cancel only once the body is read
+			if hold.Load() {
+				<-r.Context().Done() // until the level's end cancels it
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	stderr := &flipWriter{flip: func() { hold.Store(true) }}
+	// Four windows a level whatever the latencies (max-windows 4), so the seeded schedule sends
+	// the same arrivals every run; stability 1 keeps a slow machine's jitter from failing the
+	// first level as growing.
+	args := []string{"--protocol=openai", "--target=" + srv.URL, "--model=m", "--mig-profile=h100-80gb", "--slo-latency=10s",
+		"--start-rate=100", "--max-rate=1000", "--max-in-flight=50", "--window=200ms", "--min-window-requests=20", "--max-windows=4", "--stability=1",
+		"--nvml=off", "--digest=sha256:1ddc87c7174a6290c013f11b6ced738b0f7855bc240a12904ca65b0ed85d22dc", "--out=" + dir}
+	if code := run(context.Background(), args, &stdout, stderr); code != 0 {
+		t.Fatalf("exit %d, want 0 (the verdict allows μ 100): %s", code, stderr.String())
+	}
+	const reason = "114 of 164 arrivals not sent: the generator's in-flight cap (50) was reached, below the 2000 in flight the rate needs at the SLO latency"
+	lines := strings.Split(stdout.String(), "\n")
+	want := "μ 100 req/s is a lower bound: the level at 200 req/s was client-bound (" + reason + "), so no higher rate was measured"
+	if len(lines) < 2 || lines[1] != want {
+		t.Errorf("stdout line 2 = %q, want %q\nstdout:\n%s", lines[min(1, len(lines)-1)], want, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "passed false (4 windows), client-bound: "+reason+"\n") {
+		t.Errorf("stderr does not give the client-bound level's reason:\n%s", stderr.String())
+	}
+	rec, err := record.Read(filepath.Join(dir, "m.h100-80gb.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLimit := "client-bound at 200 req/s (" + reason + "): μ is the highest rate measured before, a lower bound"
+	if rec.SLOThroughputRPS != 100 || !slices.Contains(rec.Verdict.Limits, wantLimit) || !rec.Verdict.Allowed {
+		t.Errorf("record μ %v, verdict %+v; want μ 100, allowed, limit %q", rec.SLOThroughputRPS, rec.Verdict, wantLimit)
+	}
+}
+
+// TestMetricsOutOfRange: Triton's nv_gpu_memory_used_bytes reading 1e30 or NaN was converted
+// to int64 as math.MinInt64, so baseline and every sample were the same wrapped number, the
+// model's steady and peak memory came out 0 bytes and it was admitted; a negative reading
+// made the sampler's initial 0 look like 5 GB above it. Such a reading is now an error: the
+// figures come from Triton's memory_usage statistics (1 GiB here), and the record says the
+// device was not read and the swap peak not measured — instead of claiming the memory "did not
+// return" after the unload.
+func TestMetricsOutOfRange(t *testing.T) {
+	for _, v := range []string{"1e30", "NaN", "-5e9"} {
+		t.Run(v, func(t *testing.T) {
+			srv := startFake(t, tritontest.Model{Name: "m", MemoryBytes: 1 << 30, LoadTime: 10 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4})
+			metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "# TYPE nv_gpu_memory_used_bytes gauge\nnv_gpu_memory_used_bytes{gpu_uuid=\"GPU-0\"} %s\n", v)
+			}))
+			defer metrics.Close()
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + metrics.URL + "/metrics", "--model=m", "--mig-profile=1g.10gb",
+				"--slo-latency=500ms", "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...)
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			rec, err := record.Read(filepath.Join(dir, "m.1g.10gb.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := map[string]string{"1e30": "1e+30", "NaN": "NaN", "-5e9": "-5e+09"}[v]
+			want := "no device memory reading (--metrics-url " + metrics.URL + "/metrics: nv_gpu_memory_used_bytes " + value +
+				" is outside [0, 1125899906842624]): steady and peak memory come from Triton's memory_usage statistics at load (memorySource triton-statistics)," +
+				" the swap peak was not measured (recorded as the peak), nor whether memory returned after the unload"
+			if rec.Memory.SteadyBytes != 1<<30 || rec.Memory.PeakBytes != 1<<30 || rec.Runtime.MemorySource != "triton-statistics" || !slices.Contains(rec.Verdict.Limits, want) {
+				t.Errorf("memory %+v from %q, limits %q; want 1 GiB from triton-statistics and the limit %q", rec.Memory, rec.Runtime.MemorySource, rec.Verdict.Limits, want)
+			}
+			for _, l := range rec.Verdict.Limits {
+				if strings.Contains(l, "did not return") {
+					t.Errorf("limit %q: the return was not measured", l)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenAIEndpointAnswersWrongly: GET /v1/models answering 404 (a base URL ending in /v1, a
+// server that is not OpenAI-compatible) passed as reachable, and a model the server does not
+// list was measured anyway; both then failed every probe request with a list of 20 identical
+// codes and a hint naming --input and --input-data, flags --protocol=openai refuses.
+func TestOpenAIEndpointAnswersWrongly(t *testing.T) {
+	tests := []struct {
+		name     string
+		models   int    // status of GET /v1/models
+		list     string // its body
+		model    string
+		want     string // stderr after the URL
+		wantErr  int
+		wantSent int32 // completions the probe sent (all 20 before, however many had failed)
+	}{
+		{name: "models 404", models: 404, model: "m", wantErr: 1,
+			want: ": GET /v1/models answered HTTP 404; want an OpenAI-compatible server's base URL (e.g. http://localhost:8000, without /v1)\n"},
+		{name: "model not listed", models: 200, list: `{"data":[{"id":"llama"},{"id":"mistral"}]}`, model: "gpt", wantErr: 1,
+			want: " (GET /v1/models lists \"llama\", \"mistral\")\n"},
+		{name: "every completion 404", models: 200, list: `not a model list`, model: "m", wantErr: 1,
+			want: "capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sent atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if r.URL.Path == "/v1/completions" {
+					sent.Add(1)
+				}
+				if r.URL.Path == "/v1/models" {
+					w.WriteHeader(tt.models)
+					fmt.Fprint(w, tt.list)
+					return
+				}
+				http.NotFound(w, r)
+			}))
+			defer srv.Close()
+			var stdout, stderr bytes.Buffer
+			args := []string{"--protocol=openai", "--target=" + srv.URL, "--model=" + tt.model, "--mig-profile=h100-80gb", "--nvml=off", "--out=" + t.TempDir()}
+			code := run(context.Background(), args, &stdout, &stderr)
+			want := tt.want
+			switch tt.name {
+			case "models 404":
+				want = "capacity: target unreachable: --target " + srv.URL + want
+			case "model not listed":
+				want = "capacity: --model \"gpt\": not served by " + srv.URL + want
+			}
+			if code != tt.wantErr || stderr.String() != want || sent.Load() != tt.wantSent {
+				t.Errorf("exit %d, stderr %q, %d completions sent; want %d, %q, %d", code, stderr.String(), sent.Load(), tt.wantErr, want, tt.wantSent)
+			}
+		})
 	}
 }

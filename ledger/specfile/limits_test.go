@@ -193,3 +193,21 @@ func TestYAMLErrorsBounded(t *testing.T) {
 		t.Errorf("%d lines, last %q; want %d (the header, %d failures) and then how many more", len(lines), lines[len(lines)-1], MaxErrors+2, MaxErrors)
 	}
 }
+
+// TestBadRecordIsOneError: a record that cannot be read is one error, on the record: line;
+// each also came with "services[0].safeRPSPerReplica: required for P1 (> 0, or record: an
+// admission record)" at the service's first line, though the service gave a record.
+func TestBadRecordIsOneError(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "x.yaml")
+	for _, tt := range []struct{ record, want string }{
+		{"/dev/zero", ":4: services[0].record: admission record: invalid admission record: /dev/zero: larger than 1048576 bytes"},
+		{"missing.yaml", ":4: services[0].record: admission record: invalid admission record: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+	} {
+		data := oneNode + "services:\n  - {name: s, tier: P1, profile: 1g.10gb, peakRPS: 10, record: " + tt.record + "}\n"
+		_, err := Parse([]byte(data), spec)
+		if err == nil || err.Error() != spec+tt.want {
+			t.Errorf("record %s: Parse = %v\nwant %s", tt.record, err, spec+tt.want)
+		}
+	}
+}
