@@ -182,10 +182,57 @@ func Parse(data []byte) (Record, error) {
 	if err := strictyaml.Unmarshal(data, &r); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrRecord, bounded(err))
 	}
-	if err := r.Validate(); err != nil {
+	missing := requiredKeys(data)
+	if err := r.Validate(); err != nil || missing != nil {
+		if missing != nil {
+			err = errors.Join(fmt.Errorf("%w: %w", ErrRecord, missing), err)
+		}
 		return Record{}, err
 	}
 	return r, nil
+}
+
+// RequiredKeys are the keys every record must have because an absent one would read as a
+// figure nobody wrote: without verdict.allowed a record read as refused (and the ledger blamed
+// the verdict), without sloThroughputRPS as μ = 0. cmd/capacity writes them all. (An absent
+// memory.peakBytes reads as no peak for the profile, which the catalog refuses by name, and an
+// absent loadTimeSeconds as 0 s, which it refuses as out of range.)
+var RequiredKeys = []string{"model", "profile", "sloThroughputRPS", "verdict.allowed"}
+
+// requiredKeys reports every RequiredKeys path missing from the record's YAML, keys matched
+// as the strict decoder matches them (case-insensitively).
+func requiredKeys(data []byte) error {
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &root); err != nil {
+		return nil // the strict decoder has reported it
+	}
+	var errs []error
+	for _, path := range RequiredKeys {
+		var n *yamlv3.Node
+		if len(root.Content) > 0 {
+			n = root.Content[0]
+		}
+		for _, k := range strings.Split(path, ".") {
+			n = child(n, k)
+		}
+		if n == nil {
+			errs = append(errs, fmt.Errorf("%s: missing (cmd/capacity writes it; absent, it would read as 0 or false)", path))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// child returns the value of key in the mapping n (nil when n is not a mapping or lacks it).
+func child(n *yamlv3.Node, key string) *yamlv3.Node {
+	if n == nil || n.Kind != yamlv3.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if strings.EqualFold(n.Content[i].Value, key) {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // plainNumberRE is a number as cmd/capacity writes one: JSON's number syntax, plain decimal

@@ -42,7 +42,8 @@ func TestParseErrorsNameKeys(t *testing.T) {
 		}
 	}
 	_, err = Parse([]byte("model: m\nprofile: 1G\nmemory: {peakBytes: -1}\nsuccessRate: 2\n"))
-	for _, want := range []string{`profile: "1G" is not a profile name`, "memory.peakBytes: -1 out of range", "successRate: 2 out of range"} {
+	for _, want := range []string{`profile: "1G" is not a profile name`, "memory.peakBytes: -1 out of range", "successRate: 2 out of range",
+		"sloThroughputRPS: missing (cmd/capacity writes it; absent, it would read as 0 or false)", "verdict.allowed: missing"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want %q", err, want)
 		}
@@ -125,15 +126,15 @@ func TestParseErrorIsBounded(t *testing.T) {
 // 1_000 as 1000, .5 as 0 and -.inf as -9.223372036854776e+18; a record's numbers are plain
 // decimal or exponent notation (JSON's syntax), as cmd/capacity writes them.
 func TestParseRefusesOtherNumberNotations(t *testing.T) {
-	const head = "model: m\nprofile: 1g.10gb\n"
+	const head = "model: m\nprofile: 1g.10gb\nverdict: {allowed: true}\n"
 	tests := []struct{ give, want string }{
-		{"0x10", `"0x10" (line 3): write numbers in plain decimal or exponent notation`},
-		{"1_000", `"1_000" (line 3): write numbers`},
-		{"0o17", `"0o17" (line 3): write numbers`},
-		{"-.inf", `"-.inf" (line 3): write numbers`},
-		{".nan", `".nan" (line 3): write numbers`},
-		{".5", `".5" (line 3): write numbers`},
-		{"+5", `"+5" (line 3): write numbers`},
+		{"0x10", `"0x10" (line 4): write numbers in plain decimal or exponent notation`},
+		{"1_000", `"1_000" (line 4): write numbers`},
+		{"0o17", `"0o17" (line 4): write numbers`},
+		{"-.inf", `"-.inf" (line 4): write numbers`},
+		{".nan", `".nan" (line 4): write numbers`},
+		{".5", `".5" (line 4): write numbers`},
+		{"+5", `"+5" (line 4): write numbers`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(head + "sloThroughputRPS: " + tt.give + "\n"))
@@ -142,7 +143,7 @@ func TestParseRefusesOtherNumberNotations(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"40", "2.5", "1e3", "1.5E+02", "0", "1e+03"} {
-		if r, err := Parse([]byte(head + "loadTimeSeconds: " + ok + "\n")); err != nil {
+		if r, err := Parse([]byte(head + "sloThroughputRPS: 1\nloadTimeSeconds: " + ok + "\n")); err != nil {
 			t.Errorf("loadTimeSeconds: %s: Parse = %v, want it read", ok, err)
 		} else if want, _ := strconv.ParseFloat(ok, 64); r.LoadTimeSeconds != want {
 			t.Errorf("loadTimeSeconds: %s read as %v", ok, r.LoadTimeSeconds)

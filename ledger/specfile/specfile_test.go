@@ -105,7 +105,7 @@ func TestRecord(t *testing.T) {
 	}
 	for give, want := range map[string]string{
 		"other.yaml":       `spec.yaml:7: services[0].record: the record measured profile "2g.20gb", the service asks for "1g.10gb"`,
-		"partial.yaml":     "sloThroughputRPS 0 is outside (0, ",
+		"partial.yaml":     "sloThroughputRPS: missing (cmd/capacity writes it; absent, it would read as 0 or false)",
 		"unknown-key.yaml": "memoryPeakBytes",
 		"absent.yaml":      "no such file",
 	} {
