@@ -464,6 +464,15 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "scaler forgetAfter below refreshInterval",
 			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"refreshInterval": "1m", "forgetAfter": "30s"}}},
 			want: []string{`scaler.config.forgetAfter: "30s" must be at least scaler.config.refreshInterval (1m)`}},
+		{name: "scaler opencostWindow below 10m",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostWindow": "5m"}}},
+			want: []string{`scaler.config.opencostWindow: "5m" must be a duration in [10m, 168h] (cmd/scaler refuses it)`}},
+		{name: "scaler opencostWindow not whole minutes",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostWindow": "10m30s"}}},
+			want: []string{`scaler.config.opencostWindow: "10m30s" must be whole minutes (cmd/scaler refuses it)`}},
+		{name: "scaler opencostRefresh above 1h",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostRefresh": "2h"}}},
+			want: []string{`scaler.config.opencostRefresh: "2h" must be a duration in [1m, 1h] (cmd/scaler refuses it)`}},
 
 		// Ports of one pod (one network namespace).
 		{name: "Triton's HTTP port on its own gRPC port behind the sidecar",

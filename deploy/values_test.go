@@ -257,6 +257,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			want: []string{"/scaler/config/logLevel"},
 		},
 		{
+			name: "opencost address not a URL",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostAddress": "opencost:9003"}}},
+			want: []string{"/scaler/config/opencostAddress", "does not match pattern"},
+		},
+		{
 			name: "GOMEMLIMIT not in Go's syntax",
 			give: map[string]any{"scaler": map[string]any{"goMemLimit": "40MB"}},
 			want: []string{"/scaler/goMemLimit"},

@@ -216,6 +216,16 @@ func numericHost(host string) bool {
 	return true
 }
 
+// RefuseDial is [refuseDial] for the scaler's other HTTP clients (scaler/opencost): a
+// net.Dialer Control that refuses, after name resolution, a connection to a link-local,
+// cloud-metadata or unspecified IP address, the addresses [ValidAddress] refuses when they are
+// written literally. Its error names the address and why ("prom: refusing to connect to
+// 169.254.169.254:80: a link-local address …"); an address that is not IP:port (a unix
+// socket) is allowed.
+func RefuseDial(network, address string, c syscall.RawConn) error {
+	return refuseDial(network, address, c)
+}
+
 // refuseDial is the poller's net.Dialer Control: it refuses a connection to an address
 // [refusedIP] names, after name resolution, so a hostname that resolves to the metadata
 // endpoint (metadata.google.internal) is refused as its IP address would be. It runs before

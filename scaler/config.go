@@ -88,6 +88,21 @@ type Config struct {
 	// measured and sized for (docs/scaler.md, "Memory"), range
 	// [1, 1000000].
 	MaxTriggers int
+	// OpenCostAddress is OpenCost's base URL (its API port, 9003: e.g.
+	// http://opencost.opencost.svc:9003), validated as PrometheusAddress is; with it, a
+	// trigger without gpuHourPrice whose scale target is known (cluster mode: an apps/v1
+	// Deployment or StatefulSet) is priced by OpenCost's Allocation API
+	// (scaler/opencost; https://opencost.io/docs/integrations/api). gpuHourPrice always
+	// wins: the two are never both used nor summed. Default "" (off).
+	OpenCostAddress string
+	// OpenCostWindow is the window the price is read over (OpenCost's window parameter): Σ
+	// totalCost ÷ (Σ minutes ÷ 60) over the target's pods in the last OpenCostWindow. Default
+	// 1h, range [10m, 168h] (7 days), whole minutes.
+	OpenCostWindow time.Duration
+	// OpenCostRefresh is how often each namespace's prices are read (one query per namespace
+	// per refresh); a namespace's prices with no good answer for 3 refreshes are dropped.
+	// Default 10m, range [1m, 1h].
+	OpenCostRefresh time.Duration
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string
 	// LogFormat is json or text. Default "json".
@@ -110,6 +125,8 @@ func DefaultConfig() Config {
 		ObjectMetrics:            true,
 		ObjectMetricsMaxTriggers: 1000,
 		MaxTriggers:              10000,
+		OpenCostWindow:           time.Hour,
+		OpenCostRefresh:          10 * time.Minute,
 		LogLevel:                 "info",
 		LogFormat:                "json",
 	}
@@ -171,6 +188,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxTriggers < 1 || c.MaxTriggers > 1000000 {
 		errs = append(errs, fmt.Errorf("MaxTriggers (--max-triggers) %d: must be in [1, 1000000]", c.MaxTriggers))
+	}
+	if c.OpenCostAddress != "" && !prom.ValidAddress(c.OpenCostAddress) {
+		errs = append(errs, fmt.Errorf("OpenCostAddress (--opencost-address) %q: must be empty (off) or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", prom.RedactAddress(c.OpenCostAddress)))
+	}
+	if c.OpenCostWindow < 10*time.Minute || c.OpenCostWindow > 7*24*time.Hour || c.OpenCostWindow%time.Minute != 0 {
+		errs = append(errs, fmt.Errorf("OpenCostWindow (--opencost-window) %v: must be whole minutes in [10m, 168h] (7 days)", c.OpenCostWindow))
+	}
+	if c.OpenCostRefresh < time.Minute || c.OpenCostRefresh > time.Hour {
+		errs = append(errs, fmt.Errorf("OpenCostRefresh (--opencost-refresh) %v: must be in [1m, 1h]", c.OpenCostRefresh))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
+	"github.com/inferscale/inferscale/scaler/opencost"
 )
 
 // Retry amplification episodes and the pool's cost.
@@ -112,7 +113,8 @@ func (s *Server) retryEpisodeStep(tr *trigger, rec decision.Recommendation, now 
 }
 
 // verifiedQueryOf is the query of verified results per second: verifiedQuery,
-// or, without it and with gpuHourPrice on a vLLM preset, the requests that
+// or, without it and with a price configured (priced: gpuHourPrice, or
+// OpenCost on, --opencost-address) on a vLLM preset, the requests that
 // waited at most T = sloWaitSeconds, read from vLLM's queue-time histogram:
 //
 //	sum(rate(vllm:request_queue_time_seconds_bucket{model_name="<model>", le=~"<T>|<T>.0"}[5m]))
@@ -122,11 +124,11 @@ func (s *Server) retryEpisodeStep(tr *trigger, rec decision.Recommendation, now 
 // "2.0"). When T is not one of the histogram's bounds the query returns no
 // series and cost per verified result is absent, never wrong. Triton has no
 // latency histogram by default: no fallback. "" when there is nothing to read.
-func verifiedQueryOf(p decision.Policy) string {
+func verifiedQueryOf(p decision.Policy, priced bool) string {
 	if p.VerifiedQuery != "" {
 		return p.VerifiedQuery
 	}
-	if p.Engine != decision.EngineVLLM || !(p.GPUHourPrice > 0) {
+	if p.Engine != decision.EngineVLLM || !priced {
 		return ""
 	}
 	t := strconv.FormatFloat(p.SLOWaitSeconds, 'f', -1, 64)
@@ -140,7 +142,7 @@ func verifiedQueryOf(p decision.Policy) string {
 
 // subscribeVerified subscribes tr's verified-results query (verifiedQueryOf), when there is one.
 func (s *Server) subscribeVerified(tr *trigger) error {
-	q := verifiedQueryOf(tr.policy)
+	q := verifiedQueryOf(tr.policy, tr.policy.GPUHourPrice > 0 || s.prices != nil)
 	if q == "" {
 		return nil
 	}
@@ -153,11 +155,60 @@ func (s *Server) subscribeVerified(tr *trigger) error {
 	return nil
 }
 
-// costCollector exports, per trigger with gpuHourPrice, the pool's cost rate
-// and, with verifiedQuery, the cost per 1,000 verified results, at scrape
-// time from the last decision and the verified query's snapshot:
+// Price sources of inferscale_scaler_replica_hour_price's source label.
+const (
+	PriceSourceMetadata = "gpuHourPrice" // the trigger's gpuHourPrice metadata
+	PriceSourceOpenCost = "opencost"     // OpenCost's allocation API (--opencost-address)
+)
+
+// priceOf is tr's price of one replica-hour at now and where it comes from: gpuHourPrice
+// when set (it always wins: the two are never both used nor summed), else, with OpenCost on
+// and the scale target known, OpenCost's fresh price of the target's controller; ok is false
+// without either.
+func (s *Server) priceOf(tr *trigger, now time.Time) (price float64, source string, ok bool) {
+	if p := tr.policy.GPUHourPrice; p > 0 {
+		return p, PriceSourceMetadata, true
+	}
+	if s.prices == nil {
+		return 0, "", false
+	}
+	tr.mu.Lock()
+	w := tr.target
+	tr.mu.Unlock()
+	if w.Kind == "" {
+		return 0, "", false
+	}
+	p, ok := s.prices.price(opencost.Controller{Namespace: tr.namespace, Kind: w.Kind, Name: w.Name}, now)
+	if !ok || math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
+		return 0, "", false
+	}
+	return p, PriceSourceOpenCost, true
+}
+
+// pricedNamespaces is the set of namespaces of triggers (of all) that need OpenCost's price:
+// no gpuHourPrice and a known scale target.
+func (s *Server) pricedNamespaces(all []*trigger) map[string]struct{} {
+	out := map[string]struct{}{}
+	for _, tr := range all {
+		if tr.policy.GPUHourPrice > 0 {
+			continue
+		}
+		tr.mu.Lock()
+		known := tr.target.Kind != ""
+		tr.mu.Unlock()
+		if known {
+			out[tr.namespace] = struct{}{}
+		}
+	}
+	return out
+}
+
+// costCollector exports, per trigger with a price of one replica-hour (priceOf:
+// gpuHourPrice, or OpenCost's), the price, the pool's cost rate and, with a
+// verified rate, the cost per 1,000 verified results, at scrape time from the
+// last decision and the verified query's snapshot:
 //
-//	cost rate        = desired replicas × gpuHourPrice              (per hour)
+//	cost rate        = desired replicas × price                     (per hour)
 //	cost per 1,000   = cost rate ÷ (verified rate × 3,600) × 1,000
 //
 // The desired replicas are the count the scaler answers (the HPA lands on
@@ -167,8 +218,8 @@ func (s *Server) subscribeVerified(tr *trigger) error {
 // staleAfter), invalid or zero. Series follow the decision collector's
 // perObject and maxTriggers.
 type costCollector struct {
-	dc                               *decisionCollector
-	costRate, perVerified, verifiedR *prometheus.Desc
+	dc                                      *decisionCollector
+	costRate, perVerified, verifiedR, price *prometheus.Desc
 }
 
 func newCostCollector(dc *decisionCollector) *costCollector {
@@ -176,13 +227,17 @@ func newCostCollector(dc *decisionCollector) *costCollector {
 		return prometheus.NewDesc("inferscale_scaler_"+name, help, triggerLabels, nil)
 	}
 	return &costCollector{dc: dc,
-		costRate:    d("cost_per_hour", "Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice)."),
-		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without gpuHourPrice or a positive, fresh verified rate)."),
+		price: prometheus.NewDesc("inferscale_scaler_replica_hour_price",
+			"Price of one replica-hour in use: the gpuHourPrice metadata, or without it OpenCost's Σ totalCost ÷ (Σ minutes ÷ 60) of the scale target's pods (absent without either; never both).",
+			append(append([]string(nil), triggerLabels...), "source"), nil),
+		costRate:    d("cost_per_hour", "Desired replicas × replica_hour_price: the pool's cost rate per hour (absent without a price)."),
+		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate)."),
 		verifiedR:   d("verified_results_rate", "Verified results per second: verifiedQuery's value, or on vLLM without it the requests that waited at most sloWaitSeconds (absent without a fresh valid value)."),
 	}
 }
 
 func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.price
 	ch <- c.costRate
 	ch <- c.perVerified
 	ch <- c.verifiedR
@@ -200,8 +255,12 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 		if vok {
 			ch <- prometheus.MustNewConstMetric(c.verifiedR, prometheus.GaugeValue, verified, l...)
 		}
-		price := tr.policy.GPUHourPrice
-		if rec.Err != nil || !(price > 0) {
+		price, source, ok := s.priceOf(tr, now)
+		if !ok {
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(c.price, prometheus.GaugeValue, price, tr.namespace, tr.name, tr.metric, source)
+		if rec.Err != nil {
 			return
 		}
 		rate := costRate(rec.Replicas, price)

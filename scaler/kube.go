@@ -78,7 +78,24 @@ func (ct clusterTargets) Lookup(namespace, name string) (Target, bool) {
 		return Target{}, false
 	}
 	return Target{MinReplicas: t.Min, MaxReplicas: t.Max, ReadyReplicas: t.Ready, ReadyKnown: t.ReadyKnown,
-		CurrentReplicas: t.Current, CurrentKnown: t.CurrentKnown, ColdStart: t.ColdStart, ColdStartKnown: t.ColdStartKnown}, true
+		CurrentReplicas: t.Current, CurrentKnown: t.CurrentKnown, ColdStart: t.ColdStart, ColdStartKnown: t.ColdStartKnown,
+		Workload: workloadOf(t.TargetAPIVersion, t.TargetKind, t.TargetName)}, true
+}
+
+// workloadOf names a scale target as OpenCost names its controller: an apps/v1 Deployment is
+// "deployment" (OpenCost resolves a pod's ReplicaSet to its Deployment), an apps/v1
+// StatefulSet "statefulset"; any other target has no Workload (and no OpenCost price).
+func workloadOf(apiVersion, kind, name string) Workload {
+	if apiVersion != "apps/v1" || name == "" {
+		return Workload{}
+	}
+	switch kind {
+	case "Deployment":
+		return Workload{Kind: "deployment", Name: name}
+	case "StatefulSet":
+		return Workload{Kind: "statefulset", Name: name}
+	}
+	return Workload{}
 }
 
 // watchScope names what the informers watch, for errors.

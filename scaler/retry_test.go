@@ -102,10 +102,10 @@ func TestCostMetricsThroughServer(t *testing.T) {
 	}
 	name := MetricName("team-a", "pool", meta)
 	want := fmt.Sprintf(`
-# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without gpuHourPrice or a positive, fresh verified rate).
+# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate).
 # TYPE inferscale_scaler_cost_per_thousand_verified_results gauge
 inferscale_scaler_cost_per_thousand_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
-# HELP inferscale_scaler_cost_per_hour Desired replicas × gpuHourPrice: the pool's cost rate per hour (absent without gpuHourPrice).
+# HELP inferscale_scaler_cost_per_hour Desired replicas × replica_hour_price: the pool's cost rate per hour (absent without a price).
 # TYPE inferscale_scaler_cost_per_hour gauge
 inferscale_scaler_cost_per_hour{metric=%[1]q,namespace="team-a",scaledobject="pool"} 35
 # HELP inferscale_scaler_verified_results_rate Verified results per second: verifiedQuery's value, or on vLLM without it the requests that waited at most sloWaitSeconds (absent without a fresh valid value).
@@ -293,22 +293,26 @@ func TestVerifiedFallbackQuery(t *testing.T) {
 		return m
 	}
 	tests := []struct {
-		name string
-		meta map[string]string
-		want string
+		name     string
+		meta     map[string]string
+		openCost bool // --opencost-address set
+		want     string
 	}{
-		{"vllm, T 2 s", base(), `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"2|2\\.0"}[5m]))`},
-		{"vllm, T 0.5 s", base("sloWaitSeconds", "0.5"), `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"0\\.5"}[5m]))`},
-		{"verifiedQuery wins", base("verifiedQuery", "sum(rate(ok_total[5m]))"), "sum(rate(ok_total[5m]))"},
-		{"no price: no fallback", map[string]string{"engine": "vllm", "model": "m"}, ""},
-		{"triton: no histogram", map[string]string{"engine": "triton", "model": "m", "gpuHourPrice": "1"}, ""},
+		{"vllm, T 2 s", base(), false, `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"2|2\\.0"}[5m]))`},
+		{"vllm, T 0.5 s", base("sloWaitSeconds", "0.5"), false, `sum(rate(vllm:request_queue_time_seconds_bucket{model_name="meta-llama/Meta-Llama-3-8B-Instruct", le=~"0\\.5"}[5m]))`},
+		{"verifiedQuery wins", base("verifiedQuery", "sum(rate(ok_total[5m]))"), false, "sum(rate(ok_total[5m]))"},
+		{"no price: no fallback", map[string]string{"engine": "vllm", "model": "m"}, false, ""},
+		{"OpenCost prices it: fallback", map[string]string{"engine": "vllm", "model": "m"}, true,
+			`sum(rate(vllm:request_queue_time_seconds_bucket{model_name="m", le=~"2|2\\.0"}[5m]))`},
+		{"triton: no histogram", map[string]string{"engine": "triton", "model": "m", "gpuHourPrice": "1"}, false, ""},
+		{"triton with OpenCost: no histogram", map[string]string{"engine": "triton", "model": "m"}, true, ""},
 	}
 	for _, tt := range tests {
 		p, err := ParseMetadata(tt.meta, Defaults{PrometheusAddress: "http://prometheus:9090"})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		got := verifiedQueryOf(p)
+		got := verifiedQueryOf(p, p.GPUHourPrice > 0 || tt.openCost)
 		if got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/prom"
+	"github.com/inferscale/inferscale/scaler/opencost"
 )
 
 // NewLogger returns the structured logger cfg asks for, writing to w.
@@ -132,6 +133,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	if err != nil {
 		return err
 	}
+	if cfg.OpenCostAddress != "" {
+		oc, err := opencost.New(opencost.Config{Address: cfg.OpenCostAddress})
+		if err != nil {
+			return err
+		}
+		srv.prices = newOpenCostPrices(oc, cfg.OpenCostWindow, cfg.OpenCostRefresh, log.With("component", "opencost"))
+		reg.MustRegister(srv.prices.failures)
+		g.Go(func() error { return srv.prices.Run(gctx) })
+		if targets == nil {
+			log.Warn("--opencost-address is set but the scaler has no Kubernetes access: no trigger's scale target is known, so none is priced by OpenCost (gpuHourPrice still applies)",
+				"opencostAddress", oc.Address())
+		}
+	}
 	dc := newDecisionCollector(srv)
 	dc.perObject, dc.maxTriggers = cfg.ObjectMetrics, cfg.ObjectMetricsMaxTriggers
 	reg.MustRegister(dc, newCostCollector(dc))
@@ -210,7 +224,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 	})
 	log.Info("scaler serving", "grpc", grpcLis.Addr().String(), "metrics", httpLis.Addr().String(),
 		"prometheusAddress", prom.RedactAddress(cfg.PrometheusAddress), "refreshInterval", cfg.RefreshInterval,
-		"tls", cfg.TLSCertFile != "", "mtls", cfg.TLSClientCAFile != "", "kubernetes", targets != nil)
+		"tls", cfg.TLSCertFile != "", "mtls", cfg.TLSClientCAFile != "", "kubernetes", targets != nil,
+		"opencostAddress", prom.RedactAddress(cfg.OpenCostAddress))
 	return g.Wait()
 }
 

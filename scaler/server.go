@@ -67,6 +67,16 @@ type Target struct {
 	// only when ColdStartKnown; the policy's coldStart overrides it.
 	ColdStart      time.Duration
 	ColdStartKnown bool
+	// Workload is the scale target as OpenCost names its controller (for the replica-hour
+	// price, --opencost-address); zero when the target is not an apps/v1 Deployment or
+	// StatefulSet.
+	Workload Workload
+}
+
+// Workload names a scale target by OpenCost's lower-case controller kind: Kind is
+// "deployment" (apps/v1 Deployment) or "statefulset" (apps/v1 StatefulSet), "" when unknown.
+type Workload struct {
+	Kind, Name string
 }
 
 // Targets looks up ScaledObjects in Kubernetes (scaler/kube's informers).
@@ -135,6 +145,10 @@ type Server struct {
 	triggers      map[string]*trigger // by metric name
 	quit          chan struct{}       // closed by Stop: ends streams
 	stopOnce      sync.Once
+
+	// prices are OpenCost's replica-hour prices (--opencost-address); nil: off. Set before
+	// the server serves.
+	prices *openCostPrices
 }
 
 // trigger is one ScaledObject trigger: its policy, subscriptions and
@@ -155,6 +169,7 @@ type trigger struct {
 	rec     decision.Recommendation
 	have    bool          // rec holds an evaluation
 	changed chan struct{} // made by a waiting StreamIsActive; closed and cleared when rec.Active changes
+	target  Workload      // the scale target at the last evaluation (Kubernetes); zero: unknown
 }
 
 // NewServer returns a Server reading signals from signals and bounds from
@@ -421,9 +436,11 @@ func (t *trigger) close() {
 	}
 }
 
-// observe reads the trigger's snapshot and Kubernetes view into an Observation.
-func (s *Server) observe(tr *trigger) decision.Observation {
+// observe reads the trigger's snapshot and Kubernetes view into an Observation, and the
+// scale target's workload (zero without Kubernetes).
+func (s *Server) observe(tr *trigger) (decision.Observation, Workload) {
 	var o decision.Observation
+	var w Workload
 	for sig, h := range tr.handles {
 		if h == nil {
 			continue
@@ -437,9 +454,10 @@ func (s *Server) observe(tr *trigger) decision.Observation {
 			o.ReadyReplicas, o.ReadyKnown = t.ReadyReplicas, t.ReadyKnown
 			o.CurrentReplicas, o.CurrentKnown = t.CurrentReplicas, t.CurrentKnown
 			o.ColdStart, o.ColdStartKnown = t.ColdStart, t.ColdStartKnown
+			w = t.Workload
 		}
 	}
-	return o
+	return o, w
 }
 
 // evaluate runs Recommend for tr at now and stores the answer. Time moves
@@ -448,8 +466,9 @@ func (s *Server) observe(tr *trigger) decision.Observation {
 // data at its own, later time) stores nothing and returns the stored answer,
 // so the history never holds points out of time order.
 func (s *Server) evaluate(tr *trigger, now time.Time) decision.Recommendation {
-	obs := s.observe(tr)
+	obs, w := s.observe(tr)
 	tr.mu.Lock()
+	tr.target = w
 	prev := tr.rec
 	hadPrev := tr.have
 	if hadPrev && now.Before(prev.At) {
@@ -690,6 +709,9 @@ func (s *Server) Refresh(now time.Time) {
 		if s.evaluate(tr, now).Err == nil {
 			fresh++
 		}
+	}
+	if s.prices != nil {
+		s.prices.want(s.pricedNamespaces(all))
 	}
 	if s.health != nil {
 		st := healthpb.HealthCheckResponse_SERVING

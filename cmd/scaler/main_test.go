@@ -17,7 +17,8 @@ func TestFlagsFillConfig(t *testing.T) {
 	cfg := scaler.DefaultConfig()
 	fs := flag.NewFlagSet("scaler", flag.ContinueOnError)
 	flags(fs, &cfg)
-	if err := fs.Parse([]string{"--listen=:9191", "--prometheus-address=http://127.0.0.1:9091", "--metrics-listen=:8181", "--refresh-interval=2s", "--tls-cert-file=/c", "--tls-key-file=/k", "--object-metrics-max-triggers=50", "--watch-namespace=team-a"}); err != nil {
+	if err := fs.Parse([]string{"--listen=:9191", "--prometheus-address=http://127.0.0.1:9091", "--metrics-listen=:8181", "--refresh-interval=2s", "--tls-cert-file=/c", "--tls-key-file=/k", "--object-metrics-max-triggers=50", "--watch-namespace=team-a",
+		"--opencost-address=http://opencost.opencost.svc:9003", "--opencost-window=24h", "--opencost-refresh=5m"}); err != nil {
 		t.Fatal(err)
 	}
 	want := scaler.DefaultConfig()
@@ -25,6 +26,7 @@ func TestFlagsFillConfig(t *testing.T) {
 	want.TLSCertFile, want.TLSKeyFile = "/c", "/k"
 	want.ObjectMetricsMaxTriggers = 50
 	want.WatchNamespace = "team-a"
+	want.OpenCostAddress, want.OpenCostWindow, want.OpenCostRefresh = "http://opencost.opencost.svc:9003", 24*time.Hour, 5*time.Minute
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -39,6 +41,7 @@ func TestValidationNamesRealFlags(t *testing.T) {
 	c.NamespaceLabel, c.PodLabel, c.WatchNamespace = "a-b", "c-d", "Team_A"
 	c.TLSCertFile, c.TLSClientCAFile = "/c", "/ca"
 	c.GracefulStopTimeout, c.ObjectMetricsMaxTriggers, c.LogLevel, c.LogFormat = -1, -1, "loud", "xml"
+	c.OpenCostAddress, c.OpenCostWindow, c.OpenCostRefresh = "opencost:9003", 0, 0
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate() = nil")

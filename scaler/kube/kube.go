@@ -117,6 +117,10 @@ type Target struct {
 	Problem string
 	// UID is the ScaledObject's metadata.uid, for the events written on it.
 	UID string
+	// TargetAPIVersion, TargetKind and TargetName are the ScaledObject's spec.scaleTargetRef
+	// with KEDA's defaults filled in (apps/v1, Deployment), set whenever Known: the scaler
+	// names the target's controller by them (OpenCost's replica-hour price).
+	TargetAPIVersion, TargetKind, TargetName string
 }
 
 // scaledObject is the part of a ScaledObject the scaler needs, parsed once per watch event.
@@ -324,6 +328,7 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	if !t.Known {
 		return t, true
 	}
+	t.TargetAPIVersion, t.TargetKind, t.TargetName = so.apiVersion, so.kind, so.name
 	if so.apiVersion != "apps/v1" {
 		t.Problem = fmt.Sprintf("scale target %s %s/%s: ready replicas are read only for apps/v1 Deployment and StatefulSet", so.apiVersion, so.kind, so.name)
 		return t, true

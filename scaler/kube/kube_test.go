@@ -114,11 +114,16 @@ func TestLookup(t *testing.T) {
 		want     Target
 		wantOK   bool
 	}{
-		{"a", "triton", Target{Min: 1, Max: 8, Ready: 3, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
-		{"a", "defaults", Target{Min: 0, Max: 100, Ready: 0, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
-		{"a", "sts", Target{Min: 0, Max: 4, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}, true},
-		{"a", "rollout", Target{Min: 0, Max: 100, Known: true, Problem: `scale target argoproj.io/v1alpha1 Rollout/r: ready replicas are read only for apps/v1 Deployment and StatefulSet`}, true},
-		{"a", "no-target", Target{Min: 0, Max: 100, Known: true, Problem: `Deployment a/missing not found`}, true},
+		{"a", "triton", Target{Min: 1, Max: 8, Ready: 3, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true,
+			TargetAPIVersion: "apps/v1", TargetKind: "Deployment", TargetName: "triton-pool"}, true},
+		{"a", "defaults", Target{Min: 0, Max: 100, Ready: 0, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true,
+			TargetAPIVersion: "apps/v1", TargetKind: "Deployment", TargetName: "vllm"}, true},
+		{"a", "sts", Target{Min: 0, Max: 4, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true,
+			TargetAPIVersion: "apps/v1", TargetKind: "StatefulSet", TargetName: "llm"}, true},
+		{"a", "rollout", Target{Min: 0, Max: 100, Known: true, Problem: `scale target argoproj.io/v1alpha1 Rollout/r: ready replicas are read only for apps/v1 Deployment and StatefulSet`,
+			TargetAPIVersion: "argoproj.io/v1alpha1", TargetKind: "Rollout", TargetName: "r"}, true},
+		{"a", "no-target", Target{Min: 0, Max: 100, Known: true, Problem: `Deployment a/missing not found`,
+			TargetAPIVersion: "apps/v1", TargetKind: "Deployment", TargetName: "missing"}, true},
 		{"a", "inverted", Target{Min: 5, Max: 2, Problem: "spec.maxReplicaCount 2: must be >= 1 and >= minReplicaCount (5)"}, true},
 		{"b", "triton", Target{Problem: "scaledobject b/triton not found"}, false},
 	}
@@ -261,7 +266,8 @@ func TestWatchNamespace(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Namespace = "a"
 	e := startWith(t, cfg, so("a"), deployment("a", "pool", 2), so("b"), deployment("b", "pool", 5))
-	if got, ok := e.c.Lookup("a", "pool"); !ok || got != (Target{Min: 0, Max: 6, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true}) {
+	if got, ok := e.c.Lookup("a", "pool"); !ok || got != (Target{Min: 0, Max: 6, Ready: 2, Current: 4, Known: true, ReadyKnown: true, CurrentKnown: true,
+		TargetAPIVersion: "apps/v1", TargetKind: "Deployment", TargetName: "pool"}) {
 		t.Errorf("Lookup(a/pool) = %+v, %v; want max 6, ready 2, current 4", got, ok)
 	}
 	if got, ok := e.c.Lookup("b", "pool"); ok || got.Problem != "scaledobject b/pool not found" {

@@ -247,6 +247,12 @@ Call with (dict "field" <values path> "value" <duration> "min" <s> "max" <s> "ra
 {{- include "inferscale.checkDuration" (dict "field" "scaler.config.refreshInterval" "value" $c.refreshInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
 {{- include "inferscale.checkDuration" (dict "field" "scaler.config.queryTimeout" "value" $c.queryTimeout "min" 0.1 "max" 300 "range" "[100ms, 5m]" "by" $by) }}
 {{- include "inferscale.checkDuration" (dict "field" "scaler.config.gracefulStopTimeout" "value" $c.gracefulStopTimeout "min" 0 "max" 300 "range" "[0s, 5m]" "by" $by) }}
+{{- include "inferscale.checkDuration" (dict "field" "scaler.config.opencostWindow" "value" $c.opencostWindow "min" 600 "max" 604800 "range" "[10m, 168h]" "by" $by) }}
+{{- $window := include "inferscale.durationFloat" $c.opencostWindow | float64 }}
+{{- if ne (mulf (floor (divf $window 60)) 60) $window }}
+{{- fail (printf "scaler.config.opencostWindow: %q must be whole minutes (cmd/scaler refuses it)" (toString $c.opencostWindow)) }}
+{{- end }}
+{{- include "inferscale.checkDuration" (dict "field" "scaler.config.opencostRefresh" "value" $c.opencostRefresh "min" 60 "max" 3600 "range" "[1m, 1h]" "by" $by) }}
 {{- $refresh := include "inferscale.durationFloat" $c.refreshInterval | float64 }}
 {{- if lt (include "inferscale.durationFloat" $c.forgetAfter | float64) $refresh }}
 {{- fail (printf "scaler.config.forgetAfter: %q must be at least scaler.config.refreshInterval (%s); cmd/scaler refuses it" (toString $c.forgetAfter) (toString $c.refreshInterval)) }}
