@@ -133,6 +133,11 @@ func validateAddress(addr string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
 	}
+	if u.User == nil && strings.Contains(u.Path, "@") {
+		// http://user:123/secret@host parses as host "user", port 123 and path "/secret@host":
+		// a request would go to the wrong host, its password in the path.
+		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), errBadUserinfo)
+	}
 	host := u.Hostname()
 	if host == "" {
 		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))

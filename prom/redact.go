@@ -22,7 +22,9 @@ func RedactAddress(addr string) string {
 		return addr
 	}
 	u, err := url.Parse(addr)
-	if err != nil {
+	if err != nil || u.User == nil && strings.Contains(u.Path, "@") {
+		// Unparseable, or a password with an unencoded "/" (http://user:123/secret@host: Go
+		// reads host "user", port 123, and the secret as the path): redacted from its text.
 		return redactText(addr)
 	}
 	if u.RawQuery != "" {

@@ -66,6 +66,8 @@ func TestRedactAddress(t *testing.T) {
 		{"http://user:pa ss" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
 		{"http://user:%zz" + testPassword + "@prometheus:9090/p?token=" + testToken, "http://user:xxxxx@prometheus:9090/p?token=xxxxx"},
 		{"http://user:pa/" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
+		// Parses, as host "user", port 123 and the password in the path: redacted from its text.
+		{"http://user:123/" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
 		{"prometheus:9090", "prometheus:9090"},
 		{"", ""},
 	}
@@ -92,6 +94,10 @@ func TestValidateAddressRedacts(t *testing.T) {
 		{"http://user:pa/" + testPassword + "@prometheus:9090",
 			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
 		{"http://user:pa ss" + testPassword + "@prometheus:9090",
+			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
+		// A password starting with digits and holding a "/" parses, as host "user" and port
+		// 123 with the secret in the path: refused, and shown without it.
+		{"http://user:123/" + testPassword + "@prometheus:9090",
 			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
 		// A fault outside the credentials keeps url.Parse's message (of the redacted text).
 		{"http://user:" + testPassword + "@prometheus:90x0/?token=" + testToken,

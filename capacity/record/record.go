@@ -215,7 +215,7 @@ func requiredKeys(data []byte) error {
 		for _, k := range strings.Split(path, ".") {
 			n = child(n, k)
 		}
-		if n == nil {
+		if n == nil || n.Kind == yamlv3.ScalarNode && n.Tag == "!!null" { // null decodes as absent: 0 or false
 			errs = append(errs, fmt.Errorf("%s: missing (cmd/capacity writes it; absent, it would read as 0 or false)", path))
 		}
 	}

@@ -50,6 +50,20 @@ func TestParseErrorsNameKeys(t *testing.T) {
 	}
 }
 
+// TestParseNullRequiredKey: a required key written as null reads as 0 or false just as an
+// absent one does, so it is refused as missing.
+func TestParseNullRequiredKey(t *testing.T) {
+	for _, tt := range []struct{ give, want string }{
+		{"model: m\nprofile: 1g.10gb\nsloThroughputRPS: 37.5\nverdict: {allowed: null}\n", "verdict.allowed: missing"},
+		{"model: m\nprofile: 1g.10gb\nsloThroughputRPS: ~\nverdict: {allowed: true}\n", "sloThroughputRPS: missing"},
+		{"model: m\nprofile: 1g.10gb\nsloThroughputRPS: 37.5\nverdict:\n", "verdict.allowed: missing"},
+	} {
+		if _, err := Parse([]byte(tt.give)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.give, err, tt.want)
+		}
+	}
+}
+
 // FuzzParse: any input parses to a record that validates, or fails; never a panic.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("model: on\nprofile: 1g.10gb\nsloThroughputRPS: 37.5\nverdict: {allowed: true}\n"))

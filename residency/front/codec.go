@@ -142,7 +142,7 @@ func modelNameIn(bufs [][]byte) (string, error) {
 			if len(bufs) > 1 {
 				return "", errGroup
 			}
-			m := protowire.ConsumeFieldValue(num, typ, c.rest())
+			m := protowire.ConsumeFieldValue(num, typ, c.rest()[n:]) // the group after its tag
 			if m < 0 {
 				return "", fmt.Errorf("ModelInferRequest: field %d at byte %d: %w", num, off, protowire.ParseError(m))
 			}

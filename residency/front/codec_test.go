@@ -62,6 +62,9 @@ func TestModelName(t *testing.T) {
 		{"truncated", marshal(t, full)[:5], "", "model_name at byte 0"},
 		{"too long", marshal(t, &inference.ModelInferRequest{ModelName: strings.Repeat("m", 256)}), "", "256 bytes, want 1..255"},
 		{"bad tag", []byte{0xff}, "", "bad tag at byte 0"},
+		// A group (field 2, proto2's wire types 3 and 4) between names is skipped whole: the
+		// last name wins, as proto.Unmarshal reads it.
+		{"group between names", []byte{0x0a, 0x01, 'a', 0x13, 0x0a, 0x01, 'b', 0x14, 0x0a, 0x01, 'c'}, "c", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +86,12 @@ func TestFrameModelSplit(t *testing.T) {
 	f := &frame{data: mem.BufferSlice{mem.SliceBuffer(b[:4]), mem.SliceBuffer(b[4:])}}
 	if got, err := frameModel(f); got != "split-model" || err != nil {
 		t.Errorf("frameModel = %q, %v; want split-model", got, err)
+	}
+	// A group read from a split message (the whole-message fallback).
+	g := []byte{0x0a, 0x01, 'a', 0x13, 0x0a, 0x01, 'b', 0x14, 0x0a, 0x01, 'c'}
+	f = &frame{data: mem.BufferSlice{mem.SliceBuffer(g[:2]), mem.SliceBuffer(g[2:])}}
+	if got, err := frameModel(f); got != "c" || err != nil {
+		t.Errorf("frameModel(group, split) = %q, %v; want c", got, err)
 	}
 	if _, err := frameModel(&frame{}); !errors.Is(err, ErrNoModelName) {
 		t.Errorf("empty frame: %v, want ErrNoModelName", err)
