@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -133,10 +134,19 @@ func validateAddress(addr string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
 	}
-	if u.User == nil && strings.Contains(u.Path, "@") {
-		// http://user:123/secret@host parses as host "user", port 123 and path "/secret@host":
-		// a request would go to the wrong host, its password in the path.
+	if u.User == nil && strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") {
+		// http://user:123/secret@host (or 9091#secret@, 9091?secret@) parses as host "user",
+		// port 123 and the secret in the path, query or fragment: a request would go to the
+		// wrong host.
 		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), errBadUserinfo)
+	}
+	if u.Fragment != "" || strings.HasSuffix(addr, "#") {
+		return fmt.Errorf("%w: prometheusAddress %s: has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %%23", ErrBadRequest, quoteAddr(addr))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: prometheusAddress %s: port %s out of range [1, 65535]", ErrBadRequest, quoteAddr(addr), errtext.Quote(p, 16))
+		}
 	}
 	host := u.Hostname()
 	if host == "" {

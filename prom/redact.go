@@ -15,17 +15,24 @@ const redacted = "xxxxx"
 // of every query parameter, because client_golang sends a base URL's query with every query
 // (an access token may be there). The request itself still uses the address as given. An
 // address that does not parse is redacted from its text by the same rule, and more: all of
-// it between the user and the last "@" is replaced. An address without "@" or "?" is returned
-// as it is.
+// it between the user and the last "@" is replaced, and so is one that parses with an "@"
+// after its host (a password with an unencoded "/", "?" or "#"). A fragment is replaced too.
+// An address without "@", "?" or "#" is returned as it is.
 func RedactAddress(addr string) string {
-	if !strings.ContainsAny(addr, "@?") {
+	if !strings.ContainsAny(addr, "@?#") {
 		return addr
 	}
 	u, err := url.Parse(addr)
-	if err != nil || u.User == nil && strings.Contains(u.Path, "@") {
-		// Unparseable, or a password with an unencoded "/" (http://user:123/secret@host: Go
-		// reads host "user", port 123, and the secret as the path): redacted from its text.
+	if err != nil || u.User == nil && strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") {
+		// Unparseable, or a password with an unencoded "/", "?" or "#" (http://user:123/secret@host:
+		// Go reads host "user", port 123, and the secret as the path, query or fragment):
+		// redacted from its text.
 		return redactText(addr)
+	}
+	if u.Fragment != "" {
+		c := *u
+		c.Fragment, c.RawFragment = redacted, ""
+		u = &c
 	}
 	if u.RawQuery != "" {
 		c := *u

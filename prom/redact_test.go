@@ -68,6 +68,9 @@ func TestRedactAddress(t *testing.T) {
 		{"http://user:pa/" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
 		// Parses, as host "user", port 123 and the password in the path: redacted from its text.
 		{"http://user:123/" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
+		{"http://user:9091#" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
+		{"http://user:9091?" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
+		{"http://prometheus:9090/#" + testToken, "http://prometheus:9090/#xxxxx"},
 		{"prometheus:9090", "prometheus:9090"},
 		{"", ""},
 	}
@@ -99,6 +102,14 @@ func TestValidateAddressRedacts(t *testing.T) {
 		// 123 with the secret in the path: refused, and shown without it.
 		{"http://user:123/" + testPassword + "@prometheus:9090",
 			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
+		{"http://user:9091#" + testPassword + "@prometheus:9090",
+			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
+		{"http://user:9091?" + testPassword + "@prometheus:9090",
+			`bad request: prometheusAddress "http://user:xxxxx@prometheus:9090": the user or password is not valid in a URL (percent-encode characters such as "/", "?", "#", "@", ":", "%" and spaces in them)`},
+		{"http://prometheus:9090/#" + testToken,
+			`bad request: prometheusAddress "http://prometheus:9090/#xxxxx": has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %23`},
+		{"http://user:" + testPassword + "@prometheus:99999",
+			`bad request: prometheusAddress "http://user:xxxxx@prometheus:99999": port "99999" out of range [1, 65535]`},
 		// A fault outside the credentials keeps url.Parse's message (of the redacted text).
 		{"http://user:" + testPassword + "@prometheus:90x0/?token=" + testToken,
 			`bad request: prometheusAddress "http://user:xxxxx@prometheus:90x0/?token=xxxxx": invalid port ":90x0" after host`},

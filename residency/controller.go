@@ -119,11 +119,15 @@ type Controller struct {
 	metricsClient *http.Client
 	queueErrSince time.Time
 	queueWarnAt   time.Time
-	failures      map[string]int
-	backoffUntil  map[string]time.Time
-	quarantined   map[string]bool
-	overPeak      map[string]int64
-	refused       map[string]bool
+	// demandErrSince and demandWarnAt rate-limit the warning while the demand of models not
+	// loaded is unavailable, as the queue's.
+	demandErrSince time.Time
+	demandWarnAt   time.Time
+	failures       map[string]int
+	backoffUntil   map[string]time.Time
+	quarantined    map[string]bool
+	overPeak       map[string]int64
+	refused        map[string]bool
 	// loading names the models whose load this controller has issued and Triton has not yet
 	// answered (LoadInFlight): the status's observation precedes them.
 	loading map[string]bool

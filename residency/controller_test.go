@@ -906,3 +906,55 @@ func TestControllerAlternatingDemandBounded(t *testing.T) {
 	}
 	t.Logf("loads per hour: %d (bound %d)", loads, bound)
 }
+
+// failingDemand is a demand source that fails while err is set, with a long error (as the
+// Prometheus source's, which quotes the bundled query once per model).
+type failingDemand struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (d *failingDemand) Rates(_ context.Context, _ []string) (map[string]float64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return map[string]float64{}, d.err
+}
+
+// TestDemandWarningRateLimited: while the demand of models not loaded is unavailable the warning
+// is logged once when it starts and then at most every deviceWarnEvery, its error cut to
+// maxWarnErrBytes, and once more (INFO) when demand is back. Before, every loop logged it, the
+// whole error each time (11–13 KB a line with Prometheus down and a dozen catalog models).
+func TestDemandWarningRateLimited(t *testing.T) {
+	cat := catalog(model("cold", plan.TierP2, 2, time.Second))
+	h := newHarness(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		Models: []tritontest.Model{fakeModel("cold", 2)}}, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	var logs bytes.Buffer
+	h.ctl.deps.Log = NewLogger(&logs, slog.LevelInfo)
+	d := &failingDemand{err: errors.New("query failed: " + strings.Repeat("sum by (namespace, model) (x) ", 500))}
+	h.ctl.deps.Demand = d
+	warnings := func() int { return strings.Count(logs.String(), `"msg":"demand of models not loaded unavailable`) }
+	for range 3 {
+		h.step()
+		h.clock.Advance(time.Minute)
+	}
+	if got := warnings(); got != 1 {
+		t.Errorf("%d warnings in three loops, want 1:\n%s", got, logs.String())
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "demand of models not loaded unavailable") && len(line) > maxWarnErrBytes+512 {
+			t.Errorf("warning of %d bytes, want the error cut to %d", len(line), maxWarnErrBytes)
+		}
+	}
+	h.clock.Advance(deviceWarnEvery)
+	h.step()
+	if got := warnings(); got != 2 {
+		t.Errorf("%d warnings after %s more, want 2", got, deviceWarnEvery)
+	}
+	d.mu.Lock()
+	d.err = nil
+	d.mu.Unlock()
+	h.step()
+	if !strings.Contains(logs.String(), `"msg":"demand of models not loaded available again","unavailable_for":"8m0s"`) {
+		t.Errorf("no recovery log:\n%s", logs.String())
+	}
+}

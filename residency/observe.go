@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 )
@@ -143,12 +144,8 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 	if c.deps.Demand != nil && len(notLoaded) > 0 {
 		slices.Sort(notLoaded)
 		rates, err := c.deps.Demand.Rates(ctx, notLoaded)
-		if err != nil {
-			// Missing demand is not zero demand for loaded models (they use statistics); for the
-			// others it means no load is started on their behalf this loop.
-			c.deps.Log.Warn("demand of models not loaded unavailable", "err", err)
-		}
 		c.mu.Lock()
+		c.demandWarning(err, now)
 		dt := now.Sub(c.lastObserved)
 		if c.lastObserved.IsZero() || dt < 0 {
 			dt = 0
@@ -271,6 +268,32 @@ func (c *Controller) inFlightLocked(name string, finished uint64, queued int) (q
 	}
 	return max(queued, 0), max(executing, 0)
 }
+
+// demandWarning logs an unavailable demand of models not loaded once when it starts, then at
+// most every deviceWarnEvery (its error cut to maxWarnErrBytes: it can quote the bundled query
+// once per catalog model), and once when it is available again. Missing demand is not zero
+// demand for loaded models (they use statistics); for the others it means no load is started
+// on their behalf while it lasts. c.mu is held.
+func (c *Controller) demandWarning(err error, now time.Time) {
+	if err == nil {
+		if !c.demandErrSince.IsZero() {
+			c.deps.Log.Info("demand of models not loaded available again", "unavailable_for", now.Sub(c.demandErrSince))
+			c.demandErrSince, c.demandWarnAt = time.Time{}, time.Time{}
+		}
+		return
+	}
+	if c.demandErrSince.IsZero() || now.Sub(c.demandWarnAt) >= deviceWarnEvery {
+		c.deps.Log.Warn("demand of models not loaded unavailable; no load is started for them meanwhile",
+			"err", errtext.Cut(err.Error(), maxWarnErrBytes), "next_warning_in", deviceWarnEvery)
+		c.demandWarnAt = now
+	}
+	if c.demandErrSince.IsZero() {
+		c.demandErrSince = now
+	}
+}
+
+// maxWarnErrBytes bounds an error quoted in a rate-limited warning.
+const maxWarnErrBytes = 1024
 
 // readQueues reads Triton's queue length per model (nv_inference_pending_request_count, summed
 // over versions) from cfg.TritonMetricsURL; nil when it is not configured or not readable (the

@@ -64,7 +64,7 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.IntVar(&c.MaxTriggers, "max-triggers", c.MaxTriggers, "ScaledObject triggers registered at once [1, 1000000]; a new one past it is answered ResourceExhausted until unused ones are forgotten (--forget-after)")
 	fs.StringVar(&c.OpenCostAddress, "opencost-address", c.OpenCostAddress, "OpenCost base URL (API port 9003); prices triggers without gpuHourPrice from OpenCost's allocation API (gpuHourPrice wins, never both); empty: off")
 	fs.DurationVar(&c.OpenCostWindow, "opencost-window", c.OpenCostWindow, "window OpenCost's replica-hour price is read over, whole minutes [10m, 168h]")
-	fs.DurationVar(&c.OpenCostRefresh, "opencost-refresh", c.OpenCostRefresh, "how often each namespace's OpenCost prices are read [1m, 1h]; dropped after 3 refreshes without a good answer")
+	fs.DurationVar(&c.OpenCostRefresh, "opencost-refresh", c.OpenCostRefresh, "how often each namespace's OpenCost prices are read [1m, 1h]; a price 3 refresh intervals old is dropped at the next refresh")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 }
