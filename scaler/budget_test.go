@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -71,17 +70,7 @@ func (s *stuckSignals) Subscribe(r prom.Request) (SignalHandle, error) {
 // TestGracefulStopWithinTimeout: while a registration is stuck, SIGTERM (serve's context)
 // still stops the scaler soon after --graceful-stop-timeout, and the stuck RPC is answered.
 func TestGracefulStopWithinTimeout(t *testing.T) {
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		gl.Close()
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	gl, hl, cfg := serveConfig(t)
 	cfg.GracefulStopTimeout = 200 * time.Millisecond
 	var buf syncBuffer
 	log, err := NewLogger(cfg, &buf)

@@ -2,7 +2,6 @@ package scaler
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 
@@ -51,17 +50,7 @@ func TestMetadataRedactsPrometheusAddress(t *testing.T) {
 // TestStartupLogRedactsPrometheusAddress: the "scaler serving" line names the default
 // address redacted; the poller still gets it whole (the request uses the credentials).
 func TestStartupLogRedactsPrometheusAddress(t *testing.T) {
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		gl.Close()
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	gl, hl, cfg := serveConfig(t)
 	cfg.PrometheusAddress = "http://reader:" + testPassword + "@127.0.0.1:1/?token=" + testToken
 	var buf syncBuffer
 	log, err := NewLogger(cfg, &buf)

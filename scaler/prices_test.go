@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -332,17 +331,7 @@ func TestOpenCostThroughServe(t *testing.T) {
 	oc := &fakeOpenCost{pods: map[string]string{}}
 	ocs := httptest.NewServer(oc)
 	defer ocs.Close()
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		gl.Close()
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	gl, hl, cfg := serveConfig(t)
 	cfg.PrometheusAddress = "http://prometheus:9090"
 	cfg.OpenCostAddress = ocs.URL + "/?token=s3cret"
 	var logs syncBuffer

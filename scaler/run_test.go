@@ -48,17 +48,7 @@ func TestLogDurationsAreStrings(t *testing.T) {
 // TestShutdownIsLogged: ending serve's context (SIGTERM) logs the start of
 // the shutdown and, once stopped, how long the graceful stop took.
 func TestShutdownIsLogged(t *testing.T) {
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		gl.Close()
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	gl, hl, cfg := serveConfig(t)
 	var buf syncBuffer
 	log, err := NewLogger(cfg, &buf)
 	if err != nil {
@@ -80,4 +70,22 @@ func TestShutdownIsLogged(t *testing.T) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
 	}
+}
+
+// serveConfig returns listeners on free loopback ports for serve's gRPC and HTTP sides and the
+// default Config naming them.
+func serveConfig(t *testing.T) (grpcLis, httpLis net.Listener, cfg Config) {
+	t.Helper()
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		gl.Close()
+		t.Fatal(err)
+	}
+	cfg = DefaultConfig()
+	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	return gl, hl, cfg
 }
