@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -30,15 +29,7 @@ type running struct {
 
 func startScaler(t *testing.T, cfg Config) *running {
 	t.Helper()
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		gl.Close()
-		t.Fatal(err)
-	}
+	gl, hl := serveListeners(t)
 	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{grpcAddr: gl.Addr().String(), httpAddr: hl.Addr().String(), cancel: cancel, done: make(chan error, 1)}

@@ -76,6 +76,15 @@ func TestShutdownIsLogged(t *testing.T) {
 // default Config naming them.
 func serveConfig(t *testing.T) (grpcLis, httpLis net.Listener, cfg Config) {
 	t.Helper()
+	gl, hl := serveListeners(t)
+	cfg = DefaultConfig()
+	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
+	return gl, hl, cfg
+}
+
+// serveListeners returns listeners on free loopback ports for serve's gRPC and HTTP sides.
+func serveListeners(t *testing.T) (grpcLis, httpLis net.Listener) {
+	t.Helper()
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +94,5 @@ func serveConfig(t *testing.T) (grpcLis, httpLis net.Listener, cfg Config) {
 		gl.Close()
 		t.Fatal(err)
 	}
-	cfg = DefaultConfig()
-	cfg.Listen, cfg.MetricsListen = gl.Addr().String(), hl.Addr().String()
-	return gl, hl, cfg
+	return gl, hl
 }
