@@ -134,10 +134,7 @@ func validateAddress(addr string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
 	}
-	if u.User == nil && strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") {
-		// http://user:123/secret@host (or 9091#secret@, 9091?secret@) parses as host "user",
-		// port 123 and the secret in the path, query or fragment: a request would go to the
-		// wrong host.
+	if misparsedUserinfo(u) { // a request would go to the wrong host
 		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), errBadUserinfo)
 	}
 	if u.Fragment != "" || strings.HasSuffix(addr, "#") {

@@ -23,10 +23,7 @@ func RedactAddress(addr string) string {
 		return addr
 	}
 	u, err := url.Parse(addr)
-	if err != nil || u.User == nil && strings.Contains(u.Path+u.RawQuery+u.Fragment, "@") {
-		// Unparseable, or a password with an unencoded "/", "?" or "#" (http://user:123/secret@host:
-		// Go reads host "user", port 123, and the secret as the path, query or fragment):
-		// redacted from its text.
+	if err != nil || misparsedUserinfo(u) {
 		return redactText(addr)
 	}
 	if u.Fragment != "" {
@@ -40,6 +37,14 @@ func RedactAddress(addr string) string {
 		u = &c
 	}
 	return u.Redacted()
+}
+
+// misparsedUserinfo reports an address that parsed without userinfo but has an "@" after its
+// host: a password beginning with digits and holding an unencoded "/", "?" or "#"
+// (http://user:123/secret@host reads as host "user", port 123, and the secret in the path,
+// query or fragment).
+func misparsedUserinfo(u *url.URL) bool {
+	return u.User == nil && strings.Contains(u.Path+u.RawQuery+u.Fragment, "@")
 }
 
 // redactQuery keeps the names of a raw query's parameters and replaces their values (a
