@@ -72,9 +72,13 @@ func modelName(b []byte) (string, error) { return modelNameIn([][]byte{b}) }
 // frameModel reads the model name of a frame as modelName does, across the buffers gRPC
 // received it in, without copying the message.
 func frameModel(f *frame) (string, error) {
-	bufs := make([][]byte, len(f.data))
-	for i, d := range f.data {
-		bufs[i] = d.ReadOnlyData()
+	var small [4][]byte // most messages arrive in one buffer: no allocation for the list
+	bufs := small[:0]
+	if len(f.data) > len(small) {
+		bufs = make([][]byte, 0, len(f.data))
+	}
+	for _, d := range f.data {
+		bufs = append(bufs, d.ReadOnlyData())
 	}
 	name, err := modelNameIn(bufs)
 	if errors.Is(err, errGroup) { // a group field (proto2's, never in this message) is skipped whole
@@ -214,8 +218,14 @@ func (c *cursor) advance(n int) bool {
 	return true
 }
 
-// read copies the next n bytes (n ≤ left) and moves past them.
+// read returns the next n bytes (n ≤ left) and moves past them: a slice of the current buffer
+// when they lie in it (valid while the buffers are), else a copy.
 func (c *cursor) read(n int) []byte {
+	if !c.done() && len(c.bufs[c.i])-c.off >= n {
+		out := c.bufs[c.i][c.off : c.off+n]
+		c.off, c.pos = c.off+n, c.pos+n
+		return out
+	}
 	out := make([]byte, 0, n)
 	for len(out) < n && !c.done() {
 		k := min(n-len(out), len(c.bufs[c.i])-c.off)
