@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/status"
 
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
@@ -24,38 +27,19 @@ import (
 func TestQueueSumWithNegativeSeriesIsNotUsable(t *testing.T) {
 	var mu sync.Mutex
 	answer := `[{"metric":{"pod":"a"},"value":[1767225600,"-5"]},{"metric":{"pod":"b"},"value":[1767225600,"10"]}]`
-	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv, poller, req := queueOnlyServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, answer)
 	}))
-	defer ps.Close()
-	pc := prom.DefaultConfig()
-	pc.DefaultAddress = ps.URL
-	poller, err := prom.NewPoller(pc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := NewServer(ServerConfig{Defaults: Defaults{PrometheusAddress: ps.URL}, RefreshInterval: 5 * time.Second, ForgetAfter: 10 * time.Minute},
-		PollerSignals(poller), nil, nil, health.NewServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := &pb.ScaledObjectRef{Namespace: "team-a", Name: "pool", ScalerMetadata: map[string]string{
-		"queueQuery": "sum by (pod) (gateway_pending)", "replicaThroughput": "1", "drainSeconds": "1",
-	}}
 	ctx := context.Background()
-	spec, err := srv.GetMetricSpec(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &pb.GetMetricsRequest{ScaledObjectRef: ref, MetricName: spec.MetricSpecs[0].MetricName}
 	poller.Refresh(ctx)
 
-	_, err = srv.GetMetrics(ctx, req)
-	const want = "rpc error: code = Unavailable desc = ScaledObject team-a/pool: no usable signal data: queue never"
-	if err == nil || err.Error() != want {
-		t.Errorf("GetMetrics = %v, want %s", err, want)
+	_, err := srv.GetMetrics(ctx, req)
+	// The answer says why: the queue poll's error, which names the series and the range.
+	const want = "rpc error: code = Unavailable desc = ScaledObject team-a/pool: no usable signal data: queue never; queue: "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), `series {pod="a"} is -5, outside the accepted range [0, +Inf)`) {
+		t.Errorf("GetMetrics = %v, want %s… naming series {pod=\"a\"} is -5", err, want)
 	}
 	tr := srv.triggers[req.MetricName]
 	rec, _ := tr.snapshot()
@@ -71,5 +55,49 @@ func TestQueueSumWithNegativeSeriesIsNotUsable(t *testing.T) {
 	resp, err := srv.GetMetrics(ctx, req)
 	if err != nil || len(resp.MetricValues) != 1 || resp.MetricValues[0].MetricValue != 7 {
 		t.Errorf("GetMetrics = %v, %v; want 7 replicas (queue 3 + 4, drained in 1 s at 1 req/s)", resp, err)
+	}
+}
+
+// queueOnlyServer is a Server whose one ScaledObject, team-a/pool, has only a queueQuery,
+// polled by the real poller from the Prometheus h answers as; it returns the server, the
+// poller (to Refresh) and the GetMetrics request of that trigger.
+func queueOnlyServer(t *testing.T, h http.Handler) (*Server, *prom.Poller, *pb.GetMetricsRequest) {
+	t.Helper()
+	ps := httptest.NewServer(h)
+	t.Cleanup(ps.Close)
+	pc := prom.DefaultConfig()
+	pc.DefaultAddress = ps.URL
+	poller, err := prom.NewPoller(pc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{Defaults: Defaults{PrometheusAddress: ps.URL}, RefreshInterval: 5 * time.Second, ForgetAfter: 10 * time.Minute},
+		PollerSignals(poller), nil, nil, health.NewServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &pb.ScaledObjectRef{Namespace: "team-a", Name: "pool", ScalerMetadata: map[string]string{
+		"queueQuery": "sum by (pod) (gateway_pending)", "replicaThroughput": "1", "drainSeconds": "1",
+	}}
+	spec, err := srv.GetMetricSpec(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, poller, &pb.GetMetricsRequest{ScaledObjectRef: ref, MetricName: spec.MetricSpecs[0].MetricName}
+}
+
+// TestUnavailableSaysPrometheusRefused: a Prometheus that answers 401 to every query leaves
+// no usable signal; KEDA's Unavailable answer says so, with the status, instead of only
+// "queue never".
+func TestUnavailableSaysPrometheusRefused(t *testing.T) {
+	srv, poller, req := queueOnlyServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	ctx := context.Background()
+	poller.Refresh(ctx)
+	_, err := srv.GetMetrics(ctx, req)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no usable signal data: queue never; queue: ") ||
+		!strings.Contains(err.Error(), "401") {
+		t.Fatalf("GetMetrics = %v; want Unavailable naming the queue poll's 401", err)
 	}
 }

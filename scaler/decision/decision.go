@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -526,11 +527,12 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 
 	if !haveDemand {
-		rec.Err = fmt.Errorf("%w: %s", ErrNoData, signalSummary(rec))
+		summary := signalSummary(rec) + pollErrors(rec, obs)
+		rec.Err = fmt.Errorf("%w: %s", ErrNoData, summary)
 		if activityOK && !rKnown {
 			// Activity sizes the pool as R·A/A_target: a fresh activity alone read as
 			// "activity=0.5 fresh" and never said why it gave no answer.
-			rec.Err = fmt.Errorf("%w: %s; %s", ErrNoData, signalSummary(rec), errActivityNeedsReady)
+			rec.Err = fmt.Errorf("%w: %s; %s", ErrNoData, summary, errActivityNeedsReady)
 		}
 		rec.Replicas = lo
 		switch {
@@ -743,6 +745,43 @@ func signalSummary(rec Recommendation) string {
 	var b text
 	b.signals(rec)
 	return string(b)
+}
+
+// maxPollErrors and maxPollErrorBytes bound what pollErrors adds to a no-data error: the
+// distinct poll errors of the configured signals, at most two, each cut to 512 bytes.
+const (
+	maxPollErrors     = 2
+	maxPollErrorBytes = 512
+)
+
+// pollErrors returns "; queue: <err>" for the first configured signals (in AllSignals order)
+// whose last poll failed, one per distinct error text, so that an Unavailable answer says why
+// (a Prometheus 401 failed every query alike: the signal states alone read "queue never" and
+// hid it). Empty when no poll failed. The errors are the poller's, whose addresses package
+// prom has already redacted.
+func pollErrors(rec Recommendation, obs Observation) string {
+	var b strings.Builder
+	var seen []string
+	for _, s := range AllSignals() {
+		err := obs.Samples[s].Err
+		if err == nil || rec.Status[s] == StatusUnconfigured {
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > maxPollErrorBytes {
+			msg = strings.ToValidUTF8(msg[:maxPollErrorBytes], "") + "…"
+		}
+		if slices.Contains(seen, msg) {
+			continue
+		}
+		if len(seen) == maxPollErrors {
+			b.WriteString("; more poll errors")
+			break
+		}
+		seen = append(seen, msg)
+		b.WriteString("; " + s.String() + ": " + msg)
+	}
+	return b.String()
 }
 
 // text builds a reason with strconv instead of fmt: the reason is built on

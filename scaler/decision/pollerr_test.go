@@ -1,0 +1,63 @@
+package decision
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An Unavailable answer says why the polls failed, not only that the signals never were valid:
+// a Prometheus that answers 401 to every query read "queue never, rate never" before.
+func TestNoDataNamesPollErrors(t *testing.T) {
+	p := DefaultPolicy()
+	p.Engine, p.Model, p.PrometheusAddress = EngineTriton, "resnet", "http://prometheus:9090"
+	p.ReplicaThroughput = 1
+	unauthorized := errors.New("prometheus query: 401 Unauthorized: bad credentials")
+
+	var o Observation
+	for _, s := range AllSignals() {
+		o.Samples[s] = Sample{Err: unauthorized, EvaluatedAt: t0}
+	}
+	rec, _ := Recommend(p, o, State{}, t0)
+	if !errors.Is(rec.Err, ErrNoData) {
+		t.Fatalf("err %v, want ErrNoData", rec.Err)
+	}
+	msg := rec.Err.Error()
+	// One distinct error, said once, after the first configured signal that failed.
+	if got := strings.Count(msg, "401 Unauthorized"); got != 1 {
+		t.Fatalf("401 said %d times, want 1: %q", got, msg)
+	}
+	if !strings.Contains(msg, "; queue: prometheus query: 401 Unauthorized: bad credentials") {
+		t.Fatalf("err %q: want the queue poll's error named", msg)
+	}
+	// The unique rate is unconfigured: its sample's error is not the pool's.
+	if strings.Contains(msg, "uniqueRate:") {
+		t.Fatalf("err %q names an unconfigured signal", msg)
+	}
+
+	// Distinct errors: at most two, then "more poll errors"; each cut to 512 bytes.
+	long := strings.Repeat("x", 1000)
+	o.Samples[SignalQueue].Err = errors.New("queue failed " + long)
+	o.Samples[SignalRate].Err = errors.New("rate failed")
+	o.Samples[SignalRunning].Err = errors.New("running failed")
+	rec, _ = Recommend(p, o, State{}, t0.Add(time.Second))
+	msg = rec.Err.Error()
+	if !strings.Contains(msg, "; queue: queue failed x") || strings.Contains(msg, long[:600]) {
+		t.Fatalf("err %q: want the queue error cut to 512 bytes", msg)
+	}
+	if !strings.Contains(msg, "; rate: rate failed") || strings.Contains(msg, "running failed") ||
+		!strings.HasSuffix(msg, "; more poll errors") {
+		t.Fatalf("err %q: want two errors, then \"more poll errors\"", msg)
+	}
+
+	// No poll failed (every signal empty): nothing added.
+	for _, s := range AllSignals() {
+		o.Samples[s] = Sample{Empty: true, EvaluatedAt: t0.Add(2 * time.Second)}
+	}
+	o.ReadyReplicas, o.ReadyKnown = 2, true
+	rec, _ = Recommend(p, o, State{}, t0.Add(2*time.Second))
+	if rec.Err == nil || strings.Contains(rec.Err.Error(), "; queue:") {
+		t.Fatalf("err %v: want no-data with no poll error", rec.Err)
+	}
+}
