@@ -304,6 +304,37 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			want: []string{"minReplicas (5) must be <= maxReplicas (2)"},
 		},
 		{
+			name: "prometheus address and addressSecret both set",
+			give: map[string]any{"prometheus": map[string]any{"addressSecret": map[string]any{"name": "prom-credentials"}}},
+			want: []string{`prometheus.address and prometheus.addressSecret.name ("prom-credentials") are both set: set prometheus.address to "" to read the address from the Secret`},
+		},
+		{
+			name: "neither prometheus address nor addressSecret",
+			give: map[string]any{"prometheus": map[string]any{"address": ""}},
+			want: []string{"prometheus: set address or addressSecret.name"},
+		},
+		{
+			name: "opencost address and opencostAddressSecret both set",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostAddress": "http://opencost.opencost.svc:9003",
+				"opencostAddressSecret": map[string]any{"name": "opencost"}}}},
+			want: []string{`scaler.config.opencostAddress and scaler.config.opencostAddressSecret.name ("opencost") are both set: keep one`},
+		},
+		{
+			name: "addressSecret name not a Secret name",
+			give: map[string]any{"prometheus": map[string]any{"address": "", "addressSecret": map[string]any{"name": "Prom_Credentials"}}},
+			want: []string{"/prometheus/addressSecret/name", "does not match pattern"},
+		},
+		{
+			name: "addressSecret with an empty key",
+			give: map[string]any{"prometheus": map[string]any{"address": "", "addressSecret": map[string]any{"name": "p", "key": ""}}},
+			want: []string{"/prometheus/addressSecret/key", "does not match pattern"},
+		},
+		{
+			name: "opencostAddressSecret with a misspelt key",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostAddressSecret": map[string]any{"secretName": "opencost"}}}},
+			want: []string{"/scaler/config/opencostAddressSecret", "secretName"},
+		},
+		{
 			name: "tls without material",
 			give: map[string]any{"scaler": map[string]any{"tls": map[string]any{"enabled": true}}},
 			want: []string{"scaler.tls: with enabled true, set existingSecret"},

@@ -7,6 +7,9 @@
 //	ledger --spec=FILE --live [--kubeconfig=PATH] [--failure-domain-label=LABEL]
 //	       [--prometheus-address=URL --peak-window=168h]
 //
+// With --live and no --prometheus-address, the address is $INFERSCALE_PROMETHEUS_ADDRESS (the
+// chart's prometheus.addressSecret: a password stays out of the arguments).
+//
 // Exit status: 0 every check passes, 1 a check fails, 2 bad input.
 package main
 
@@ -19,6 +22,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
@@ -82,7 +86,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-retries %d: want ≥ 0 (0 = every kept node)", c.MaxRetries))
 	}
 	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
-		errs = append(errs, fmt.Errorf("--prometheus-address %q: want an http:// or https:// URL", c.PrometheusAddress))
+		errs = append(errs, fmt.Errorf("--prometheus-address %q: want an http:// or https:// URL", prom.RedactAddress(c.PrometheusAddress)))
 	}
 	if c.PrometheusAddress != "" && !c.Live {
 		errs = append(errs, errors.New("--prometheus-address: needs --live (peaks are read per ScaledObject)"))
@@ -97,7 +101,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--configmap: needs --live and --namespace (or $POD_NAMESPACE)"))
 	}
 	if c.Pushgateway != "" && !prom.ValidAddress(c.Pushgateway) {
-		errs = append(errs, fmt.Errorf("--pushgateway %q: want an http:// or https:// URL", c.Pushgateway))
+		errs = append(errs, fmt.Errorf("--pushgateway %q: want an http:// or https:// URL", prom.RedactAddress(c.Pushgateway)))
 	}
 	if c.Pushgateway != "" && c.PushJob == "" {
 		errs = append(errs, errors.New("--push-job: required with --pushgateway"))
@@ -123,7 +127,7 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
 	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster and Prometheus")
-	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate; not given: $"+envflag.PrometheusAddress+" with --live (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
 	fs.DurationVar(&c.PeakWindow, "peak-window", 7*24*time.Hour, "window of the peak: a full business cycle")
 	fs.DurationVar(&c.PeakStep, "peak-step", time.Minute, "resolution of the peak subquery")
 	fs.StringVar(&c.ConfigMap, "configmap", "", "with --live: write the report (ledger.md, ledger.json, mig-parted.yaml) into this existing ConfigMap")
@@ -139,6 +143,14 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q: ledger takes only flags (e.g. --spec=FILE); flags after it were not read", fs.Arg(0))
 		fmt.Fprintln(out, "ledger:", err)
+		return c, *v, err
+	}
+	// Only --live reads Prometheus: offline, a variable left in the shell for live runs is not
+	// the "needs --live" mistake an explicit flag is.
+	if c.Live {
+		if err = envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.Getenv); err != nil {
+			fmt.Fprintln(out, "ledger:", err)
+		}
 	}
 	return c, *v, err
 }

@@ -39,14 +39,50 @@ func TestParseFrontFlagsErrors(t *testing.T) {
 			t.Errorf("err = %v, want containing %q", err, want)
 		}
 	}
-	// Without a front its bounds are not checked.
-	if _, _, err := parseFlags([]string{"--hold-timeout=0s"}, io.Discard); err != nil {
-		t.Errorf("no front: %v", err)
-	}
 	if _, _, err := parseFlags([]string{"--inference-http-listen=:8000"}, io.Discard); err == nil || !strings.Contains(err.Error(), "needs --inference-listen") {
 		t.Errorf("HTTP front without the gRPC front: %v", err)
 	}
 	if _, _, err := parseFlags([]string{"--inference-listen=nonsense"}, io.Discard); err == nil || !strings.Contains(err.Error(), `InferenceListen (--inference-listen): "nonsense"`) {
 		t.Errorf("bad listen: %v", err)
+	}
+}
+
+// TestFrontFlagsNeedFront: a front flag given without --inference-listen would do nothing, so
+// it is a usage error naming the flag; its default, and the flag given with a front, are not.
+func TestFrontFlagsNeedFront(t *testing.T) {
+	const needs = ": needs --inference-listen (without it there is no inference front, and the flag would do nothing)"
+	tests := []struct {
+		name string
+		give []string
+		want string // the whole error; "" for none
+	}{
+		{name: "no front flag", give: []string{"--loop-interval=1s"}},
+		{name: "hold-timeout", give: []string{"--hold-timeout=2m"}, want: "--hold-timeout" + needs},
+		{name: "hold-max-requests", give: []string{"--hold-max-requests=50"}, want: "--hold-max-requests" + needs},
+		{name: "hold-max-bytes", give: []string{"--hold-max-bytes=67108864"}, want: "--hold-max-bytes" + needs},
+		{name: "hold-max-total-bytes", give: []string{"--hold-max-total-bytes=134217728"}, want: "--hold-max-total-bytes" + needs},
+		{name: "max-request-bytes", give: []string{"--max-request-bytes=8388608"}, want: "--max-request-bytes" + needs},
+		{name: "retry-pushback", give: []string{"--retry-pushback=250ms"}, want: "--retry-pushback" + needs},
+		{name: "triton-http-url", give: []string{"--triton-http-url=http://127.0.0.1:8100"}, want: "--triton-http-url" + needs},
+		{name: "given at its default value still counts", give: []string{"--hold-timeout=" + front.DefaultConfig().HoldTimeout.String()}, want: "--hold-timeout" + needs},
+		{name: "an empty --inference-listen is no front", give: []string{"--inference-listen=", "--retry-pushback=1s"}, want: "--retry-pushback" + needs},
+		{name: "every one is named, in flag order", give: []string{"--retry-pushback=1s", "--hold-timeout=1m"},
+			want: "--hold-timeout" + needs + "\n--retry-pushback" + needs},
+		{name: "with the front", give: []string{"--inference-listen=:8001", "--hold-timeout=2m", "--retry-pushback=1s"}},
+		{name: "triton-http-url needs the HTTP front too", give: []string{"--inference-listen=:8001", "--triton-http-url=http://127.0.0.1:8100"},
+			want: "--triton-http-url: needs --inference-http-listen (it is the upstream of the HTTP front, and would do nothing)"},
+		{name: "with both fronts", give: []string{"--inference-listen=:8001", "--inference-http-listen=:8000", "--triton-http-url=http://127.0.0.1:8100"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := parseFlags(append([]string{"--namespace=ml", "--catalog=c.yaml"}, tt.give...), io.Discard)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("parseFlags(%q) error (-want +got):\n%s", tt.give, diff)
+			}
+		})
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/residency/sidecar"
@@ -41,7 +43,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.StringVar(&c.MIGProfile, "mig-profile", c.MIGProfile, "pod's MIG profile (e.g. 1g.10gb) or whole-GPU name (h100-80gb): selects catalog peaks; sets the budget without NVML; must be in the profile table or named by a catalog model")
 	fs.Int64Var(&c.ReserveBytes, "reserve-bytes", c.ReserveBytes, "bytes kept back; the larger of this and the catalog's reserveBytes is used (-1: catalog only)")
 	fs.StringVar(&c.NVML, "nvml", c.NVML, "budget through NVML: auto, on or off")
-	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "Prometheus base URL for demand of models not loaded here (empty: none)")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "Prometheus base URL for demand of models not loaded here (empty: none); not given: $"+envflag.PrometheusAddress+" (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
 	fs.StringVar(&c.DemandQuery, "demand-query", c.DemandQuery, "PromQL template with $model for that demand (empty: Triton preset rate)")
 	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "pod namespace (default $POD_NAMESPACE)")
 	fs.StringVar(&c.PodName, "pod-name", c.PodName, "pod name for Kubernetes events (default $POD_NAME)")
@@ -57,13 +59,13 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.DurationVar(&c.DrainPollInterval, "drain-poll-interval", c.DrainPollInterval, "period of drain's reads of Triton's queue and counters")
 	fs.StringVar(&c.InferenceListen, "inference-listen", c.InferenceListen, "address of the inference front (Triton's gRPC inference service, held through model loads); empty: no front")
 	fs.StringVar(&c.InferenceHTTPListen, "inference-http-listen", c.InferenceHTTPListen, "address of the inference front for KServe v2 HTTP/REST (needs --inference-listen); empty: none")
-	fs.StringVar(&c.TritonHTTPURL, "triton-http-url", c.TritonHTTPURL, "Triton's HTTP endpoint, the upstream of --inference-http-listen")
-	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner)")
-	fs.IntVar(&c.HoldMaxRequests, "hold-max-requests", c.HoldMaxRequests, "requests held per model; more fail UNAVAILABLE at once")
-	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once")
-	fs.Int64Var(&c.HoldMaxTotalBytes, "hold-max-total-bytes", c.HoldMaxTotalBytes, "request bytes held for all models together; more fail RESOURCE_EXHAUSTED (HTTP 429) at once")
-	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "largest request message (gRPC) or body (HTTP) the front takes; larger fail RESOURCE_EXHAUSTED (HTTP 413) unread (default: Triton's --http-max-input-size default)")
-	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers")
+	fs.StringVar(&c.TritonHTTPURL, "triton-http-url", c.TritonHTTPURL, "Triton's HTTP endpoint, the upstream of --inference-http-listen (needs it and --inference-listen when given)")
+	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "longest hold of a request for a model that is not READY (the client's deadline may end it sooner); needs --inference-listen")
+	fs.IntVar(&c.HoldMaxRequests, "hold-max-requests", c.HoldMaxRequests, "requests held per model; more fail UNAVAILABLE at once; needs --inference-listen")
+	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once; needs --inference-listen")
+	fs.Int64Var(&c.HoldMaxTotalBytes, "hold-max-total-bytes", c.HoldMaxTotalBytes, "request bytes held for all models together; more fail RESOURCE_EXHAUSTED (HTTP 429) at once; needs --inference-listen")
+	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "largest request message (gRPC) or body (HTTP) the front takes; larger fail RESOURCE_EXHAUSTED (HTTP 413) unread (default: Triton's --http-max-input-size default); needs --inference-listen")
+	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers; needs --inference-listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -75,7 +77,31 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	if fs.NArg() > 0 {
 		return c, "", fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	return c, *logLevel, c.Validate()
+	unused := frontFlagsUnused(fs, c)
+	envErr := envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.Getenv)
+	return c, *logLevel, errors.Join(unused, envErr, c.Validate())
+}
+
+// frontFlags are the inference front's flags: without --inference-listen there is no front
+// and they do nothing.
+var frontFlags = []string{"hold-timeout", "hold-max-requests", "hold-max-bytes", "hold-max-total-bytes",
+	"max-request-bytes", "retry-pushback", "triton-http-url"}
+
+// frontFlagsUnused returns a usage error for each front flag the command line gave (fs.Visit,
+// so a default never counts) without --inference-listen, where it would be silently ignored;
+// --triton-http-url needs --inference-http-listen as well. --inference-http-listen itself is
+// Config.Validate's to refuse.
+func frontFlagsUnused(fs *flag.FlagSet, c residency.Config) error {
+	var errs []error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case c.InferenceListen == "" && slices.Contains(frontFlags, f.Name):
+			errs = append(errs, fmt.Errorf("--%s: needs --inference-listen (without it there is no inference front, and the flag would do nothing)", f.Name))
+		case f.Name == "triton-http-url" && c.InferenceHTTPListen == "":
+			errs = append(errs, errors.New("--triton-http-url: needs --inference-http-listen (it is the upstream of the HTTP front, and would do nothing)"))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // run returns nil after -h/--help: the flag package has printed the usage to errOut.

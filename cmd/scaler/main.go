@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/healthprobe"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/scaler"
@@ -45,7 +46,7 @@ func exitCode(err error) int {
 func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "gRPC address KEDA calls (host:port)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "HTTP address of /metrics and /healthz")
-	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "default Prometheus base URL for ScaledObjects without prometheusAddress")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "default Prometheus base URL for ScaledObjects without prometheusAddress; not given: $"+envflag.PrometheusAddress+" (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
 	fs.DurationVar(&c.RefreshInterval, "refresh-interval", c.RefreshInterval, "how often queries are evaluated and decisions refreshed [100ms, 10m]")
 	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "timeout of one Prometheus query [100ms, 5m]")
 	fs.IntVar(&c.QueryConcurrency, "query-concurrency", c.QueryConcurrency, "Prometheus queries in flight at once [1, 256]")
@@ -62,11 +63,22 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.BoolVar(&c.ObjectMetrics, "object-metrics", c.ObjectMetrics, "export per-ScaledObject decision series on /metrics (up to 20 per ScaledObject)")
 	fs.IntVar(&c.ObjectMetricsMaxTriggers, "object-metrics-max-triggers", c.ObjectMetricsMaxTriggers, "export per-ScaledObject series only while at most this many triggers are registered (a scrape holds every series in memory); 0: no bound")
 	fs.IntVar(&c.MaxTriggers, "max-triggers", c.MaxTriggers, "ScaledObject triggers registered at once [1, 1000000]; a new one past it is answered ResourceExhausted until unused ones are forgotten (--forget-after)")
-	fs.StringVar(&c.OpenCostAddress, "opencost-address", c.OpenCostAddress, "OpenCost base URL (API port 9003); prices triggers without gpuHourPrice from OpenCost's allocation API (gpuHourPrice wins, never both); empty: off")
+	fs.StringVar(&c.OpenCostAddress, "opencost-address", c.OpenCostAddress, "OpenCost base URL (API port 9003); prices triggers without gpuHourPrice from OpenCost's allocation API (gpuHourPrice wins, never both); not given: $"+envflag.OpenCostAddress+"; empty: off")
 	fs.DurationVar(&c.OpenCostWindow, "opencost-window", c.OpenCostWindow, "window OpenCost's replica-hour price is read over, whole minutes [10m, 168h]")
 	fs.DurationVar(&c.OpenCostRefresh, "opencost-refresh", c.OpenCostRefresh, "how often each namespace's OpenCost prices are read [1m, 1h]; a price 3 refresh intervals old is dropped at the next refresh")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
+}
+
+// fromEnv fills --prometheus-address and --opencost-address, where the command line did not
+// give them, from $INFERSCALE_PROMETHEUS_ADDRESS and $INFERSCALE_OPENCOST_ADDRESS
+// (envflag.Address; call after fs.Parse). Either address may carry a password, and the
+// arguments are readable by anyone who reads the pod spec: the chart passes them from a Secret
+// in the environment instead.
+func fromEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	return errors.Join(
+		envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, getenv),
+		envflag.Address(fs, "opencost-address", envflag.OpenCostAddress, getenv))
 }
 
 func run(args []string) error {
@@ -97,7 +109,8 @@ func run(args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q: scaler takes only flags, and the flags after %q were not read (a boolean flag takes its value as --object-metrics=false)",
 			errUsage, fs.Args(), fs.Arg(0))
 	}
-	if err := cfg.Validate(); err != nil {
+	envErr := fromEnv(fs, os.Getenv) // before Validate, which reads what it set
+	if err := errors.Join(envErr, cfg.Validate()); err != nil {
 		return fmt.Errorf("invalid flags:\n%w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -100,6 +100,44 @@ in the namespace) one name. */}}
 {{- default .Values.prometheus.address .Values.scaler.config.prometheusAddress }}
 {{- end }}
 
+{{/* ---------------- addresses from Secrets ----------------
+An address with a password or a token must not be a container argument (anyone who can read
+the Deployments or the CronJob sees it): prometheus.addressSecret and
+scaler.config.opencostAddressSecret give it to the container as an environment variable from
+a Secret, which cmd/scaler, cmd/residency and cmd/ledger read when the flag is not given
+(internal/envflag holds the names). */}}
+
+{{/* An env entry from a Secret's key; call with (dict "env" <variable> "secret" <{name, key}>). */}}
+{{- define "inferscale.secretEnv" -}}
+- name: {{ .env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret.name | quote }}
+      key: {{ .secret.key | quote }}
+{{- end }}
+
+{{/* $INFERSCALE_PROMETHEUS_ADDRESS from prometheus.addressSecret; call with the root context,
+only for a container given no --prometheus-address. */}}
+{{- define "inferscale.prometheusAddressEnv" -}}
+{{- include "inferscale.secretEnv" (dict "env" "INFERSCALE_PROMETHEUS_ADDRESS" "secret" .Values.prometheus.addressSecret) }}
+{{- end }}
+
+{{/* $INFERSCALE_OPENCOST_ADDRESS from scaler.config.opencostAddressSecret; call with the root
+context, only for a scaler given no --opencost-address. */}}
+{{- define "inferscale.opencostAddressEnv" -}}
+{{- include "inferscale.secretEnv" (dict "env" "INFERSCALE_OPENCOST_ADDRESS" "secret" .Values.scaler.config.opencostAddressSecret) }}
+{{- end }}
+
+{{/* The Secret names of prometheus.addressSecret and scaler.config.opencostAddressSecret, or
+"" (off, or the value set to null). */}}
+{{- define "inferscale.prometheusAddressSecretName" -}}
+{{- dig "addressSecret" "name" "" .Values.prometheus }}
+{{- end }}
+
+{{- define "inferscale.opencostAddressSecretName" -}}
+{{- dig "opencostAddressSecret" "name" "" .Values.scaler.config }}
+{{- end }}
+
 {{- define "inferscale.scaler.tlsSecretName" -}}
 {{- default (printf "%s-tls" (include "inferscale.scaler.fullname" .)) .Values.scaler.tls.existingSecret }}
 {{- end }}
@@ -242,7 +280,19 @@ Call with (dict "field" <values path> "value" <duration> "min" <s> "max" <s> "ra
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $full) }}
 {{- fail (printf "the chart's full name %q (from the release name %q, nameOverride and fullnameOverride) names the Services, so it must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter; set fullnameOverride" $full .Release.Name) }}
 {{- end }}
+{{- $p := .Values.prometheus }}
+{{- $pSecret := include "inferscale.prometheusAddressSecretName" . }}
+{{- if and $p.address $pSecret }}
+{{- fail (printf "prometheus.address and prometheus.addressSecret.name (%q) are both set: set prometheus.address to \"\" to read the address from the Secret (address is a container argument, which anyone who can read the Deployments sees)" $pSecret) }}
+{{- end }}
+{{- if not (or $p.address $pSecret) }}
+{{- fail "prometheus: set address or addressSecret.name (a Secret holding the address)" }}
+{{- end }}
 {{- $c := .Values.scaler.config }}
+{{- $ocSecret := include "inferscale.opencostAddressSecretName" . }}
+{{- if and $c.opencostAddress $ocSecret }}
+{{- fail (printf "scaler.config.opencostAddress and scaler.config.opencostAddressSecret.name (%q) are both set: keep one (opencostAddress is a container argument, which anyone who can read the Deployment sees)" $ocSecret) }}
+{{- end }}
 {{- $by := "cmd/scaler" }}
 {{- include "inferscale.checkDuration" (dict "field" "scaler.config.refreshInterval" "value" $c.refreshInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
 {{- include "inferscale.checkDuration" (dict "field" "scaler.config.queryTimeout" "value" $c.queryTimeout "min" 0.1 "max" 300 "range" "[100ms, 5m]" "by" $by) }}

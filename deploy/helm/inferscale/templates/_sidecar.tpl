@@ -25,7 +25,8 @@ Its flags are cmd/residency's. */}}
     {{- end }}
     - --reserve-bytes={{ $rc.reserveBytes | int64 }}
     - --nvml={{ $rc.nvml }}
-    {{- with ($res.prometheusAddress | default $root.Values.prometheus.address) }}
+    {{- $promAddr := $res.prometheusAddress | default $root.Values.prometheus.address }}
+    {{- with $promAddr }}
     - {{ printf "--prometheus-address=%s" . | quote }}
     {{- end }}
     {{- with $res.demandQuery }}
@@ -54,6 +55,9 @@ Its flags are cmd/residency's. */}}
       valueFrom:
         fieldRef:
           fieldPath: metadata.namespace
+    {{- if and (not $promAddr) (include "inferscale.prometheusAddressSecretName" $root) }}
+    {{- include "inferscale.prometheusAddressEnv" $root | nindent 4 }}
+    {{- end }}
     {{- with $r.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

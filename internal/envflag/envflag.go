@@ -1,0 +1,59 @@
+// Package envflag gives a command-line flag a fallback in an environment variable, for the
+// values that must not be in a process's arguments: an address with a password or a token in
+// it is readable by anyone who can read the pod spec or /proc/<pid>/cmdline, while an
+// environment variable can come from a Secret (the chart's prometheus.addressSecret and
+// scaler.config.opencostAddressSecret).
+package envflag
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/inferscale/inferscale/internal/errtext"
+	"github.com/inferscale/inferscale/prom"
+)
+
+// The variables, one name per value, the same in every command that takes it.
+const (
+	// PrometheusAddress is the fallback of every --prometheus-address (cmd/scaler,
+	// cmd/residency, cmd/ledger).
+	PrometheusAddress = "INFERSCALE_PROMETHEUS_ADDRESS"
+	// OpenCostAddress is the fallback of cmd/scaler's --opencost-address.
+	OpenCostAddress = "INFERSCALE_OPENCOST_ADDRESS"
+)
+
+// maxQuoted bounds the address an error quotes, as package prom does: the variable may hold
+// anything of any length.
+const maxQuoted = 256
+
+// Address sets the flag named name of fs from the environment variable env (read through
+// getenv, os.Getenv outside tests) when the command line did not set the flag; call it after
+// fs.Parse. The command line wins: a flag it gives, even empty, leaves the variable unread.
+// An empty variable is no value, and white space around the value is dropped (a Secret written
+// from a file often ends in a newline, which no URL has).
+//
+// The value must pass [prom.ValidAddress], the rule the commands apply to the flag. A refused
+// value is an error naming the variable and the flag, with the address redacted
+// ([prom.RedactAddress]: the password and query values) and cut to 256 bytes; the flag is then
+// left unset, so the command's own validation does not report it a second time under the
+// flag's name. A name fs does not define is an error too.
+func Address(fs *flag.FlagSet, name, env string, getenv func(string) string) error {
+	if fs.Lookup(name) == nil {
+		return fmt.Errorf("$%s: flag --%s is not defined", env, name)
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if given {
+		return nil
+	}
+	v := strings.TrimSpace(getenv(env))
+	if v == "" {
+		return nil
+	}
+	if !prom.ValidAddress(v) {
+		return fmt.Errorf("$%s (read as --%s is not given) %s: want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address",
+			env, name, errtext.Quote(prom.RedactAddress(v), maxQuoted))
+	}
+	return fs.Set(name, v)
+}
