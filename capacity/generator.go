@@ -60,7 +60,8 @@ type MeasureConfig struct {
 	// anyway). Range: >= 0.
 	MaxLag time.Duration
 	// RequestTimeout bounds each request (a timed-out request is an error,
-	// "DeadlineExceeded"), and the drain of in-flight requests after a level. Range: > 0.
+	// "DeadlineExceeded"), and the drain of in-flight requests after a level. Range:
+	// (0, MaxRequestTimeout].
 	RequestTimeout time.Duration
 	// SLO is what a level must meet to pass.
 	SLO SLO
@@ -72,6 +73,11 @@ func (c MeasureConfig) maxLag() time.Duration {
 	}
 	return c.SLO.Latency / 10
 }
+
+// MaxRequestTimeout bounds RequestTimeout: a server that accepts requests and never answers
+// holds each of them, and the drain after each level, this long at most. An hour is 3,600
+// times the default SLO latency; a request that slow has missed any SLO worth measuring.
+const MaxRequestTimeout = time.Hour
 
 // StableWindows is how many consecutive windows must agree (perf_analyzer: "the recent 3
 // measurements").
@@ -115,8 +121,8 @@ func (c MeasureConfig) Validate() error {
 	if c.MaxLag < 0 {
 		bad("maxLag (--max-lag) is %v, want >= 0 (0: a tenth of --slo-latency)", c.MaxLag)
 	}
-	if c.RequestTimeout <= 0 {
-		bad("requestTimeout (--request-timeout) is %v, want > 0", c.RequestTimeout)
+	if c.RequestTimeout <= 0 || c.RequestTimeout > MaxRequestTimeout {
+		bad("requestTimeout (--request-timeout) is %v, want (0, %v]", c.RequestTimeout, MaxRequestTimeout)
 	}
 	if c.SLO.Latency <= 0 {
 		bad("slo.latency (--slo-latency) is %v, want > 0", c.SLO.Latency)

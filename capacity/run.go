@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/inferscale/inferscale/capacity/record"
@@ -79,9 +81,17 @@ type Config struct {
 	SkipMemory bool
 	// OutDir is the folder the record is written to, as <model>.<profile>.yaml.
 	OutDir string
-	// ConnectTimeout bounds the first contact with the target. Range: > 0.
+	// ConnectTimeout bounds the first contact with the target (Triton's ServerLive, or GET
+	// /v1/models), each read of MetricsURL, and each new connection the load opens: the
+	// connect attempt of the gRPC channel, the dial and TLS handshake of the OpenAI client
+	// Run builds. Each request is bounded by Measure.RequestTimeout. Range:
+	// (0, MaxConnectTimeout].
 	ConnectTimeout time.Duration
 }
+
+// MaxConnectTimeout bounds Config.ConnectTimeout: a target that accepts connections and never
+// answers ends the run within it (the first contact) instead of after an unbounded wait.
+const MaxConnectTimeout = 5 * time.Minute
 
 // DefaultConfig measures a Triton model with DefaultMeasureConfig and DefaultSearchConfig,
 // the first rate probed (Search.StartRPS 0).
@@ -146,8 +156,8 @@ func (c Config) Validate() error {
 	if c.OutDir == "" {
 		bad("--out is empty: want the folder to write the record to")
 	}
-	if c.ConnectTimeout <= 0 {
-		bad("--connect-timeout %v: want > 0", c.ConnectTimeout)
+	if c.ConnectTimeout <= 0 || c.ConnectTimeout > MaxConnectTimeout {
+		bad("--connect-timeout %v: want (0, %v]", c.ConnectTimeout, MaxConnectTimeout)
 	}
 	// StartRPS 0 is probed by Run.
 	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0))...)
@@ -177,6 +187,10 @@ func probeStart(ctx context.Context, t Target, cfg SearchConfig, timeout time.Du
 		lat = append(lat, out.Done.Sub(start).Seconds())
 	}
 	if len(lat) < probeRequests/2 {
+		if !slices.ContainsFunc(codes, func(c string) bool { return c != codeTimeout }) {
+			return 0, fmt.Errorf("%w: probe: %d of %d requests timed out: %s did not answer within --request-timeout %v",
+				ErrUnreachable, len(codes), len(codes)+len(lat), requestName(t), timeout)
+		}
 		hint := "check --model and the request (--input, --input-data)"
 		if _, ok := t.(OpenAITarget); ok {
 			hint = "check --model (the served model name), --prompt-tokens and --max-tokens"
@@ -186,6 +200,20 @@ func probeStart(ctx context.Context, t Target, cfg SearchConfig, timeout time.Du
 	slices.Sort(lat)
 	s := max(Quantile(lat, 0.5), 1e-6)
 	return min(max(cfg.MinRPS, 0.5/s), cfg.MaxRPS), nil
+}
+
+// codeTimeout is Outcome.Code of a request not answered within its timeout.
+const codeTimeout = "DeadlineExceeded"
+
+// requestName names the request t sends, for errors.
+func requestName(t Target) string {
+	switch t.(type) {
+	case TritonTarget:
+		return "ModelInfer"
+	case OpenAITarget:
+		return "POST /v1/completions"
+	}
+	return "the target"
 }
 
 // countCodes words error codes by count, most frequent first: "20 × http 404" (each of the
@@ -199,12 +227,31 @@ func countCodes(codes []string) string {
 		}
 		n[c]++
 	}
+	return wordCounts(n, order)
+}
+
+// countByCode words per-code counts as countCodes does, most frequent first, then by name.
+func countByCode(n map[string]int) string {
+	return wordCounts(n, slices.Sorted(maps.Keys(n)))
+}
+
+// wordCounts words n[c] for each code of order, most frequent first (ties in order).
+func wordCounts(n map[string]int, order []string) string {
 	slices.SortStableFunc(order, func(a, b string) int { return n[b] - n[a] })
 	parts := make([]string, len(order))
 	for i, c := range order {
 		parts[i] = fmt.Sprintf("%d × %s", n[c], c)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// timedOut counts the requests of levels that timed out.
+func timedOut(levels []Level) int {
+	n := 0
+	for _, l := range levels {
+		n += l.ErrorsByCode[codeTimeout]
+	}
+	return n
 }
 
 // Written is what Run produced.
@@ -306,7 +353,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 			host, _, _ := net.SplitHostPort(cfg.Target)
 			mem.metricsURL = "http://" + net.JoinHostPort(host, "8002") + "/metrics"
 		}
-		conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: cfg.ConnectTimeout}))
 		if err != nil {
 			return Written{}, fmt.Errorf("--target %s: %w", cfg.Target, err)
 		}
@@ -330,13 +378,19 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		o := cfg.OpenAI
 		o.BaseURL, o.Model = cfg.Target, cfg.Model
 		if o.Client == nil {
-			o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Measure.MaxInFlight}}
+			tr := &http.Transport{MaxIdleConnsPerHost: cfg.Measure.MaxInFlight, TLSHandshakeTimeout: cfg.ConnectTimeout,
+				DialContext: (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext}
+			defer tr.CloseIdleConnections()
+			o.Client = &http.Client{Transport: tr}
 		}
 		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 		req, _ := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(cfg.Target, "/")+"/v1/models", nil)
 		resp, err := o.Client.Do(req)
 		if err != nil {
 			cancel()
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() { // the dial's or the context's
+				return Written{}, fmt.Errorf("%w: --target %s: GET /v1/models did not answer within --connect-timeout %v", ErrUnreachable, cfg.Target, cfg.ConnectTimeout)
+			}
 			return Written{}, fmt.Errorf("%w: --target %s: GET /v1/models: %v", ErrUnreachable, cfg.Target, err)
 		}
 		err = checkModelList(resp, cfg.Target, cfg.Model)
@@ -413,6 +467,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 			if l.ClientBound {
 				bound = ", client-bound: " + l.ClientBoundReason
 			}
+			if len(l.ErrorsByCode) > 0 {
+				bound += ", errors: " + countByCode(l.ErrorsByCode)
+			}
 			fmt.Fprintf(log, "%9.2f req/s offered: %9.2f served, p50 %.4fs p99 %.4fs, success %.4f, stable %v, passed %v (%d windows)%s\n",
 				l.OfferedRPS, l.ThroughputRPS, l.P50, l.P99, l.SuccessRate, l.Stable, l.Passes(), len(l.Windows), bound)
 		}
@@ -423,6 +480,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		return Written{}, err
 	}
 	limits = append(limits, res.Limits...)
+	if n := timedOut(res.Curve); res.MuRPS == 0 && n > 0 {
+		// Said in the refusal, not only in the curve: a server that stopped answering reads
+		// otherwise as a model that met no SLO.
+		note("%d requests timed out: %s did not answer within --request-timeout %v", n, requestName(target), cfg.Measure.RequestTimeout)
+	}
 	fillFromSearch(&rec, res)
 	if !cfg.SkipMemory {
 		rec.Memory.PeakBytes = max(rec.Memory.SteadyBytes, maxUsed-baseline)

@@ -253,9 +253,14 @@ func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
 		}
 	}
 	out.Done = now()
-	if err := sc.Err(); err != nil {
+	switch err := sc.Err(); {
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The request timed out while the stream was read (a server that sent its headers
+		// and then stalled): the same code as one timed out before its headers.
+		out.Code = "DeadlineExceeded"
+	case err != nil:
 		out.Code = "transport"
-	} else {
+	default:
 		out.Code = "stream ended without [DONE]"
 	}
 	return out

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -325,5 +326,33 @@ func TestOwnerConflicts(t *testing.T) {
 	want := []OwnerConflict{{Namespace: "ml", TargetKind: "Deployment", TargetName: "chat", Owners: []string{"HorizontalPodAutoscaler/chat-cpu", "ScaledObject/chat"}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+// TestValidateSafeRPSOneError: a safeRPSPerReplica out of range is one error naming the field
+// and the range the service's tier accepts; a negative value of a P0 or P1 service was also
+// reported as missing ("required for P1"), two errors for one fault.
+func TestValidateSafeRPSOneError(t *testing.T) {
+	const path = "services[0].safeRPSPerReplica"
+	tests := []struct {
+		name string
+		tier Tier
+		give float64
+		want []FieldError
+	}{
+		{"P1 negative", P1, -5, []FieldError{{path, "-5 is outside (0, 1e+09], required for P1 (or record: an admission record)"}}},
+		{"P0 NaN", P0, math.NaN(), []FieldError{{path, "NaN is outside (0, 1e+09], required for P0 (or record: an admission record)"}}},
+		{"P0 past MaxRPS", P0, 2e9, []FieldError{{path, "2e+09 is outside (0, 1e+09], required for P0 (or record: an admission record)"}}},
+		{"P0 zero", P0, 0, []FieldError{{path, "required for P0 (> 0, or record: an admission record)"}}},
+		{"P2 negative", P2, -5, []FieldError{{path, "-5 is outside [0, 1e+09]"}}},
+		{"P2 zero", P2, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := Spec{Services: []Service{{Name: "s", Tier: tt.tier, Profile: "1g.10gb", PeakRPS: 10, SafeRPSPerReplica: tt.give}}}
+			if d := cmp.Diff(tt.want, spec.Validate()); d != "" {
+				t.Errorf("Validate (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -190,13 +190,16 @@ func (s Spec) Validate() []FieldError {
 		if bad(sv.PeakRPS) || sv.PeakRPS < 0 || sv.PeakRPS > MaxRPS {
 			add(p+".peakRPS", "%v is outside [0, %g]", sv.PeakRPS, MaxRPS)
 		}
-		if bad(sv.SafeRPSPerReplica) || sv.SafeRPSPerReplica < 0 || sv.SafeRPSPerReplica > MaxRPS {
-			add(p+".safeRPSPerReplica", "%v is outside [0, %g]", sv.SafeRPSPerReplica, MaxRPS)
-		}
-		if sv.Tier == P0 || sv.Tier == P1 {
-			if sv.SafeRPSPerReplica <= 0 && !sv.Refused {
-				add(p+".safeRPSPerReplica", "required for %s (> 0, or record: an admission record)", sv.Tier)
-			}
+		// One error per fault: a P0 or P1 value out of range names the tier's range, (0, MaxRPS],
+		// and is not also reported as missing.
+		required := (sv.Tier == P0 || sv.Tier == P1) && !sv.Refused
+		switch v := sv.SafeRPSPerReplica; {
+		case (bad(v) || v < 0 || v > MaxRPS) && required:
+			add(p+".safeRPSPerReplica", "%v is outside (0, %g], required for %s (or record: an admission record)", v, MaxRPS, sv.Tier)
+		case bad(v) || v < 0 || v > MaxRPS:
+			add(p+".safeRPSPerReplica", "%v is outside [0, %g]", v, MaxRPS)
+		case v == 0 && required:
+			add(p+".safeRPSPerReplica", "required for %s (> 0, or record: an admission record)", sv.Tier)
 		}
 		if sv.ReadyReplicas != nil && (*sv.ReadyReplicas < 0 || *sv.ReadyReplicas > MaxReplicas) {
 			add(p+".readyReplicas", "%d is outside [0, %d]", *sv.ReadyReplicas, MaxReplicas)

@@ -27,7 +27,12 @@ import (
 // a price for the first time; RPCs and scrapes only read the last answer. A namespace's
 // prices older than openCostStaleAfter refresh intervals (OpenCost unreachable or failing)
 // are dropped: its triggers' price is absent, and the drop is logged once per episode with
-// the redacted address.
+// the redacted address. An entry OpenCost answers that is refused (opencost.Prices.Bad: a
+// minutes or totalCost that is missing, null or negative, a sum that overflows, a price that
+// is not finite) leaves its controller without a price; it is logged at WARN once per episode
+// (when the controller starts being refused), at DEBUG on every refresh it still is, at INFO
+// when an answer no longer refuses it, and counted per namespace in
+// inferscale_scaler_opencost_refused_controllers.
 
 // openCostStaleAfter is how many refresh intervals a namespace's last good answer lasts.
 const openCostStaleAfter = 3
@@ -48,6 +53,9 @@ type nsPrices struct {
 	failing bool      // the last refresh failed (logged at WARN once per failure episode)
 	dropped bool      // prices are stale and were dropped (logged once per episode)
 	lastErr error
+	// refused holds the controllers the last good answer refused (prices.Bad), each logged at
+	// WARN when its episode began; nil: none.
+	refused map[opencost.Controller]struct{}
 }
 
 // openCostPrices holds every wanted namespace's prices and refreshes them.
@@ -59,6 +67,7 @@ type openCostPrices struct {
 	now     func() time.Time
 
 	failures prometheus.Counter
+	refused  *prometheus.GaugeVec // by namespace: controllers the last good answer refused
 
 	mu     sync.Mutex
 	byNS   map[string]*nsPrices
@@ -75,6 +84,10 @@ func newOpenCostPrices(client openCostFetcher, window, refresh time.Duration, lo
 			Name: "inferscale_scaler_opencost_refresh_failures_total",
 			Help: "OpenCost allocation queries (one per namespace per --opencost-refresh) that failed: unreachable, an error answer, an oversize or malformed answer.",
 		}),
+		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_opencost_refused_controllers",
+			Help: "Controllers of the namespace that OpenCost's last good answer priced with a refused entry (minutes or totalCost missing, null or negative, a sum that overflows, a price not finite): they have no OpenCost price.",
+		}, []string{"namespace"}),
 		byNS: map[string]*nsPrices{}, wanted: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
@@ -142,6 +155,7 @@ func (p *openCostPrices) refreshOnce(ctx context.Context, onlyNew bool) {
 		for ns := range p.byNS {
 			if _, ok := p.wanted[ns]; !ok {
 				delete(p.byNS, ns)
+				p.refused.DeleteLabelValues(ns)
 			}
 		}
 	}
@@ -163,7 +177,7 @@ func (p *openCostPrices) refreshOnce(ctx context.Context, onlyNew bool) {
 }
 
 // store records one namespace's answer (or failure) at now, logging failure and recovery
-// once per episode and every bad entry.
+// once per episode, and each refused entry once per episode (refusedEntries).
 func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now time.Time) {
 	p.mu.Lock()
 	e := p.byNS[ns]
@@ -171,11 +185,19 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 		e = &nsPrices{}
 		p.byNS[ns] = e
 	}
-	wasFailing, wasDropped := e.failing, e.dropped
+	wasFailing, wasDropped, wasRefused := e.failing, e.dropped, e.refused
 	if err != nil {
 		e.failing, e.lastErr = true, err
 	} else {
 		e.prices, e.at, e.failing, e.dropped, e.lastErr = prices.PerReplicaHour, now, false, false, nil
+		e.refused = nil
+		for c := range prices.Bad {
+			if e.refused == nil {
+				e.refused = map[opencost.Controller]struct{}{}
+			}
+			e.refused[c] = struct{}{}
+		}
+		p.refused.WithLabelValues(ns).Set(float64(len(prices.Bad)))
 	}
 	p.mu.Unlock()
 	addr := p.client.Address()
@@ -192,15 +214,50 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 	if wasFailing || wasDropped {
 		p.log.Info("OpenCost refresh succeeded again", "opencostAddress", addr, "namespace", ns, "controllers", len(prices.PerReplicaHour))
 	}
+	p.logRefused(addr, ns, prices, wasRefused)
+}
+
+// logRefused logs the entries of one namespace's answer that OpenCost answered and the price
+// refused (prices.Bad), as the refresh failures are: at WARN when a controller starts being
+// refused, at DEBUG on each later refresh that still refuses it (the entry stays visible, and
+// counted in inferscale_scaler_opencost_refused_controllers), at INFO when an answer no longer
+// refuses it (was: the controllers the previous good answer refused). A refused entry's error
+// names the pod and the field, so its WARN says which.
+func (p *openCostPrices) logRefused(addr, ns string, prices opencost.Prices, was map[opencost.Controller]struct{}) {
 	bad := make([]opencost.Controller, 0, len(prices.Bad))
 	for c := range prices.Bad {
 		bad = append(bad, c)
 	}
-	sort.Slice(bad, func(i, j int) bool { return bad[i].String() < bad[j].String() })
+	sortControllers(bad)
 	for _, c := range bad {
+		if _, ok := was[c]; ok {
+			p.log.Debug("OpenCost entry still refused: no price for this controller", "opencostAddress", addr, "namespace", ns,
+				"controller", c.String(), "err", prices.Bad[c])
+			continue
+		}
 		p.log.Warn("OpenCost entry refused: no price for this controller", "opencostAddress", addr, "namespace", ns,
 			"controller", c.String(), "err", prices.Bad[c])
 	}
+	var back []opencost.Controller
+	for c := range was {
+		if _, ok := prices.Bad[c]; !ok {
+			back = append(back, c)
+		}
+	}
+	sortControllers(back)
+	for _, c := range back {
+		price, priced := prices.PerReplicaHour[c]
+		attrs := []any{"opencostAddress", addr, "namespace", ns, "controller", c.String(), "priced", priced}
+		if priced {
+			attrs = append(attrs, "pricePerReplicaHour", price)
+		}
+		p.log.Info("OpenCost entry no longer refused", attrs...)
+	}
+}
+
+// sortControllers sorts cs by name, so that logs come in a reproducible order.
+func sortControllers(cs []opencost.Controller) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].String() < cs[j].String() })
 }
 
 // dropStale drops the prices of namespaces without a good answer for openCostStaleAfter

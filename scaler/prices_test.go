@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	pb "github.com/kedacore/keda/v2/pkg/scalers/externalscaler"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -54,6 +56,8 @@ func (f *fakeOpenCost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeOpenCost) set(status int) { f.mu.Lock(); f.status = status; f.mu.Unlock() }
+
+func (f *fakeOpenCost) setPods(ns, pods string) { f.mu.Lock(); f.pods[ns] = pods; f.mu.Unlock() }
 
 func (f *fakeOpenCost) recorded() ([]url.Values, []string) {
 	f.mu.Lock()
@@ -109,7 +113,7 @@ func newOpenCostHarness(t *testing.T) *openCostHarness {
 	p := newOpenCostPrices(client, time.Hour, 10*time.Minute, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	p.now = h.clock.now
 	h.srv.prices = p
-	h.reg.MustRegister(newCostCollector(newDecisionCollector(h.srv)), p.failures)
+	h.reg.MustRegister(newCostCollector(newDecisionCollector(h.srv)), p.failures, p.refused)
 	for _, ns := range []string{"team-a", "team-b"} {
 		h.sig.set(ns, prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
 		h.sig.set(ns, prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
@@ -257,6 +261,67 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 	h.prices.refreshOnce(ctx, false)
 	if !strings.Contains(h.scrape(t), price+"\n") || !strings.Contains(h.logs.String(), "OpenCost refresh succeeded again") {
 		t.Errorf("recovered: want the price back and the recovery logged")
+	}
+}
+
+// An entry OpenCost answers and the price refuses (a pod's negative totalCost) is logged at
+// WARN once when its controller starts being refused, at DEBUG on each refresh that still
+// refuses it, and at INFO once an answer accepts it again; it was logged at WARN on every
+// refresh. inferscale_scaler_opencost_refused_controllers counts it meanwhile, and the
+// controller has no price (the rest of the namespace keeps theirs).
+func TestOpenCostRefusedEntryLoggedOncePerEpisode(t *testing.T) {
+	h := newOpenCostHarness(t)
+	logs := &syncBuffer{}
+	h.prices.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.srv.Refresh(t0)
+	ctx := context.Background()
+	h.prices.refreshOnce(ctx, false)
+	pool := retryMeta(verifiedKV...)
+	poolPrice := series("replica_hour_price", "team-a", "pool", pool, `,source="opencost"`, 2)
+	stsPrice := series("replica_hour_price", "team-a", "sts", pool, `,source="opencost"`, 4)
+	refused := func(n int) string {
+		return fmt.Sprintf(`inferscale_scaler_opencost_refused_controllers{namespace="team-a"} %d`, n)
+	}
+	if body := h.scrape(t); !strings.Contains(body, poolPrice+"\n") || !strings.Contains(body, refused(0)+"\n") {
+		t.Fatalf("before: want the pool priced and no refused controller:\n%s", grepLines(body, "replica_hour_price", "refused"))
+	}
+
+	h.oc.setPods("team-a", strings.Join([]string{
+		ocPod("team-a", "deployment", "llm", "llm-7d9f-a", 90, 3.0),
+		ocPod("team-a", "deployment", "llm", "llm-7d9f-b", 30, -1),
+		ocPod("team-a", "statefulset", "llm", "llm-0", 60, 4.0),
+	}, ","))
+	for _, m := range []time.Duration{10, 20, 30} {
+		h.clock.set(t0.Add(m * time.Minute))
+		h.prices.refreshOnce(ctx, false)
+		body := h.scrape(t)
+		if strings.Contains(body, `scaledobject="pool",source="opencost"`) || !strings.Contains(body, stsPrice+"\n") || !strings.Contains(body, refused(1)+"\n") {
+			t.Errorf("refused at %v: want the pool unpriced, the StatefulSet at 4, one refused controller:\n%s", m*time.Minute, grepLines(body, "replica_hour_price", "refused"))
+		}
+	}
+	h.oc.setPods("team-a", teamAPods)
+	h.clock.set(t0.Add(40 * time.Minute))
+	h.prices.refreshOnce(ctx, false)
+	if body := h.scrape(t); !strings.Contains(body, poolPrice+"\n") || !strings.Contains(body, refused(0)+"\n") {
+		t.Errorf("accepted again: want the pool priced at 2 and no refused controller:\n%s", grepLines(body, "replica_hour_price", "refused"))
+	}
+
+	where := ` opencostAddress="` + h.addr + `/?token=xxxxx" namespace=team-a controller="deployment team-a/llm"`
+	cause := " err=" + strconv.Quote(`opencost: deployment team-a/llm: pod "llm-7d9f-b": totalCost -1: must be ≥ 0`)
+	want := []string{
+		`level=WARN msg="OpenCost entry refused: no price for this controller"` + where + cause,
+		`level=DEBUG msg="OpenCost entry still refused: no price for this controller"` + where + cause,
+		`level=DEBUG msg="OpenCost entry still refused: no price for this controller"` + where + cause,
+		`level=INFO msg="OpenCost entry no longer refused"` + where + " priced=true pricePerReplicaHour=2",
+	}
+	var got []string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if i := strings.Index(l, " level="); i >= 0 && strings.Contains(l, "OpenCost entry") {
+			got = append(got, l[i+1:]) // without the time
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("OpenCost entry logs (-want +got):\n%s", d)
 	}
 }
 

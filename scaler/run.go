@@ -139,7 +139,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, grpcLis, httpLis n
 			return err
 		}
 		srv.prices = newOpenCostPrices(oc, cfg.OpenCostWindow, cfg.OpenCostRefresh, log.With("component", "opencost"))
-		reg.MustRegister(srv.prices.failures)
+		reg.MustRegister(srv.prices.failures, srv.prices.refused)
 		g.Go(func() error { return srv.prices.Run(gctx) })
 		if targets == nil {
 			log.Warn("--opencost-address is set but the scaler has no Kubernetes access: no trigger's scale target is known, so none is priced by OpenCost (gpuHourPrice still applies)",

@@ -70,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.Float64Var(&cfg.Measure.Stability, "stability", cfg.Measure.Stability, "allowed spread of the last 3 windows (perf_analyzer's rule), (0, 1]")
 	fs.IntVar(&cfg.Measure.MaxInFlight, "max-in-flight", cfg.Measure.MaxInFlight, "the generator's own concurrency bound (reaching it: client-bound)")
 	fs.DurationVar(&cfg.Measure.MaxLag, "max-lag", cfg.Measure.MaxLag, "sends later than this after their schedule (over 1 %): client-bound; 0: a tenth of --slo-latency")
-	fs.DurationVar(&cfg.Measure.RequestTimeout, "request-timeout", cfg.Measure.RequestTimeout, "per-request timeout")
+	fs.DurationVar(&cfg.Measure.RequestTimeout, "request-timeout", cfg.Measure.RequestTimeout, "per-request timeout (0, 1h]; a request past it counts as an error, not as late")
 	fs.Float64Var(&cfg.Search.StartRPS, "start-rate", 0, "first rate (req/s); 0: half of one execution slot's rate, probed")
 	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, > 1")
 	fs.Float64Var(&cfg.Search.Precision, "precision", cfg.Search.Precision, "bisection ends when (fail − pass) ÷ pass ≤ this")
@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.IntVar(&cfg.OpenAI.MaxTokens, "max-tokens", cfg.OpenAI.MaxTokens, "openai: max_tokens")
 	fs.BoolVar(&cfg.OpenAI.IgnoreEOS, "ignore-eos", false, "openai: send vLLM's ignore_eos so every response has --max-tokens tokens")
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder the record <model>.<profile>.yaml is written to")
-	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "how long the target has to answer first")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "how long the target has to answer first, and the dial and TLS handshake bound (0, 5m]")
 	showVersion := version.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

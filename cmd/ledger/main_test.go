@@ -65,8 +65,8 @@ func TestBadInputNamesFieldAndLine(t *testing.T) {
 	if code := run([]string{"--spec=" + spec}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
-	if want := spec + ":11: services[0].safeRPSPerReplica: -12 is outside [0, 1e+09]"; !strings.Contains(errb.String(), want) {
-		t.Errorf("stderr %q lacks %q", errb.String(), want)
+	if want := spec + ":11: services[0].safeRPSPerReplica: -12 is outside (0, 1e+09], required for P1 (or record: an admission record)\n"; errb.String() != "ledger: "+want {
+		t.Errorf("stderr %q, want %q (one error)", errb.String(), "ledger: "+want)
 	}
 }
 

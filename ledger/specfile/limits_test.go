@@ -211,3 +211,17 @@ func TestBadRecordIsOneError(t *testing.T) {
 		}
 	}
 }
+
+// TestNegativeSafeRPSIsOneError: a negative safeRPSPerReplica of a P1 service is one error on
+// its line, naming the field and the range a P1 service accepts; it also came with
+// "services[0].safeRPSPerReplica: required for P1" for the same value.
+func TestNegativeSafeRPSIsOneError(t *testing.T) {
+	data := oneNode + "services:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: 10\n    safeRPSPerReplica: -5\n"
+	_, err := Parse([]byte(data), "x.yaml")
+	if _, one := err.(*FieldError); !one { // Parse returns a single error as it is, several joined
+		t.Fatalf("Parse = %v; want one *FieldError", err)
+	}
+	if want := "x.yaml:8: services[0].safeRPSPerReplica: -5 is outside (0, 1e+09], required for P1 (or record: an admission record)"; err.Error() != want {
+		t.Errorf("Parse = %v\nwant %s", err, want)
+	}
+}
