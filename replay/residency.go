@@ -67,6 +67,12 @@ type ResidencyConfig struct {
 	// requests and tells the loop at once); false: the loop sees demand at
 	// its next LoopInterval tick. Default true.
 	WakeOnHeld bool
+	// WakeOnIdle: the loop also wakes when a READY model's last executing
+	// request ends while requests wait for a load (the front's OnIdle,
+	// residency/front.Deps.OnIdle: a load refused because only busy models
+	// held the memory may proceed); false: it sees that at its next tick.
+	// Default true.
+	WakeOnIdle bool
 	// IgnoreExecTime: replayed requests take no time once their model is
 	// READY. Otherwise (the default) a request executes for the trace's own
 	// execution time (Request.ExecSeconds; none: no time), and a model with a
@@ -102,7 +108,7 @@ func DefaultResidencyConfig() ResidencyConfig {
 	return ResidencyConfig{
 		BudgetModels: 0, BudgetFactors: []float64{1, 2}, SizeMedianBytes: 6 << 30, SizeSigma: 0.6,
 		LoopInterval: controllerLoopInterval,
-		IdleTimeout:  plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true,
+		IdleTimeout:  plan.DefaultIdleTimeout, MinResidency: plan.DefaultMinResidency, WakeOnHeld: true, WakeOnIdle: true,
 		HoldTimeout: frontHoldTimeout, Seed: 1,
 	}
 }
@@ -535,8 +541,9 @@ func modelName(i int) string { return fmt.Sprintf("m%05d", i) }
 // leading unloads, or else its first load, which the step waits for (one at
 // a time); after a step that acted the next follows after 250 ms, else after
 // LoopInterval, or (WakeOnHeld) at the first request held for a model that is
-// not loaded. A request for a model that is not READY waits until its load
-// completes. A model
+// not loaded, or (WakeOnIdle) while requests wait, when a READY model's last
+// executing request ends, whichever comes first. A request for a model that is
+// not READY waits until its load completes. A model
 // whose decayed count fell below 2⁻¹⁰ (ten half-lives without a request)
 // and has nothing waiting reads as no demand. Planning is skipped at ticks
 // where nothing changed for 30 s and nothing waits (no arrival, no load
@@ -703,7 +710,17 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				break
 			}
 		}
-		if cfg.WakeOnHeld && next == t+loop {
+		asleep := next == t+loop // the step did not act: the loop sleeps until a tick or a wake
+		if cfg.WakeOnIdle && waiting && asleep {
+			// While requests wait, a model going idle wakes the loop: it may be the victim
+			// the waiting load needs (the controller never evicts a busy model).
+			for id := range active { // a model executing had an arrival within ten half-lives
+				if m := &s.models[id]; m.state == rmReady && m.executing(t) > 0 {
+					next = math.Min(next, math.Nextafter(m.freeAt(), math.Inf(1)))
+				}
+			}
+		}
+		if cfg.WakeOnHeld && asleep {
 			// The first request held for a model that is not loaded wakes the loop.
 			for k := i; k < n && tr.Requests[k].At.Seconds() < next; k++ {
 				if m := &s.models[tr.Requests[k].Model]; m.state == rmOff && len(m.pending) == 0 {

@@ -83,6 +83,33 @@ func TestResidencyStallSources(t *testing.T) {
 			t.Errorf("stall %+v, refusals %+v; want %+v, 2 young", r.Stall, r.Refusals, want)
 		}
 	})
+	t.Run("inferscale: woken when the busy model goes idle", func(t *testing.T) {
+		// a and b (6 GiB, 10 s) on 10 GiB. a requested at 0 loads 0–10 and executes 10–40;
+		// b at 26 finds a busy: refused at the wake (26) and the ticks at 31 and 36. With
+		// WakeOnIdle the end of a's request wakes the loop at 40, a is evicted, b loads after
+		// the 250 ms pause, 40.25–50.25: b waits 14.25 s idle and 10 s own load; without it the
+		// tick at 41 evicts, one second later.
+		execA := req(0, 0)
+		execA.ExecSeconds = 30
+		tr := &Trace{Name: "idle", Models: []string{"a", "b"}, Requests: []Request{execA, req(26, 1)}}
+		for _, c := range []struct {
+			wake     bool
+			idle     float64
+			refusals RefusalCounts
+		}{{true, 14.25, RefusalCounts{NoRoom: 3}}, {false, 15.25, RefusalCounts{NoRoom: 3}}} {
+			cfg := cfg
+			cfg.WakeOnIdle = c.wake
+			r, err := runPlan(tr, cfg, []int64{6 << 30, 6 << 30}, []time.Duration{10 * time.Second, 10 * time.Second}, 10<<30, 60)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := StallSources{OwnLoadS: 20, IdleS: c.idle}
+			if math.Abs(r.Stall.OwnLoadS-want.OwnLoadS) > 1e-6 || math.Abs(r.Stall.IdleS-want.IdleS) > 1e-6 || math.Abs(r.Stall.BehindS) > 1e-6 ||
+				r.Refusals != c.refusals {
+				t.Errorf("WakeOnIdle %v: stall %+v, refusals %+v; want %+v, %+v", c.wake, r.Stall, r.Refusals, want, c.refusals)
+			}
+		}
+	})
 }
 
 // TestResidencySummaryRows: one row per budget and policy, with the budget of each run.

@@ -294,8 +294,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-// Wake makes Run start its next loop now instead of after the loop interval (the inference
-// front calls it when it holds the first request for a model). It never blocks.
+// Wake makes Run start its next loop now instead of after the loop interval. The inference
+// front calls it when it holds the first request for a model, and when a model's last
+// forwarded request ends while it holds requests (a load refused because only busy models
+// held the memory may proceed now). It never blocks.
 func (c *Controller) Wake() {
 	select {
 	case c.wake <- struct{}{}:

@@ -101,6 +101,11 @@ type Deps struct {
 	// OnHold is called when a model's first request is held (its hold queue was empty), so the
 	// planner can act at once instead of at its next loop; it must not block. nil: none.
 	OnHold func(model string)
+	// OnIdle is called when the last request the front forwards for a model has its answer
+	// (unary) or its stream ended while the front holds requests for any model, so the planner
+	// can act at once: it never evicts a model with work in flight, and a load waiting for
+	// memory may now have a victim. It must not block. nil: none.
+	OnIdle func(model string)
 	// Metrics; nil: collectors on a throwaway registry.
 	Metrics *Metrics
 	// Log; nil: slog.Default().
@@ -127,6 +132,9 @@ type Front struct {
 	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
 	reading  map[string]int64 // per model: bytes of chunked HTTP bodies being read to be held
+	// forwarding counts, per model, the requests forwarded to Triton whose answer (or stream)
+	// has not ended; a model at 0 has no entry.
+	forwarding map[string]int
 	// heldTotal is the bytes held for every model plus those being read to be held (the sum
 	// of queue.bytes and reading), bounded by MaxTotalHeldBytes.
 	heldTotal int64
@@ -205,7 +213,7 @@ func New(cfg Config, deps Deps) (*Front, error) {
 		return nil, fmt.Errorf("front: upstream %q: %w", cfg.Upstream, err)
 	}
 	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
-		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}}
+		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}, forwarding: map[string]int{}}
 	// Requests are bounded by MaxRequestBytes: gRPC checks a message's length prefix before
 	// reading it, so a larger one costs no memory. Responses come from Triton and pass whole.
 	f.srv = grpc.NewServer(
@@ -363,6 +371,32 @@ func (f *Front) Active() int {
 	return f.active
 }
 
+// forward counts a request for the model as forwarded to Triton until done is called (once,
+// when its answer or its stream has ended). When that leaves the model with no request
+// forwarded while the front holds requests for any model, done calls Deps.OnIdle(model).
+func (f *Front) forward(name string) (done func()) {
+	f.mu.Lock()
+	f.forwarding[name]++
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			n := f.forwarding[name] - 1
+			if n > 0 {
+				f.forwarding[name] = n
+			} else {
+				delete(f.forwarding, name)
+			}
+			idle := n <= 0 && len(f.queues) > 0
+			f.mu.Unlock()
+			if idle && f.deps.OnIdle != nil {
+				f.deps.OnIdle(name)
+			}
+		})
+	}
+}
+
 // enter counts an inference request as active unless the front drains.
 func (f *Front) enter() bool {
 	f.mu.Lock()
@@ -464,10 +498,12 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 			held = true
 		}
 		f.m.Forwarded.WithLabelValues(name).Inc()
+		done := f.forward(name)
 		if method == methodStreamInfer {
+			defer done()
 			return f.pump(ss, method, f.sendable(&req, w))
 		}
-		again, err := f.unary(ss, method, name, f.sendable(&req, w), held)
+		again, err := f.unary(ss, method, name, f.sendable(&req, w), held, done)
 		if !again {
 			return err
 		}
@@ -505,14 +541,16 @@ func (s sendFrame) sent() {
 // caller holds the request instead of failing it. A held request answered so gets Triton's
 // NOT_FOUND (it is held once), except while the pod drains: the drain unloads every model and
 // a draining pod loads nothing, so the model, which is in the catalog, is served elsewhere —
-// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not.
-func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool) (again bool, err error) {
+// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not. done
+// (from forward) is called as soon as Triton has answered, before the answer goes on.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool, done func()) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
 	var resp frame
 	var header, trailer metadata.MD
 	err = f.conn.Invoke(metadata.NewOutgoingContext(ctx, md), method, req.f, &resp,
 		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
+	done() // Triton has answered: the request no longer holds the model busy
 	req.sent()
 	req.f.free() // no-op once sent
 	if err != nil {

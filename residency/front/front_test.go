@@ -73,9 +73,9 @@ type harness struct {
 	// conn is the client's connection to the front at addr.
 	conn *grpc.ClientConn
 	addr string
-	// holds lists the models OnHold was called for, in order.
-	mu    sync.Mutex
-	holds []string
+	// holds and idles list the models OnHold and OnIdle were called for, in order.
+	mu           sync.Mutex
+	holds, idles []string
 }
 
 // start serves tritontest and a front before it. With load set, OnHold loads the model in
@@ -111,6 +111,10 @@ func startWith(t testing.TB, tcfg tritontest.Config, fcfg front.Config, load boo
 		if load {
 			loads.Go(func() { _ = tc.Load(loadCtx, model, triton.LoadOptions{}) })
 		}
+	}, OnIdle: func(model string) {
+		h.mu.Lock()
+		h.idles = append(h.idles, model)
+		h.mu.Unlock()
 	}})
 	if err != nil {
 		t.Fatal(err)

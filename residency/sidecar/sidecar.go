@@ -221,7 +221,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		}
 		fcfg := cfg.FrontConfig()
 		fr, err = front.New(fcfg, front.Deps{Readiness: readiness{ctl: ctl, initial: cat},
-			OnHold: func(string) { ctl.Wake() }, Metrics: fm, Log: log})
+			OnHold: func(string) { ctl.Wake() }, OnIdle: func(string) { ctl.Wake() }, Metrics: fm, Log: log})
 		if err != nil {
 			return err
 		}
