@@ -61,6 +61,13 @@ type Deps struct {
 	// the oldest one's arrival its WaitingSince, so the plan wants it as it wants a model with a
 	// queue, and the wait until its load starts is measured (plan.Observed.LoadWait). nil: none.
 	Held func() map[string]plan.Held
+	// Forwarding returns, per model, the requests the front has forwarded to Triton and not
+	// had answered (front.Front.Forwarding). They are queued or executing in Triton, so a
+	// READY model's Executing is at least their count less its observed queue: Triton's
+	// statistics count a request only once it completes, and its pending gauge only while it
+	// waits, so a lone request executing is otherwise invisible, and the model would be a
+	// victim while it runs. nil: none.
+	Forwarding func() map[string]int
 	// FrontActive returns the inference requests the sidecar's front holds or is forwarding now
 	// (front.Front.Active). The drain is over only once it reads 0: Triton's counters do not
 	// see a request the front still holds, and a model unloaded to confirm the drain would
@@ -330,6 +337,23 @@ func (c *Controller) addHeld(cat plan.Catalog, obs plan.Observed) {
 	}
 }
 
+// addForwarding raises each READY model's Executing to the requests the front forwards to it
+// (Deps.Forwarding) less those observed queued: every forwarded request is queued or executing
+// in Triton until it is answered.
+func (c *Controller) addForwarding(obs plan.Observed) {
+	if c.deps.Forwarding == nil {
+		return
+	}
+	for name, n := range c.deps.Forwarding() {
+		st, ok := obs.Models[name]
+		if !ok || st.State != plan.StateReady || n <= 0 {
+			continue
+		}
+		st.Executing = max(st.Executing, n-max(st.Queued, 0))
+		obs.Models[name] = st
+	}
+}
+
 // Step runs one loop: observe, decide, and act on the plan's first step. It reports whether it
 // acted; an error means Triton could not be observed (nothing was done).
 func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
@@ -346,6 +370,7 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	}
 	c.flagOverPeak(cat, o.obs)
 	c.addHeld(cat, o.obs)
+	c.addForwarding(o.obs)
 	c.mu.Lock()
 	o.obs.LoadWait = time.Duration(c.loadWait.Mean() * 1e9)
 	c.mu.Unlock()

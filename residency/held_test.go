@@ -2,6 +2,7 @@ package residency
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +136,42 @@ func TestWakeRunsLoopNow(t *testing.T) {
 	}
 	if err := h.srv.Await(wctx, func() bool { st, _ := h.srv.Model("ondemand"); return st.State == triton.StateReady }); err != nil {
 		t.Fatalf("ondemand not loaded after Wake: %v", err)
+	}
+}
+
+// TestForwardedRequestsAreExecutingWork: a READY model with one request the front has
+// forwarded and Triton has not answered (Deps.Forwarding) and nothing queued is busy — Triton's
+// statistics do not count a request until it completes, nor its pending gauge one executing —
+// so a load held for another model that needs its memory is refused, naming it, and proceeds
+// (a is evicted) once the front forwards nothing to it.
+func TestForwardedRequestsAreExecutingWork(t *testing.T) {
+	cat := catalog(model("a", plan.TierP1, 6, time.Second), model("b", plan.TierP1, 6, time.Second))
+	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
+		StartupModels: []string{"a"}, Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}}
+	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	h.step() // a is first seen READY now
+	h.clock.Advance(5 * time.Minute) // past its minimum residency (the catalog's 2 min)
+	forwarding := map[string]int{"a": 1}
+	h.ctl.deps.Forwarding = func() map[string]int { return forwarding }
+	h.ctl.deps.Held = func() map[string]plan.Held { return map[string]plan.Held{"b": {Requests: 1, Since: h.clock.Now()}} }
+	if h.step() || h.state("a") != triton.StateReady {
+		t.Fatalf("evicted a with a forwarded request in flight: a %q", h.state("a"))
+	}
+	st := h.ctl.Status()
+	if got := st.Observed.Models["a"].Executing; got != 1 {
+		t.Errorf("a Executing = %d, want 1 (the forwarded request)", got)
+	}
+	var refusal string
+	for _, r := range st.Result.Refused {
+		if r.Model == "b" {
+			refusal = r.Reason()
+		}
+	}
+	if !strings.Contains(refusal, "a") || !strings.Contains(refusal, "busy") {
+		t.Errorf("b's refusal %q: want it to name the busy model a", refusal)
+	}
+	forwarding = map[string]int{}
+	if !h.step() || h.state("a") == triton.StateReady {
+		t.Fatalf("with nothing forwarded to a: a %q, want it evicted for b", h.state("a"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"strconv"
@@ -369,6 +370,14 @@ func (f *Front) Active() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.active
+}
+
+// Forwarding returns a copy of the requests forwarded to Triton and not yet answered (or
+// whose stream has not ended), per model; models with none are absent.
+func (f *Front) Forwarding() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.forwarding)
 }
 
 // forward counts a request for the model as forwarded to Triton until done is called (once,

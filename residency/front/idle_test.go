@@ -72,4 +72,7 @@ func TestOnIdleWhileHeld(t *testing.T) {
 	if err := <-held; err == nil {
 		t.Error("held request: nil error after its client gave up")
 	}
+	if got := h.front.Forwarding(); len(got) != 0 {
+		t.Errorf("Forwarding after every answer = %v, want empty", got)
+	}
 }

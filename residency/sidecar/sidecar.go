@@ -204,6 +204,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	if cfg.InferenceListen != "" {
 		deps.Held = func() map[string]plan.Held { return fr.Held() } // fr is set before the loop runs
 		deps.FrontActive = func() int { return fr.Active() }         // and before any drain
+		deps.Forwarding = func() map[string]int { return fr.Forwarding() }
 	}
 	ctl, err := residency.NewController(cfg, cat, budget, deps)
 	if err != nil {
