@@ -378,7 +378,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		o := cfg.OpenAI
 		o.BaseURL, o.Model = cfg.Target, cfg.Model
 		if o.Client == nil {
-			tr := &http.Transport{MaxIdleConnsPerHost: cfg.Measure.MaxInFlight, TLSHandshakeTimeout: cfg.ConnectTimeout,
+			tr := &http.Transport{MaxIdleConnsPerHost: cfg.Measure.MaxInFlight, TLSHandshakeTimeout: cfg.ConnectTimeout, ForceAttemptHTTP2: true, // as http.DefaultTransport: a custom DialContext turns HTTP/2 off otherwise
 				DialContext: (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext}
 			defer tr.CloseIdleConnections()
 			o.Client = &http.Client{Transport: tr}

@@ -1,6 +1,9 @@
 package deploy
 
 import (
+	"encoding/json"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/inferscale/inferscale/internal/envflag"
 )
@@ -135,4 +139,31 @@ func withKey(m any, k string, v any) map[string]any {
 	}
 	out[k] = v
 	return out
+}
+
+// TestAddressSecretKeyPattern: the schema's pattern of a Secret key accepts what Kubernetes
+// accepts as a secretKeyRef key (validation.IsConfigMapKey) and nothing else: ".", ".." and
+// a key starting with ".." rendered, and the API server refused the Deployments.
+func TestAddressSecretKeyPattern(t *testing.T) {
+	data, err := os.ReadFile(chartPath + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range [][]string{{"prometheus", "addressSecret"}, {"scaler", "config", "opencostAddressSecret"}} {
+		node := schema
+		for _, p := range path {
+			node = node["properties"].(map[string]any)[p].(map[string]any)
+		}
+		pattern := node["properties"].(map[string]any)["key"].(map[string]any)["pattern"].(string)
+		re := regexp.MustCompile(pattern)
+		for _, key := range []string{"address", "url", ".x", "a..", "a.b_c-D", "_", "-", ".", "..", "..x", "a/b", "a b", ""} {
+			if got, want := re.MatchString(key), len(validation.IsConfigMapKey(key)) == 0; got != want {
+				t.Errorf("%s.key pattern %s: key %q matches %v, Kubernetes accepts it %v", strings.Join(path, "."), pattern, key, got, want)
+			}
+		}
+	}
 }

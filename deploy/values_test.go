@@ -330,6 +330,21 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			want: []string{"/prometheus/addressSecret/key", "does not match pattern"},
 		},
 		{
+			name: "addressSecret key '..' (the API server refuses it as a Secret key)",
+			give: map[string]any{"prometheus": map[string]any{"address": "", "addressSecret": map[string]any{"name": "p", "key": ".."}}},
+			want: []string{"/prometheus/addressSecret/key", "does not match pattern"},
+		},
+		{
+			name: "addressSecret key '.'",
+			give: map[string]any{"prometheus": map[string]any{"address": "", "addressSecret": map[string]any{"name": "p", "key": "."}}},
+			want: []string{"/prometheus/addressSecret/key", "does not match pattern"},
+		},
+		{
+			name: "opencostAddressSecret key starting with '..'",
+			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostAddressSecret": map[string]any{"name": "opencost", "key": "..url"}}}},
+			want: []string{"/scaler/config/opencostAddressSecret/key", "does not match pattern"},
+		},
+		{
 			name: "opencostAddressSecret with a misspelt key",
 			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostAddressSecret": map[string]any{"secretName": "opencost"}}}},
 			want: []string{"/scaler/config/opencostAddressSecret", "secretName"},

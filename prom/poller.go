@@ -258,7 +258,7 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 		if !ok {
 			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budgetFor(key.q.address)}})
 			if err != nil {
-				return Key{}, fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(key.q.address), redactURLError(err))
+				return Key{}, fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(key.q.address), RedactURLError(err))
 			}
 			client = v1.NewAPI(c)
 			p.clients[key.q.address] = client
@@ -545,7 +545,7 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	qctx = withCharge(qctx, c)
 	start := time.Now()
 	v, _, _, err := q.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
-	err = redactURLError(boundedAPIError(err))
+	err = RedactURLError(boundedAPIError(err))
 	p.m.duration.WithLabelValues(string(q.kind)).Observe(time.Since(start).Seconds())
 	if ctx.Err() != nil {
 		return // shutting down: keep the snapshot as it was

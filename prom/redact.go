@@ -64,7 +64,7 @@ func redactQuery(q string) string {
 
 // redactText redacts an address that does not parse: after the scheme, everything up to the
 // last "@" but the user (up to the first ":", "/", "?" or "#") is replaced, and the values of
-// the query after it.
+// the query after it, and its fragment.
 func redactText(addr string) string {
 	prefix, rest := "", addr
 	if i := strings.Index(addr, "://"); i >= 0 {
@@ -81,21 +81,26 @@ func redactText(addr string) string {
 		}
 		prefix, rest = prefix+user+"@", rest[at+1:]
 	}
+	// The fragment, as in a parsed address, is replaced whole: it was kept after a query, and
+	// without one ("http://prom/%zz#token") all of it.
+	rest, frag, hasFrag := strings.Cut(rest, "#")
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
-		query, frag, hasFrag := strings.Cut(rest[i+1:], "#")
-		rest = rest[:i+1] + redactQuery(query)
-		if hasFrag {
-			rest += "#" + frag
-		}
+		rest = rest[:i+1] + redactQuery(rest[i+1:])
+	}
+	if hasFrag && frag != "" {
+		rest += "#" + redacted
+	} else if hasFrag {
+		rest += "#"
 	}
 	return prefix + rest
 }
 
-// redactURLError returns err with the URL of the *url.Error the HTTP client returns (it
-// quotes the URL it requested, query included; net/http hides only the password) redacted.
-// A url.Error wrapped deeper is replaced, in the text, by its redacted URL, and the chain
-// goes on from its cause.
-func redactURLError(err error) error {
+// RedactURLError returns err with the URL of the *url.Error the HTTP client returns (it
+// quotes the URL it requested, query included; net/http hides only the password) redacted
+// ([RedactAddress]); err as it is without one. A url.Error wrapped deeper is replaced, in the
+// text, by its redacted URL, and the chain goes on from its cause. The poller applies it, and
+// so do the other commands' HTTP clients (cmd/ledger's Prometheus and Pushgateway).
+func RedactURLError(err error) error {
 	if ue, ok := err.(*url.Error); ok {
 		return &url.Error{Op: ue.Op, URL: RedactAddress(ue.URL), Err: ue.Err}
 	}

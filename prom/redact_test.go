@@ -71,6 +71,11 @@ func TestRedactAddress(t *testing.T) {
 		{"http://user:9091#" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
 		{"http://user:9091?" + testPassword + "@prometheus:9090", "http://user:xxxxx@prometheus:9090"},
 		{"http://prometheus:9090/#" + testToken, "http://prometheus:9090/#xxxxx"},
+		// Unparseable with a fragment: the fragment is replaced too (it was kept).
+		{"http://prometheus:9090/%zz#" + testToken, "http://prometheus:9090/%zz#xxxxx"},
+		{"http://prom etheus:9090/?a=" + testToken + "#" + testToken, "http://prom etheus:9090/?a=xxxxx#xxxxx"},
+		{"http://prom etheus:9090/#?a=" + testToken, "http://prom etheus:9090/#xxxxx"},
+		{"http://user:pa ss" + testPassword + "@prom etheus:9090/#", "http://user:xxxxx@prom etheus:9090/#"},
 		{"prometheus:9090", "prometheus:9090"},
 		{"", ""},
 	}

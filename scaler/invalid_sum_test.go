@@ -101,3 +101,44 @@ func TestUnavailableSaysPrometheusRefused(t *testing.T) {
 		t.Fatalf("GetMetrics = %v; want Unavailable naming the queue poll's 401", err)
 	}
 }
+
+// TestUnavailableSaysPrometheusRefusedPreset: a preset ScaledObject (engine triton) against a
+// Prometheus whose address carries a password and a token and that answers 401: the
+// Unavailable answer names the 401, past the kilobytes of the preset bundle's PromQL (a cut of
+// the poll error's end dropped it), and neither secret.
+func TestUnavailableSaysPrometheusRefusedPreset(t *testing.T) {
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	t.Cleanup(ps.Close)
+	addr := strings.Replace(ps.URL, "http://", "http://reader:s3cretPassw0rd@", 1) + "/?token=t0kenValue"
+	pc := prom.DefaultConfig()
+	pc.DefaultAddress = addr
+	poller, err := prom.NewPoller(pc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{Defaults: Defaults{PrometheusAddress: addr}, RefreshInterval: 5 * time.Second, ForgetAfter: 10 * time.Minute},
+		PollerSignals(poller), nil, nil, health.NewServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &pb.ScaledObjectRef{Namespace: "team-a", Name: "pool", ScalerMetadata: map[string]string{
+		"engine": "triton", "model": "resnet", "replicaThroughput": "1",
+	}}
+	ctx := context.Background()
+	spec, err := srv.GetMetricSpec(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poller.Refresh(ctx)
+	_, err = srv.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref, MetricName: spec.MetricSpecs[0].MetricName})
+	wantHead := "rpc error: code = Unavailable desc = ScaledObject team-a/pool: no usable signal data: queue never, rate never, activity never, ready never, running never, serviceTime never, dispersion never; queue: query " +
+		strings.Replace(ps.URL, "http://", "http://reader:xxxxx@", 1) + `/?token=xxxxx "label_replace(`
+	if status.Code(err) != codes.Unavailable || !strings.HasPrefix(err.Error(), wantHead) || !strings.HasSuffix(err.Error(), ": client_error: client error: 401") {
+		t.Fatalf("GetMetrics = %v\nwant %s…: client_error: client error: 401", err, wantHead)
+	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "t0ken") {
+		t.Errorf("GetMetrics = %v: shows the secret", err)
+	}
+}

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferscale/inferscale/internal/envflag"
+	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/ledger/peak"
 )
 
 // TestPrometheusAddressFromEnv: with --live and no --prometheus-address the address comes from
@@ -70,5 +75,25 @@ func TestPrometheusAddressRedacted(t *testing.T) {
 				t.Errorf("stderr %q shows the secret", got)
 			}
 		})
+	}
+}
+
+// TestReadPeaksRedactsAddress: a peak read that fails against an address with a password and
+// a token (from $INFERSCALE_PROMETHEUS_ADDRESS, say) notes the failure, which the report
+// prints to stdout and the ConfigMap, without either: net/http's error quoted the token.
+func TestReadPeaksRedactsAddress(t *testing.T) {
+	const secret, token = "s3cretPassw0rd", "t0kenValue"
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	c := Config{PrometheusAddress: strings.Replace(down.URL, "http://", "http://reader:"+secret+"@", 1) + "/?token=" + token,
+		PeakWindow: time.Minute, PeakStep: time.Second, Timeout: 5 * time.Second}
+	notes, err := readPeaks(c, []ledger.Service{{Name: "chat", PeakRPS: 24}}, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "rps"}})
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("readPeaks = %+v, %v; want one note", notes, err)
+	}
+	want := `query max_over_time((rps{namespace="ml"})[1m:1s]): Post "` +
+		strings.Replace(down.URL, "http://", "http://reader:xxxxx@", 1) + `/api/v1/query?token=xxxxx": dial tcp `
+	if got := notes[0].Err; !strings.HasPrefix(got, want) || strings.Contains(got, secret) || strings.Contains(got, token) {
+		t.Errorf("note %q\nwant prefix %q, and no secret", got, want)
 	}
 }

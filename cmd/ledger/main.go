@@ -368,7 +368,9 @@ func readPeaks(c Config, services []ledger.Service, sources []peak.Source) ([]le
 			v, q, err := peak.Read(ctx, papi, match[0], c.PeakWindow, c.PeakStep, now)
 			note.Query, note.PeakRPS = q, v
 			if err != nil {
-				note.Err = err.Error()
+				// The report goes to stdout and the ConfigMap: net/http's error quotes the URL
+				// with the address's query (a token) and hides only the password.
+				note.Err = prom.RedactURLError(err).Error()
 			} else {
 				s.PeakRPS = v
 			}

@@ -9,8 +9,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/ledger"
+	"github.com/inferscale/inferscale/prom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,9 +90,25 @@ func Push(ctx context.Context, url, job string, r ledger.Report) error {
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg).Set(r)
 	if err := push.New(url, job).Gatherer(reg).PushContext(ctx); err != nil {
-		return fmt.Errorf("push to %s: %w", url, err)
+		return pushError(url, err)
 	}
 	return nil
+}
+
+// maxPushErrorBytes bounds pushError's text: client_golang quotes the Pushgateway's whole
+// answer in a status error.
+const maxPushErrorBytes = 1024
+
+// pushError is err of a push to url without url's password and query values (prom.RedactAddress):
+// client_golang's status error quotes the push URL whole, and net/http's *url.Error hides only
+// the password. The push URL is url without one trailing "/", then "/metrics/job/…".
+func pushError(url string, err error) error {
+	shown := prom.RedactAddress(url)
+	msg := prom.RedactURLError(err).Error()
+	if base := strings.TrimSuffix(url, "/"); base != "" {
+		msg = strings.ReplaceAll(msg, base, prom.RedactAddress(base))
+	}
+	return fmt.Errorf("push to %s: %s", shown, errtext.Cut(msg, maxPushErrorBytes))
 }
 
 // ConfigMap keys the report is written under.

@@ -71,3 +71,46 @@ func TestPush(t *testing.T) {
 		t.Errorf("got %s %s (%d bytes), want PUT /metrics/job/inferscale-ledger with inferscale_ledger_ok", method, path, len(body))
 	}
 }
+
+// TestPushErrorRedacted: a failed push's error shows the --pushgateway address without its
+// password or query values, for a Pushgateway that answers an error status (client_golang
+// quotes the push URL whole: the password was in clear) and for one that is unreachable
+// (net/http hides only the password), and is bounded though the answer is not.
+func TestPushErrorRedacted(t *testing.T) {
+	const secret, token = "s3cretPassw0rd", "t0kenValue"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, strings.Repeat("x", 4096))
+	}))
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	withSecrets := func(base string) string {
+		return strings.Replace(base, "http://", "http://pusher:"+secret+"@", 1) + "/?token=" + token
+	}
+	shown := func(base string) string {
+		return strings.Replace(base, "http://", "http://pusher:xxxxx@", 1) + "/?token=xxxxx"
+	}
+	tests := []struct {
+		name, url, want string
+	}{
+		{"error status", withSecrets(srv.URL),
+			"push to " + shown(srv.URL) + ": unexpected status code 500 while pushing to " + shown(srv.URL) + "/metrics/job/inferscale-ledger: xxx"},
+		{"unreachable", withSecrets(down.URL),
+			"push to " + shown(down.URL) + `: Put "` + shown(down.URL) + `": dial tcp `},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Push(context.Background(), tt.url, "inferscale-ledger", report())
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("Push = %v\nwant prefix %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), token) {
+				t.Errorf("Push = %v: shows the secret", err)
+			}
+			if n := len(err.Error()); n > 1200 {
+				t.Errorf("Push error is %d bytes, want it cut to about 1 KiB", n)
+			}
+		})
+	}
+	srv.Close()
+}

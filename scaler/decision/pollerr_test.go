@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // An Unavailable answer says why the polls failed, not only that the signals never were valid:
@@ -59,5 +60,30 @@ func TestNoDataNamesPollErrors(t *testing.T) {
 	rec, _ = Recommend(p, o, State{}, t0.Add(2*time.Second))
 	if rec.Err == nil || strings.Contains(rec.Err.Error(), "; queue:") {
 		t.Fatalf("err %v: want no-data with no poll error", rec.Err)
+	}
+}
+
+// A poll error longer than 512 bytes keeps its end, where the cause is: the preset bundle's
+// PromQL alone is kilobytes, and a cut of the end kept "query <address> <PromQL…" and dropped
+// the 401 the answer is to show.
+func TestNoDataPollErrorKeepsItsCause(t *testing.T) {
+	p := DefaultPolicy()
+	p.Engine, p.Model, p.PrometheusAddress = EngineTriton, "resnet", "http://prometheus:9090"
+	p.ReplicaThroughput = 1
+	query := `"label_replace(sum by (namespace, model) (` + strings.Repeat("é", 1500) + `))"`
+	bundle := errors.New("query http://reader:xxxxx@prometheus:9090 " + query + ": client_error: client error: 401")
+	var o Observation
+	for _, s := range AllSignals() {
+		o.Samples[s] = Sample{Err: bundle, EvaluatedAt: t0}
+	}
+	rec, _ := Recommend(p, o, State{}, t0)
+	msg := rec.Err.Error()
+	_, polls, _ := strings.Cut(msg, "; queue: ")
+	const wantHead = `query http://reader:xxxxx@prometheus:9090 "label_replace(sum by (namespace, model) (`
+	if !strings.HasPrefix(polls, wantHead) || !strings.HasSuffix(polls, `))": client_error: client error: 401`) {
+		t.Fatalf("err %q: want the poll error's start and its cause, the 401", msg)
+	}
+	if !utf8.ValidString(polls) || len(polls) > maxPollErrorBytes+len("…") || strings.Count(polls, "…") != 1 {
+		t.Fatalf("poll errors %q (%d bytes): want valid UTF-8 of at most 512 bytes and one cut", polls, len(polls))
 	}
 }
