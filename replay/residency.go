@@ -70,8 +70,8 @@ type ResidencyConfig struct {
 	// WakeOnIdle: the loop also wakes when a READY model's last executing
 	// request ends while requests wait for a load (the front's OnIdle,
 	// residency/front.Deps.OnIdle: a load refused because only busy models
-	// held the memory may proceed); false: it sees that at its next tick.
-	// Default true.
+	// held the memory may proceed), at most once per 250 ms as the sidecar
+	// paces those wakes; false: it sees that at its next tick. Default true.
 	WakeOnIdle bool
 	// IgnoreExecTime: replayed requests take no time once their model is
 	// READY. Otherwise (the default) a request executes for the trace's own
@@ -575,6 +575,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	n := len(tr.Requests)
 	end := tr.Duration().Seconds()
 	lastPlan, changed := math.Inf(-1), true
+	lastIdleWake := math.Inf(-1) // the sidecar passes the front's OnIdle on at most once per settle
 	nextSample := step
 	const settle = 0.25 // the controller's pause after a step that acted (min(LoopInterval, 250 ms))
 	for t := 0.0; ; {
@@ -711,12 +712,16 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			}
 		}
 		asleep := next == t+loop // the step did not act: the loop sleeps until a tick or a wake
+		idleWake := false
 		if cfg.WakeOnIdle && waiting && asleep {
 			// While requests wait, a model going idle wakes the loop: it may be the victim
 			// the waiting load needs (the controller never evicts a busy model).
 			for id := range active { // a model executing had an arrival within ten half-lives
 				if m := &s.models[id]; m.state == rmReady && m.executing(t) > 0 {
-					next = math.Min(next, math.Nextafter(m.freeAt(), math.Inf(1)))
+					if w := math.Max(math.Nextafter(m.freeAt(), math.Inf(1)), lastIdleWake+settle); w < next {
+						next = w
+						idleWake = true
+					}
 				}
 			}
 		}
@@ -725,9 +730,13 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			for k := i; k < n && tr.Requests[k].At.Seconds() < next; k++ {
 				if m := &s.models[tr.Requests[k].Model]; m.state == rmOff && len(m.pending) == 0 {
 					next = math.Nextafter(tr.Requests[k].At.Seconds(), math.Inf(1))
+					idleWake = false
 					break
 				}
 			}
+		}
+		if idleWake {
+			lastIdleWake = next
 		}
 		t = next
 	}

@@ -61,12 +61,12 @@ type Deps struct {
 	// the oldest one's arrival its WaitingSince, so the plan wants it as it wants a model with a
 	// queue, and the wait until its load starts is measured (plan.Observed.LoadWait). nil: none.
 	Held func() map[string]plan.Held
-	// Forwarding returns, per model, the requests the front has forwarded to Triton and not
-	// had answered (front.Front.Forwarding). They are queued or executing in Triton, so a
-	// READY model's Executing is at least their count less its observed queue: Triton's
-	// statistics count a request only once it completes, and its pending gauge only while it
-	// waits, so a lone request executing is otherwise invisible, and the model would be a
-	// victim while it runs. nil: none.
+	// Forwarding returns, per model, the unary and HTTP requests the front has forwarded to
+	// Triton and not had answered (front.Front.Forwarding). They are queued or executing in
+	// Triton (or still being sent to it), so a READY model's Executing is at least their count
+	// less its observed queue: Triton's statistics count a request only once it completes, and
+	// its pending gauge only while it waits, so a lone request executing is otherwise
+	// invisible, and the model would be a victim while it runs. nil: none.
 	Forwarding func() map[string]int
 	// FrontActive returns the inference requests the sidecar's front holds or is forwarding now
 	// (front.Front.Active). The drain is over only once it reads 0: Triton's counters do not

@@ -149,7 +149,7 @@ func TestForwardedRequestsAreExecutingWork(t *testing.T) {
 	fake := tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 * gi,
 		StartupModels: []string{"a"}, Models: []tritontest.Model{fakeModel("a", 6), fakeModel("b", 6)}}
 	h := newHarness(t, fake, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-	h.step() // a is first seen READY now
+	h.step()                         // a is first seen READY now
 	h.clock.Advance(5 * time.Minute) // past its minimum residency (the catalog's 2 min)
 	forwarding := map[string]int{"a": 1}
 	h.ctl.deps.Forwarding = func() map[string]int { return forwarding }

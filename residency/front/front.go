@@ -102,8 +102,8 @@ type Deps struct {
 	// OnHold is called when a model's first request is held (its hold queue was empty), so the
 	// planner can act at once instead of at its next loop; it must not block. nil: none.
 	OnHold func(model string)
-	// OnIdle is called when the last request the front forwards for a model has its answer
-	// (unary) or its stream ended while the front holds requests for any model, so the planner
+	// OnIdle is called when the last request the front forwards for a model (Forwarding) has
+	// its answer while the front holds requests for any model, so the planner
 	// can act at once: it never evicts a model with work in flight, and a load waiting for
 	// memory may now have a victim. It must not block. nil: none.
 	OnIdle func(model string)
@@ -133,8 +133,8 @@ type Front struct {
 	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
 	reading  map[string]int64 // per model: bytes of chunked HTTP bodies being read to be held
-	// forwarding counts, per model, the requests forwarded to Triton whose answer (or stream)
-	// has not ended; a model at 0 has no entry.
+	// forwarding counts, per model, the unary and HTTP requests forwarded to Triton whose
+	// answer has not come; a model at 0 has no entry.
 	forwarding map[string]int
 	// heldTotal is the bytes held for every model plus those being read to be held (the sum
 	// of queue.bytes and reading), bounded by MaxTotalHeldBytes.
@@ -372,8 +372,9 @@ func (f *Front) Active() int {
 	return f.active
 }
 
-// Forwarding returns a copy of the requests forwarded to Triton and not yet answered (or
-// whose stream has not ended), per model; models with none are absent.
+// Forwarding returns a copy of the requests forwarded to Triton and not yet answered, per
+// model (unary ModelInfer and HTTP inference; ModelStreamInfer streams are not counted); models
+// with none are absent.
 func (f *Front) Forwarding() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -381,7 +382,7 @@ func (f *Front) Forwarding() map[string]int {
 }
 
 // forward counts a request for the model as forwarded to Triton until done is called (once,
-// when its answer or its stream has ended). When that leaves the model with no request
+// when its answer has come). When that leaves the model with no request
 // forwarded while the front holds requests for any model, done calls Deps.OnIdle(model).
 func (f *Front) forward(name string) (done func()) {
 	f.mu.Lock()
@@ -507,12 +508,13 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 			held = true
 		}
 		f.m.Forwarded.WithLabelValues(name).Inc()
-		done := f.forward(name)
 		if method == methodStreamInfer {
-			defer done()
+			// Not counted in Forwarding: a client may keep one stream open for its whole life,
+			// idle most of it, and counting it would make its model busy, so never a victim,
+			// for as long (Triton's statistics still see the requests it carries).
 			return f.pump(ss, method, f.sendable(&req, w))
 		}
-		again, err := f.unary(ss, method, name, f.sendable(&req, w), held, done)
+		again, err := f.unary(ss, method, name, f.sendable(&req, w), held, f.forward(name))
 		if !again {
 			return err
 		}

@@ -99,6 +99,11 @@ func TestStreamInferHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An open stream, forwarded, is not counted as the model's work in flight: it may stay open,
+	// idle, for the client's whole life.
+	if got := f.Forwarding(); len(got) != 0 {
+		t.Errorf("Forwarding with a stream open = %v, want empty (streams are not counted)", got)
+	}
 	if err := cs.CloseSend(); err != nil {
 		t.Fatal(err)
 	}

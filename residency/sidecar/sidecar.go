@@ -201,6 +201,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		deps.Events = ev
 	}
 	var fr *front.Front
+	// idle carries the front's OnIdle to paceWakes (capacity 1: wakes that come while one is
+	// pending are one wake).
+	idle := make(chan struct{}, 1)
 	if cfg.InferenceListen != "" {
 		deps.Held = func() map[string]plan.Held { return fr.Held() } // fr is set before the loop runs
 		deps.FrontActive = func() int { return fr.Active() }         // and before any drain
@@ -222,7 +225,12 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		}
 		fcfg := cfg.FrontConfig()
 		fr, err = front.New(fcfg, front.Deps{Readiness: readiness{ctl: ctl, initial: cat},
-			OnHold: func(string) { ctl.Wake() }, OnIdle: func(string) { ctl.Wake() }, Metrics: fm, Log: log})
+			OnHold: func(string) { ctl.Wake() }, OnIdle: func(string) {
+				select {
+				case idle <- struct{}{}:
+				default:
+				}
+			}, Metrics: fm, Log: log})
 		if err != nil {
 			return err
 		}
@@ -268,6 +276,9 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() error { return ctl.Run(loopCtx) })
 	g.Go(func() error { return ctl.WatchCatalog(loopCtx, cfg.CatalogPath, catBytes) })
+	if fr != nil {
+		g.Go(func() error { paceWakes(loopCtx, idle, min(cfg.LoopInterval, idleWakeEvery), ctl.Wake); return nil })
+	}
 	if poller != nil {
 		g.Go(func() error { return poller.Run(loopCtx) })
 	}
@@ -349,4 +360,32 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// idleWakeEvery is the least time between two wakes of the loop by the front's OnIdle: the
+// controller's pause after a step that acted. A model goes idle at the end of each request of
+// a client that sends one at a time, thousands of times a second, and each wake is a loop that
+// reads Triton's index, statistics and metrics.
+const idleWakeEvery = 250 * time.Millisecond
+
+// paceWakes calls wake for each signal on idle, at most once every every: a signal that comes
+// sooner wakes the loop when that time has passed (the last idle model is never missed, only
+// coalesced). It returns when ctx is done.
+func paceWakes(ctx context.Context, idle <-chan struct{}, every time.Duration, wake func()) {
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle:
+		}
+		wake()
+		t.Reset(every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

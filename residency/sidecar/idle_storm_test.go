@@ -1,0 +1,91 @@
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+// TestIdleWakesArePaced: while the front holds a request for b, whose load is refused (the
+// only victim, a, is younger than its minimum residency), a client sends requests for c one at
+// a time, so c goes idle at the end of each. The loop (each one scrapes Triton's metrics) runs
+// at most once per idleWakeEvery, not once per request: it ran ~850 times in 2 s when every
+// OnIdle woke it.
+func TestIdleWakesArePaced(t *testing.T) {
+	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30,
+		StartupModels: []string{"a", "c"},
+		Models: []tritontest.Model{
+			{Name: "a", MemoryBytes: 6 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: time.Millisecond, Concurrency: 1},
+			{Name: "b", MemoryBytes: 6 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: time.Millisecond, Concurrency: 1},
+			{Name: "c", MemoryBytes: 1 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: time.Millisecond, Concurrency: 1},
+		}})
+	var scrapes atomic.Int64
+	metrics := ts.MetricsHandler()
+	ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scrapes.Add(1)
+		metrics.ServeHTTP(w, r)
+	}))
+	defer ms.Close()
+	_, client := startSidecar(t, ts, `minResidency: 1h
+models:
+  - name: a
+    digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+    tier: P1
+    peakMemoryBytes: {1g.10gb: 6Gi}
+    loadTime: 100ms
+  - name: b
+    digest: sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+    tier: P1
+    peakMemoryBytes: {1g.10gb: 6Gi}
+    loadTime: 100ms
+  - name: c
+    digest: sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
+    tier: P1
+    peakMemoryBytes: {1g.10gb: 1Gi}
+    loadTime: 100ms
+`, func(cfg *residency.Config) {
+		cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
+		cfg.LoopInterval = 20 * time.Second
+		cfg.TritonMetricsURL = ms.URL + "/metrics"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	time.Sleep(500 * time.Millisecond) // the first loops see a and c READY
+
+	heldCtx, stopHeld := context.WithCancel(ctx)
+	held := make(chan error, 1)
+	go func() {
+		_, err := client.ModelInfer(heldCtx, &inference.ModelInferRequest{ModelName: "b", Id: "b"})
+		held <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // b is held, and its wake's loop has run
+	const window = 2 * time.Second
+	before := scrapes.Load()
+	start := time.Now()
+	n := 0
+	for ; time.Since(start) < window; n++ {
+		if _, err := client.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "c", Id: "c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := scrapes.Load() - before
+	elapsed := time.Since(start)
+	stopHeld()
+	if err := <-held; err == nil {
+		t.Error("request for b: answered, want it held until its client gave up")
+	}
+	// A loop reads the metrics at most twice (queue lengths, memory probe); one wake may be
+	// pending at each end of the window.
+	limit := 2 * (int64(elapsed/idleWakeEvery) + 3)
+	t.Logf("%d requests for c in %s; metrics scrapes meanwhile: %d (limit %d)", n, elapsed, got, limit)
+	if got > limit {
+		t.Errorf("metrics scraped %d times in %s of one-at-a-time requests, want ≤ %d: each idle wake ran a loop", got, elapsed, limit)
+	}
+}
