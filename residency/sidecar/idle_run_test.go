@@ -12,6 +12,20 @@ import (
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
+// modelsAB are catalog entries for two P1 models of 6 GiB on 1g.10gb (a budget that holds one):
+// a loads in 100 ms, b in 300 ms.
+const modelsAB = `  - name: a
+    digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+    tier: P1
+    peakMemoryBytes: {1g.10gb: 6Gi}
+    loadTime: 100ms
+  - name: b
+    digest: sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+    tier: P1
+    peakMemoryBytes: {1g.10gb: 6Gi}
+    loadTime: 300ms
+`
+
 // TestRunLoadsWhenVictimGoesIdle: the whole sidecar before tritontest, on a budget that holds
 // one of two 6 GiB models. "a" is READY with one request executing and four queued (busy: never
 // a victim), and a request for "b" is held; the plan refuses b's load while a is busy. When a's
@@ -26,18 +40,7 @@ func TestRunLoadsWhenVictimGoesIdle(t *testing.T) {
 			{Name: "a", MemoryBytes: 6 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: service, Concurrency: 1},
 			{Name: "b", MemoryBytes: 6 << 30, LoadTime: 300 * time.Millisecond, ServiceTime: time.Millisecond, Concurrency: 1},
 		}})
-	cfg, client := startSidecar(t, ts, `models:
-  - name: a
-    digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
-    tier: P1
-    peakMemoryBytes: {1g.10gb: 6Gi}
-    loadTime: 100ms
-  - name: b
-    digest: sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
-    tier: P1
-    peakMemoryBytes: {1g.10gb: 6Gi}
-    loadTime: 300ms
-`, func(cfg *residency.Config) {
+	cfg, client := startSidecar(t, ts, "models:\n"+modelsAB, func(cfg *residency.Config) {
 		cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
 		cfg.LoopInterval = 20 * time.Second
 	})

@@ -33,19 +33,7 @@ func TestIdleWakesArePaced(t *testing.T) {
 		metrics.ServeHTTP(w, r)
 	}))
 	defer ms.Close()
-	_, client := startSidecar(t, ts, `minResidency: 1h
-models:
-  - name: a
-    digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
-    tier: P1
-    peakMemoryBytes: {1g.10gb: 6Gi}
-    loadTime: 100ms
-  - name: b
-    digest: sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
-    tier: P1
-    peakMemoryBytes: {1g.10gb: 6Gi}
-    loadTime: 100ms
-  - name: c
+	_, client := startSidecar(t, ts, "minResidency: 1h\nmodels:\n"+modelsAB+`  - name: c
     digest: sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
     tier: P1
     peakMemoryBytes: {1g.10gb: 1Gi}
