@@ -226,7 +226,7 @@ func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return Outcome{Code: "DeadlineExceeded", Done: now()}
+			return Outcome{Code: codeTimeout, Done: now()}
 		}
 		return Outcome{Code: "transport", Done: now()}
 	}
@@ -257,7 +257,7 @@ func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The request timed out while the stream was read (a server that sent its headers
 		// and then stalled): the same code as one timed out before its headers.
-		out.Code = "DeadlineExceeded"
+		out.Code = codeTimeout
 	case err != nil:
 		out.Code = "transport"
 	default:

@@ -193,10 +193,11 @@ func (s Spec) Validate() []FieldError {
 		// One error per fault: a P0 or P1 value out of range names the tier's range, (0, MaxRPS],
 		// and is not also reported as missing.
 		required := (sv.Tier == P0 || sv.Tier == P1) && !sv.Refused
-		switch v := sv.SafeRPSPerReplica; {
-		case (bad(v) || v < 0 || v > MaxRPS) && required:
+		v := sv.SafeRPSPerReplica
+		switch out := bad(v) || v < 0 || v > MaxRPS; {
+		case out && required:
 			add(p+".safeRPSPerReplica", "%v is outside (0, %g], required for %s (or record: an admission record)", v, MaxRPS, sv.Tier)
-		case bad(v) || v < 0 || v > MaxRPS:
+		case out:
 			add(p+".safeRPSPerReplica", "%v is outside [0, %g]", v, MaxRPS)
 		case v == 0 && required:
 			add(p+".safeRPSPerReplica", "required for %s (> 0, or record: an admission record)", sv.Tier)

@@ -112,6 +112,9 @@ const (
 	maxResponseBytes = 1 << 30
 )
 
+// AddressRule says, for an error, what [ValidAddress] accepts.
+const AddressRule = "an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address"
+
 // ValidAddress reports whether addr passes [validateAddress]: the one rule for a
 // Prometheus base URL, shared by the poller, the scaler's --prometheus-address and the
 // prometheusAddress metadata key.

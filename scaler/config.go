@@ -146,7 +146,7 @@ func (c Config) Validate() error {
 	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
 		if !prom.ValidAddress(c.PrometheusAddress) {
-			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", prom.RedactAddress(c.PrometheusAddress)))
+			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or "+prom.AddressRule, prom.RedactAddress(c.PrometheusAddress)))
 		}
 	}
 	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
@@ -190,7 +190,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("MaxTriggers (--max-triggers) %d: must be in [1, 1000000]", c.MaxTriggers))
 	}
 	if c.OpenCostAddress != "" && !prom.ValidAddress(c.OpenCostAddress) {
-		errs = append(errs, fmt.Errorf("OpenCostAddress (--opencost-address) %q: must be empty (off) or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address", prom.RedactAddress(c.OpenCostAddress)))
+		errs = append(errs, fmt.Errorf("OpenCostAddress (--opencost-address) %q: must be empty (off) or "+prom.AddressRule, prom.RedactAddress(c.OpenCostAddress)))
 	}
 	if c.OpenCostWindow < 10*time.Minute || c.OpenCostWindow > 7*24*time.Hour || c.OpenCostWindow%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("OpenCostWindow (--opencost-window) %v: must be whole minutes in [10m, 168h] (7 days)", c.OpenCostWindow))

@@ -55,7 +55,7 @@ type nsPrices struct {
 	lastErr error
 	// refused holds the controllers the last good answer refused (prices.Bad), each logged at
 	// WARN when its episode began; nil: none.
-	refused map[opencost.Controller]struct{}
+	refused map[opencost.Controller]error
 }
 
 // openCostPrices holds every wanted namespace's prices and refreshes them.
@@ -177,7 +177,7 @@ func (p *openCostPrices) refreshOnce(ctx context.Context, onlyNew bool) {
 }
 
 // store records one namespace's answer (or failure) at now, logging failure and recovery
-// once per episode, and each refused entry once per episode (refusedEntries).
+// once per episode, and each refused entry once per episode (logRefused).
 func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now time.Time) {
 	p.mu.Lock()
 	e := p.byNS[ns]
@@ -190,13 +190,7 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 		e.failing, e.lastErr = true, err
 	} else {
 		e.prices, e.at, e.failing, e.dropped, e.lastErr = prices.PerReplicaHour, now, false, false, nil
-		e.refused = nil
-		for c := range prices.Bad {
-			if e.refused == nil {
-				e.refused = map[opencost.Controller]struct{}{}
-			}
-			e.refused[c] = struct{}{}
-		}
+		e.refused = prices.Bad
 		p.refused.WithLabelValues(ns).Set(float64(len(prices.Bad)))
 	}
 	p.mu.Unlock()
@@ -223,7 +217,7 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 // counted in inferscale_scaler_opencost_refused_controllers), at INFO when an answer no longer
 // refuses it (was: the controllers the previous good answer refused). A refused entry's error
 // names the pod and the field, so its WARN says which.
-func (p *openCostPrices) logRefused(addr, ns string, prices opencost.Prices, was map[opencost.Controller]struct{}) {
+func (p *openCostPrices) logRefused(addr, ns string, prices opencost.Prices, was map[opencost.Controller]error) {
 	bad := make([]opencost.Controller, 0, len(prices.Bad))
 	for c := range prices.Bad {
 		bad = append(bad, c)

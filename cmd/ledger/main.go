@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/internal/envflag"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
@@ -86,7 +87,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-retries %d: want ≥ 0 (0 = every kept node)", c.MaxRetries))
 	}
 	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
-		errs = append(errs, fmt.Errorf("--prometheus-address %q: want an http:// or https:// URL", prom.RedactAddress(c.PrometheusAddress)))
+		errs = append(errs, fmt.Errorf("--prometheus-address %s: want %s", errtext.Quote(prom.RedactAddress(c.PrometheusAddress), 256), prom.AddressRule))
 	}
 	if c.PrometheusAddress != "" && !c.Live {
 		errs = append(errs, errors.New("--prometheus-address: needs --live (peaks are read per ScaledObject)"))
@@ -101,7 +102,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--configmap: needs --live and --namespace (or $POD_NAMESPACE)"))
 	}
 	if c.Pushgateway != "" && !prom.ValidAddress(c.Pushgateway) {
-		errs = append(errs, fmt.Errorf("--pushgateway %q: want an http:// or https:// URL", prom.RedactAddress(c.Pushgateway)))
+		errs = append(errs, fmt.Errorf("--pushgateway %s: want %s", errtext.Quote(prom.RedactAddress(c.Pushgateway), 256), prom.AddressRule))
 	}
 	if c.Pushgateway != "" && c.PushJob == "" {
 		errs = append(errs, errors.New("--push-job: required with --pushgateway"))

@@ -52,7 +52,7 @@ func Address(fs *flag.FlagSet, name, env string, getenv func(string) string) err
 		return nil
 	}
 	if !prom.ValidAddress(v) {
-		return fmt.Errorf("$%s (read as --%s is not given) %s: want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address",
+		return fmt.Errorf("$%s (read as --%s is not given) %s: want "+prom.AddressRule,
 			env, name, errtext.Quote(prom.RedactAddress(v), maxQuoted))
 	}
 	return fs.Set(name, v)

@@ -18,6 +18,20 @@ func Cut(s string, max int) string {
 	return s[:boundary(s, max)] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
+// CutMiddle returns s when it has at most max bytes (max ≥ 0), else its first and last max/2
+// bytes or fewer (each backed off to a rune boundary) joined by "… (<len> bytes) …": for an
+// error whose cause comes last after a long quoted input (a query, then ": 401").
+func CutMiddle(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	tail := len(s) - max/2
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:boundary(s, max/2)] + fmt.Sprintf("… (%d bytes) …", len(s)) + s[tail:]
+}
+
 // Quote is strconv.Quote of s when s has at most max bytes, else the quoted first max bytes
 // or fewer (backed off to a rune boundary) followed by "… (<len> bytes)".
 func Quote(s string, max int) string {

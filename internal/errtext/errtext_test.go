@@ -5,6 +5,26 @@ import (
 	"testing"
 )
 
+func TestCutMiddle(t *testing.T) {
+	tests := []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"short", 8, "short"},
+		{"query is long: 401", 8, "quer… (18 bytes) … 401"},
+		// "é" (two bytes) straddles both cuts: the head backs off before it, the tail starts
+		// after it.
+		{"abcé" + "xxxxxxxx" + "éxyz", 8, "abc… (18 bytes) …xyz"},
+		{"xy", 0, "… (2 bytes) …"},
+	}
+	for _, tt := range tests {
+		if got := CutMiddle(tt.s, tt.max); got != tt.want {
+			t.Errorf("CutMiddle(%q, %d) = %q, want %q", tt.s, tt.max, got, tt.want)
+		}
+	}
+}
+
 func TestCutAndQuote(t *testing.T) {
 	tests := []struct {
 		s     string

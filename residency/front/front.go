@@ -103,7 +103,7 @@ type Deps struct {
 	// planner can act at once instead of at its next loop; it must not block. nil: none.
 	OnHold func(model string)
 	// OnIdle is called when the last request the front forwards for a model (Forwarding) has
-	// its answer while the front holds requests for any model, so the planner
+	// its answer while the front holds or releases requests for any model, so the planner
 	// can act at once: it never evicts a model with work in flight, and a load waiting for
 	// memory may now have a victim. It must not block. nil: none.
 	OnIdle func(model string)
@@ -381,29 +381,28 @@ func (f *Front) Forwarding() map[string]int {
 	return maps.Clone(f.forwarding)
 }
 
-// forward counts a request for the model as forwarded to Triton until done is called (once,
-// when its answer has come). When that leaves the model with no request
-// forwarded while the front holds requests for any model, done calls Deps.OnIdle(model).
-func (f *Front) forward(name string) (done func()) {
+// forwardStart counts a request for the model as forwarded to Triton, until forwardEnd.
+func (f *Front) forwardStart(name string) {
 	f.mu.Lock()
 	f.forwarding[name]++
 	f.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			f.mu.Lock()
-			n := f.forwarding[name] - 1
-			if n > 0 {
-				f.forwarding[name] = n
-			} else {
-				delete(f.forwarding, name)
-			}
-			idle := n <= 0 && len(f.queues) > 0
-			f.mu.Unlock()
-			if idle && f.deps.OnIdle != nil {
-				f.deps.OnIdle(name)
-			}
-		})
+}
+
+// forwardEnd ends one forwardStart of the model, once its answer has come. When that leaves
+// the model with no request forwarded while the front holds or releases requests for any
+// model (a queue exists), it calls Deps.OnIdle(model).
+func (f *Front) forwardEnd(name string) {
+	f.mu.Lock()
+	n := f.forwarding[name] - 1
+	if n > 0 {
+		f.forwarding[name] = n
+	} else {
+		delete(f.forwarding, name)
+	}
+	idle := n <= 0 && len(f.queues) > 0
+	f.mu.Unlock()
+	if idle && f.deps.OnIdle != nil {
+		f.deps.OnIdle(name)
 	}
 }
 
@@ -514,7 +513,8 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 			// for as long (Triton's statistics still see the requests it carries).
 			return f.pump(ss, method, f.sendable(&req, w))
 		}
-		again, err := f.unary(ss, method, name, f.sendable(&req, w), held, f.forward(name))
+		f.forwardStart(name)
+		again, err := f.unary(ss, method, name, f.sendable(&req, w), held)
 		if !again {
 			return err
 		}
@@ -552,16 +552,16 @@ func (s sendFrame) sent() {
 // caller holds the request instead of failing it. A held request answered so gets Triton's
 // NOT_FOUND (it is held once), except while the pod drains: the drain unloads every model and
 // a draining pod loads nothing, so the model, which is in the catalog, is served elsewhere —
-// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not. done
-// (from forward) is called as soon as Triton has answered, before the answer goes on.
-func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool, done func()) (again bool, err error) {
+// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not. It ends
+// the caller's forwardStart as soon as Triton has answered, before the answer goes on.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
 	var resp frame
 	var header, trailer metadata.MD
 	err = f.conn.Invoke(metadata.NewOutgoingContext(ctx, md), method, req.f, &resp,
 		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
-	done() // Triton has answered: the request no longer holds the model busy
+	f.forwardEnd(name) // Triton has answered: the request no longer holds the model busy
 	req.sent()
 	req.f.free() // no-op once sent
 	if err != nil {

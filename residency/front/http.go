@@ -154,7 +154,8 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		held.markSent() // handed to the proxy
 	}
 	f.m.Forwarded.WithLabelValues(name).Inc()
-	defer f.forward(name)() // deferred: the proxy panics with http.ErrAbortHandler on a broken copy
+	f.forwardStart(name)
+	defer f.forwardEnd(name) // deferred: the proxy panics with http.ErrAbortHandler on a broken copy
 	proxy.ServeHTTP(w, r)
 }
 

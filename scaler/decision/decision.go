@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // ErrNoData is carried by a Recommendation when no demand term could be
@@ -750,7 +751,7 @@ func signalSummary(rec Recommendation) string {
 
 // maxPollErrors and maxPollErrorBytes bound what pollErrors adds to a no-data error: the
 // distinct poll errors of the configured signals, at most two, each cut to 512 bytes in its
-// middle (cutPollError).
+// middle (errtext.CutMiddle).
 const (
 	maxPollErrors     = 2
 	maxPollErrorBytes = 512
@@ -769,7 +770,9 @@ func pollErrors(rec Recommendation, obs Observation) string {
 		if err == nil || rec.Status[s] == StatusUnconfigured {
 			continue
 		}
-		msg := cutPollError(err.Error())
+		// A poll error reads "query <address> <PromQL>: <cause>", and a preset's PromQL alone
+		// is kilobytes: the middle goes, so that the cause (the 401) it is shown for stays.
+		msg := errtext.CutMiddle(err.Error(), maxPollErrorBytes)
 		if slices.Contains(seen, msg) {
 			continue
 		}
@@ -781,24 +784,6 @@ func pollErrors(rec Recommendation, obs Observation) string {
 		b.WriteString("; " + s.String() + ": " + msg)
 	}
 	return b.String()
-}
-
-// cutPollError cuts msg, when it is over maxPollErrorBytes, to its first and last
-// maxPollErrorBytes/2 bytes (at rune boundaries) joined by "…": a poll error reads
-// "query <address> <PromQL>: <cause>", and the preset bundle's PromQL alone is kilobytes, so a
-// cut of the end would keep the query and drop the cause (the 401) it was added to show.
-func cutPollError(msg string) string {
-	if len(msg) <= maxPollErrorBytes {
-		return msg
-	}
-	head, tail := maxPollErrorBytes/2, len(msg)-maxPollErrorBytes/2
-	for head > 0 && !utf8.RuneStart(msg[head]) {
-		head--
-	}
-	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
-		tail++
-	}
-	return msg[:head] + "…" + msg[tail:]
 }
 
 // text builds a reason with strconv instead of fmt: the reason is built on

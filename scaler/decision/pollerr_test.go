@@ -2,6 +2,7 @@ package decision
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,8 @@ func TestNoDataPollErrorKeepsItsCause(t *testing.T) {
 	if !strings.HasPrefix(polls, wantHead) || !strings.HasSuffix(polls, `))": client_error: client error: 401`) {
 		t.Fatalf("err %q: want the poll error's start and its cause, the 401", msg)
 	}
-	if !utf8.ValidString(polls) || len(polls) > maxPollErrorBytes+len("…") || strings.Count(polls, "…") != 1 {
-		t.Fatalf("poll errors %q (%d bytes): want valid UTF-8 of at most 512 bytes and one cut", polls, len(polls))
+	marker := fmt.Sprintf("… (%d bytes) …", len(bundle.Error()))
+	if !utf8.ValidString(polls) || len(polls) > maxPollErrorBytes+len(marker) || strings.Count(polls, marker) != 1 {
+		t.Fatalf("poll errors %q (%d bytes): want valid UTF-8 of at most 512 bytes and one cut, marked %q", polls, len(polls), marker)
 	}
 }

@@ -112,7 +112,7 @@ type Client struct {
 // with a host, or that names a refused IP address (prom.ValidAddress), shown redacted.
 func New(cfg Config) (*Client, error) {
 	if !prom.ValidAddress(cfg.Address) {
-		return nil, fmt.Errorf("opencost address %s: must be an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address",
+		return nil, fmt.Errorf("opencost address %s: must be "+prom.AddressRule,
 			errtext.Quote(prom.RedactAddress(cfg.Address), 256))
 	}
 	u, err := url.Parse(cfg.Address)
