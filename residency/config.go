@@ -104,6 +104,10 @@ type Config struct {
 	RetryPushback     time.Duration
 }
 
+// Settle is the loop's pause after a step that acted, so that a plan's next step follows
+// quickly: min(LoopInterval, 250 ms). The sidecar paces the front's idle wakes by it too.
+func (c Config) Settle() time.Duration { return min(c.LoopInterval, 250*time.Millisecond) }
+
 // FrontConfig is the inference front's configuration: upstream Triton at TritonAddress, the
 // hold bounds and pushback of c, front.DefaultConfig's re-check interval.
 func (c Config) FrontConfig() front.Config {

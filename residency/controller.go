@@ -282,7 +282,7 @@ func (c *Controller) StartDrain() {
 // Run loops until ctx is done: Step, then wait LoopInterval (a short settle time when the
 // step acted, so a plan's next step follows quickly). It returns nil when ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
-	settle := min(c.cfg.LoopInterval, 250*time.Millisecond)
+	settle := c.cfg.Settle()
 	for {
 		acted, err := c.Step(ctx)
 		if err != nil && ctx.Err() == nil {

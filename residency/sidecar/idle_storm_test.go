@@ -16,7 +16,7 @@ import (
 // TestIdleWakesArePaced: while the front holds a request for b, whose load is refused (the
 // only victim, a, is younger than its minimum residency), a client sends requests for c one at
 // a time, so c goes idle at the end of each. The loop (each one scrapes Triton's metrics) runs
-// at most once per idleWakeEvery, not once per request: it ran ~850 times in 2 s when every
+// at most once per Config.Settle, not once per request: it ran ~850 times in 2 s when every
 // OnIdle woke it.
 func TestIdleWakesArePaced(t *testing.T) {
 	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30,
@@ -71,7 +71,7 @@ func TestIdleWakesArePaced(t *testing.T) {
 	}
 	// A loop reads the metrics at most twice (queue lengths, memory probe); one wake may be
 	// pending at each end of the window.
-	limit := 2 * (int64(elapsed/idleWakeEvery) + 3)
+	limit := 2 * (int64(elapsed/residency.DefaultConfig().Settle()) + 3)
 	t.Logf("%d requests for c in %s; metrics scrapes meanwhile: %d (limit %d)", n, elapsed, got, limit)
 	if got > limit {
 		t.Errorf("metrics scraped %d times in %s of one-at-a-time requests, want ≤ %d: each idle wake ran a loop", got, elapsed, limit)

@@ -277,7 +277,7 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	g.Go(func() error { return ctl.Run(loopCtx) })
 	g.Go(func() error { return ctl.WatchCatalog(loopCtx, cfg.CatalogPath, catBytes) })
 	if fr != nil {
-		g.Go(func() error { paceWakes(loopCtx, idle, min(cfg.LoopInterval, idleWakeEvery), ctl.Wake); return nil })
+		g.Go(func() error { paceWakes(loopCtx, idle, cfg.Settle(), ctl.Wake); return nil })
 	}
 	if poller != nil {
 		g.Go(func() error { return poller.Run(loopCtx) })
@@ -362,15 +362,12 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 	return err
 }
 
-// idleWakeEvery is the least time between two wakes of the loop by the front's OnIdle: the
-// controller's pause after a step that acted. A model goes idle at the end of each request of
-// a client that sends one at a time, thousands of times a second, and each wake is a loop that
-// reads Triton's index, statistics and metrics.
-const idleWakeEvery = 250 * time.Millisecond
-
-// paceWakes calls wake for each signal on idle, at most once every every: a signal that comes
-// sooner wakes the loop when that time has passed (the last idle model is never missed, only
-// coalesced). It returns when ctx is done.
+// paceWakes calls wake for each signal on idle, at most once every every (Config.Settle, the
+// loop's pause after a step that acted): a model goes idle at the end of each request of a
+// client that sends one at a time, thousands of times a second, and each wake is a loop that
+// reads Triton's index, statistics and metrics. A signal that comes sooner wakes the loop when
+// that time has passed (the last idle model is never missed, only coalesced). It returns when
+// ctx is done.
 func paceWakes(ctx context.Context, idle <-chan struct{}, every time.Duration, wake func()) {
 	t := time.NewTimer(every)
 	defer t.Stop()
