@@ -51,7 +51,7 @@ func TestValidateAddress(t *testing.T) {
 		t.Run(tt.give, func(t *testing.T) {
 			err := validateAddress(tt.give)
 			if tt.wantErr == "" {
-				if err != nil || !ValidAddress(tt.give) {
+				if err != nil || CheckAddress(tt.give) != nil {
 					t.Fatalf("validateAddress(%q) = %v, want accepted", tt.give, err)
 				}
 				return
@@ -59,8 +59,8 @@ func TestValidateAddress(t *testing.T) {
 			if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "prometheusAddress") || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("validateAddress(%q) = %v, want ErrBadRequest naming prometheusAddress and %q", tt.give, err, tt.wantErr)
 			}
-			if ValidAddress(tt.give) {
-				t.Errorf("ValidAddress(%q) = true, want false", tt.give)
+			if err := CheckAddress(tt.give); err == nil || errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("CheckAddress(%q) = %v, want %q without ErrBadRequest", tt.give, err, tt.wantErr)
 			}
 		})
 	}

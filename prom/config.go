@@ -112,57 +112,75 @@ const (
 	maxResponseBytes = 1 << 30
 )
 
-// AddressRule says, for an error, what [ValidAddress] accepts.
+// AddressRule is, in words, what [CheckAddress] accepts.
 const AddressRule = "an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address"
 
-// ValidAddress reports whether addr passes [validateAddress]: the one rule for a
-// Prometheus base URL, shared by the poller, the scaler's --prometheus-address and the
-// prometheusAddress metadata key.
-func ValidAddress(addr string) bool { return validateAddress(addr) == nil }
-
-// validateAddress returns nil for an absolute http or https URL with a host that is not a
-// refused IP address (see [refusedIP]), and otherwise an error wrapping ErrBadRequest that
-// names prometheusAddress and why. Hostnames are not resolved here (the answer could change
-// by the time of the query: DNS rebinding); the poller's dialer refuses the same addresses
-// once resolved, and a NetworkPolicy on the scaler's egress is the real control.
+// CheckAddress returns nil for an absolute http or https URL with a host that is not a refused
+// IP address (see [refusedIP]): the one rule for a base URL the project queries or pushes to
+// (Prometheus: the poller, the scaler's --prometheus-address and the prometheusAddress metadata
+// key; OpenCost; the ledger's Pushgateway). Otherwise its error quotes addr, redacted and cut
+// to 256 bytes, and says which part of [AddressRule] it breaks: it does not parse, the scheme
+// or host is missing, a user or password is not valid in a URL, it has a fragment, the port is
+// out of [1, 65535], the host is a numeric address in a form other than a.b.c.d, or the host
+// is a refused IP address. Callers prefix the field's name. Hostnames are not resolved here
+// (the answer could change by the time of the query: DNS rebinding); the poller's dialer
+// refuses the same addresses once resolved, and a NetworkPolicy on the egress is the real
+// control.
 //
 // A host made only of numeric labels (2852039166, 0251.0376.0251.0376, 0xa9.254.169.254) must
 // be an IPv4 address in dotted-decimal form: other spellings are read as IPv4 by some
 // resolvers (inet_aton) and are no hostname (no top-level domain is numeric, RFC 3696 §2).
-func validateAddress(addr string) error {
+func CheckAddress(addr string) error {
+	q := quoteAddr(addr)
 	u, err := url.Parse(addr)
 	if err != nil {
-		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), parseError(addr))
+		return fmt.Errorf("%s: %w", q, parseError(addr))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
+		return fmt.Errorf("%s: must be an http:// or https:// URL with a host", q)
 	}
 	if misparsedUserinfo(u) { // a request would go to the wrong host
-		return fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(addr), errBadUserinfo)
+		return fmt.Errorf("%s: %w", q, errBadUserinfo)
 	}
 	if u.Fragment != "" || strings.HasSuffix(addr, "#") {
-		return fmt.Errorf("%w: prometheusAddress %s: has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %%23", ErrBadRequest, quoteAddr(addr))
+		return fmt.Errorf("%s: has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %%23", q)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%w: prometheusAddress %s: port %s out of range [1, 65535]", ErrBadRequest, quoteAddr(addr), errtext.Quote(p, 16))
+			return fmt.Errorf("%s: port %s out of range [1, 65535]", q, errtext.Quote(p, 16))
 		}
 	}
 	host := u.Hostname()
 	if host == "" {
-		return fmt.Errorf("%w: prometheusAddress %s: must be an http:// or https:// URL with a host", ErrBadRequest, quoteAddr(addr))
+		return fmt.Errorf("%s: must be an http:// or https:// URL with a host", q)
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
 		if numericHost(host) {
-			return fmt.Errorf("%w: prometheusAddress %s: host %s is a numeric address not in dotted-decimal form; write the IP address as a.b.c.d", ErrBadRequest, quoteAddr(addr), errtext.Quote(host, 256))
+			return fmt.Errorf("%s: host %s is a numeric address not in dotted-decimal form; write the IP address as a.b.c.d", q, errtext.Quote(host, 256))
 		}
 		return nil // a hostname
 	}
 	if why := refusedIP(ip); why != "" {
-		return fmt.Errorf("%w: prometheusAddress %s: %s is %s: refused (the scaler is shared by every namespace, so such an address would let any ScaledObject reach it)", ErrBadRequest, quoteAddr(addr), host, why)
+		return fmt.Errorf("%s: %s is %s: %w", q, host, why, errRefusedIP)
 	}
 	return nil
+}
+
+// errRefusedIP ends CheckAddress's error for a refused IP address.
+var errRefusedIP = errors.New("refused")
+
+// validateAddress is [CheckAddress] as the poller reports it: an error wrapping ErrBadRequest
+// that names prometheusAddress, and for a refused IP address why the scaler refuses it.
+func validateAddress(addr string) error {
+	err := CheckAddress(addr)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errRefusedIP):
+		return fmt.Errorf("%w: prometheusAddress %w (the scaler is shared by every namespace, so such an address would let any ScaledObject reach it)", ErrBadRequest, err)
+	}
+	return fmt.Errorf("%w: prometheusAddress %w", ErrBadRequest, err)
 }
 
 // errBadUserinfo is why an address does not parse when only its user or password is at fault.
@@ -233,7 +251,7 @@ func numericHost(host string) bool {
 
 // RefuseDial is [refuseDial] for the scaler's other HTTP clients (scaler/opencost): a
 // net.Dialer Control that refuses, after name resolution, a connection to a link-local,
-// cloud-metadata or unspecified IP address, the addresses [ValidAddress] refuses when they are
+// cloud-metadata or unspecified IP address, the addresses [CheckAddress] refuses when they are
 // written literally. Its error names the address and why ("prom: refusing to connect to
 // 169.254.169.254:80: a link-local address …"); an address that is not IP:port (a unix
 // socket) is allowed.

@@ -3,7 +3,7 @@
 //
 // It owns:
 //
-//   - the Prometheus base-URL rule ([ValidAddress]: no link-local, cloud-metadata or
+//   - the Prometheus base-URL rule ([CheckAddress]: no link-local, cloud-metadata or
 //     unspecified IP, also refused by the dialer after resolution) and the API client setup
 //     (client_golang's api client, one per address, inside the [Poller], its answers bounded
 //     by [PollerConfig.MaxResponseBytes]);

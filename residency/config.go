@@ -174,8 +174,10 @@ func (c Config) Validate() error {
 	if c.ReserveBytes < -1 || c.ReserveBytes > plan.MaxMemoryBytes {
 		add("ReserveBytes (--reserve-bytes): %d out of range [-1, %d] (-1: the catalog's reserveBytes)", c.ReserveBytes, plan.MaxMemoryBytes)
 	}
-	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
-		add("PrometheusAddress (--prometheus-address): %q: want an http(s) URL or empty", prom.RedactAddress(c.PrometheusAddress))
+	if c.PrometheusAddress != "" {
+		if err := prom.CheckAddress(c.PrometheusAddress); err != nil {
+			add("PrometheusAddress (--prometheus-address) %w; want empty or %s", err, prom.AddressRule)
+		}
 	}
 	if c.PrometheusAddress != "" && c.Namespace == "" {
 		add("Namespace (--namespace): empty; required with --prometheus-address (demand queries are confined to it)")

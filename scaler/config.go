@@ -145,8 +145,8 @@ func (c Config) Validate() error {
 	addr("Listen (--listen)", c.Listen)
 	addr("MetricsListen (--metrics-listen)", c.MetricsListen)
 	if c.PrometheusAddress != "" {
-		if !prom.ValidAddress(c.PrometheusAddress) {
-			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %q: must be empty or "+prom.AddressRule, prom.RedactAddress(c.PrometheusAddress)))
+		if err := prom.CheckAddress(c.PrometheusAddress); err != nil {
+			errs = append(errs, fmt.Errorf("PrometheusAddress (--prometheus-address) %w; want empty or %s", err, prom.AddressRule))
 		}
 	}
 	if c.RefreshInterval < 100*time.Millisecond || c.RefreshInterval > 10*time.Minute {
@@ -189,8 +189,10 @@ func (c Config) Validate() error {
 	if c.MaxTriggers < 1 || c.MaxTriggers > 1000000 {
 		errs = append(errs, fmt.Errorf("MaxTriggers (--max-triggers) %d: must be in [1, 1000000]", c.MaxTriggers))
 	}
-	if c.OpenCostAddress != "" && !prom.ValidAddress(c.OpenCostAddress) {
-		errs = append(errs, fmt.Errorf("OpenCostAddress (--opencost-address) %q: must be empty (off) or "+prom.AddressRule, prom.RedactAddress(c.OpenCostAddress)))
+	if c.OpenCostAddress != "" {
+		if err := prom.CheckAddress(c.OpenCostAddress); err != nil {
+			errs = append(errs, fmt.Errorf("OpenCostAddress (--opencost-address) %w; want empty (off) or %s", err, prom.AddressRule))
+		}
 	}
 	if c.OpenCostWindow < 10*time.Minute || c.OpenCostWindow > 7*24*time.Hour || c.OpenCostWindow%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("OpenCostWindow (--opencost-window) %v: must be whole minutes in [10m, 168h] (7 days)", c.OpenCostWindow))

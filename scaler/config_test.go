@@ -26,7 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		{"object metrics bound", func(c *Config) { c.ObjectMetricsMaxTriggers = -1 }, []string{"ObjectMetricsMaxTriggers (--object-metrics-max-triggers) -1: must be in [0, 1000000] (0: no bound)"}},
 		{"watch namespace", func(c *Config) { c.WatchNamespace = "Team_A" }, []string{`WatchNamespace (--watch-namespace) "Team_A": must be empty (all namespaces) or a namespace name (DNS-1123 label`}},
 		{"labels", func(c *Config) { c.NamespaceLabel = "kubernetes-namespace" }, []string{`NamespaceLabel (--namespace-label) "kubernetes-namespace": must be a label name`}},
-		{"opencost address", func(c *Config) { c.OpenCostAddress = "http://u:pw@169.254.169.254:9003" }, []string{`OpenCostAddress (--opencost-address) "http://u:xxxxx@169.254.169.254:9003": must be empty (off) or an http:// or https:// URL`}},
+		{"opencost address", func(c *Config) { c.OpenCostAddress = "http://u:pw@169.254.169.254:9003" }, []string{`OpenCostAddress (--opencost-address) "http://u:xxxxx@169.254.169.254:9003": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want empty (off) or an http:// or https:// URL`}},
 		{"opencost window", func(c *Config) { c.OpenCostWindow = 9 * time.Minute }, []string{"OpenCostWindow (--opencost-window) 9m0s: must be whole minutes in [10m, 168h] (7 days)"}},
 		{"opencost window max", func(c *Config) { c.OpenCostWindow = 169 * time.Hour }, []string{"OpenCostWindow (--opencost-window) 169h0m0s: must be whole minutes in [10m, 168h]"}},
 		{"opencost window minutes", func(c *Config) { c.OpenCostWindow = time.Hour + time.Second }, []string{"OpenCostWindow (--opencost-window) 1h0m1s: must be whole minutes"}},

@@ -20,7 +20,7 @@ func TestConfigRedactsPrometheusAddress(t *testing.T) {
 	c := DefaultConfig()
 	c.PrometheusAddress = "http://reader:" + testPassword + "@169.254.169.254/?token=" + testToken
 	err := c.Validate()
-	const want = `PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254/?token=xxxxx": must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
+	const want = `PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
 	if err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v,\nwant %s", err, want)
 	}
@@ -33,7 +33,7 @@ func TestMetadataRedactsPrometheusAddress(t *testing.T) {
 	meta := map[string]string{"engine": "vllm", "model": "m",
 		KeyPrometheusAddress: "https://reader:" + testPassword + "@100.100.100.200:9090/?access_token=" + testToken}
 	_, err := ParseMetadata(meta, testDefaults)
-	const want = `invalid scaler metadata: prometheusAddress must be an http or https URL with a host that is not a link-local (169.254.0.0/16, fe80::/10: cloud metadata), cloud-metadata or unspecified (0.0.0.0, ::) IP address, got "https://reader:xxxxx@100.100.100.200:9090/?access_token=xxxxx"`
+	const want = `invalid scaler metadata: prometheusAddress must be an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address, got "https://reader:xxxxx@100.100.100.200:9090/?access_token=xxxxx": 100.100.100.200 is a cloud instance metadata address: refused`
 	if err == nil || err.Error() != want {
 		t.Errorf("ParseMetadata = %v,\nwant %s", err, want)
 	}

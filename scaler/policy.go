@@ -332,9 +332,9 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	}
 	if p.PrometheusAddress == "" {
 		errs = append(errs, fmt.Errorf("%w: %s is required (an http or https URL) when the scaler has no --prometheus-address", ErrInvalidMetadata, KeyPrometheusAddress))
-	} else if !prom.ValidAddress(p.PrometheusAddress) {
-		// Redacted: the error reaches KEDA's status and the ScaledObject's events.
-		errs = append(errs, rangeError(KeyPrometheusAddress, "an http or https URL with a host that is not a link-local (169.254.0.0/16, fe80::/10: cloud metadata), cloud-metadata or unspecified (0.0.0.0, ::) IP address", prom.RedactAddress(p.PrometheusAddress)))
+	} else if err := prom.CheckAddress(p.PrometheusAddress); err != nil {
+		// Redacted by CheckAddress: the error reaches KEDA's status and the ScaledObject's events.
+		errs = append(errs, fmt.Errorf("%w: %s must be %s, got %w", ErrInvalidMetadata, KeyPrometheusAddress, prom.AddressRule, err))
 	}
 	// A demand query given but refused above has its own error; "required" would send the user
 	// looking for a key they wrote.

@@ -143,7 +143,7 @@ func TestParseMetadataErrors(t *testing.T) {
 		{"integer separator", base("maxReplicas", "1_0"), testDefaults, []string{`maxReplicas must be an integer in [1, 100000], got "1_0"`}},
 		{"hex integer", base("warmReplicas", "0x2"), testDefaults, []string{`warmReplicas must be an integer in [0, 100000]`}},
 		{"no prometheus", base(), Defaults{}, []string{"prometheusAddress is required"}},
-		{"bad prometheus", base("prometheusAddress", "prometheus:9090"), testDefaults, []string{"prometheusAddress must be an http or https URL"}},
+		{"bad prometheus", base("prometheusAddress", "prometheus:9090"), testDefaults, []string{`prometheusAddress must be an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address, got "prometheus:9090": must be an http:// or https:// URL with a host`}},
 		{"bad promql", base("queueQuery", "sum(rate(x[5m])"), testDefaults, []string{"queueQuery must be a PromQL expression"}},
 		{"range vector", base("rateQuery", "x[5m]"), testDefaults, []string{"rateQuery must be a PromQL expression of instant-vector or scalar type"}},
 		{"unknown key", base("replicaThroughPut", "3"), testDefaults, []string{`unknown keys "replicaThroughPut" (known keys: engine,`}},

@@ -56,11 +56,11 @@ func TestPrometheusAddressRedacted(t *testing.T) {
 		want string
 	}{
 		{name: "env", args: []string{"--live"}, env: bad,
-			want: `ledger: $INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
+			want: `ledger: $INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
 		{name: "flag", args: []string{"--live", "--prometheus-address=http://reader:s3cretPassw0rd@prom:9090/x#frag"},
-			want: `ledger: --prometheus-address "http://reader:xxxxx@prom:9090/x#xxxxx": want an http:// or https:// URL`},
+			want: `ledger: --prometheus-address "http://reader:xxxxx@prom:9090/x#xxxxx": has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %23; want an http:// or https:// URL`},
 		{name: "pushgateway", args: []string{"--spec=x", "--pushgateway=http://pusher:s3cretPassw0rd@gw:9091/#t0ken"},
-			want: `ledger: --pushgateway "http://pusher:xxxxx@gw:9091/#xxxxx": want an http:// or https:// URL`},
+			want: `ledger: --pushgateway "http://pusher:xxxxx@gw:9091/#xxxxx": has a fragment (#…), which HTTP never sends; percent-encode a # in the user or password as %23; want an http:// or https:// URL`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/internal/envflag"
-	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
@@ -86,8 +85,10 @@ func (c Config) Validate() error {
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("--max-retries %d: want ≥ 0 (0 = every kept node)", c.MaxRetries))
 	}
-	if c.PrometheusAddress != "" && !prom.ValidAddress(c.PrometheusAddress) {
-		errs = append(errs, fmt.Errorf("--prometheus-address %s: want %s", errtext.Quote(prom.RedactAddress(c.PrometheusAddress), 256), prom.AddressRule))
+	if c.PrometheusAddress != "" {
+		if err := prom.CheckAddress(c.PrometheusAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--prometheus-address %w; want %s", err, prom.AddressRule))
+		}
 	}
 	if c.PrometheusAddress != "" && !c.Live {
 		errs = append(errs, errors.New("--prometheus-address: needs --live (peaks are read per ScaledObject)"))
@@ -101,8 +102,10 @@ func (c Config) Validate() error {
 	if c.ConfigMap != "" && (!c.Live || c.Namespace == "") {
 		errs = append(errs, errors.New("--configmap: needs --live and --namespace (or $POD_NAMESPACE)"))
 	}
-	if c.Pushgateway != "" && !prom.ValidAddress(c.Pushgateway) {
-		errs = append(errs, fmt.Errorf("--pushgateway %s: want %s", errtext.Quote(prom.RedactAddress(c.Pushgateway), 256), prom.AddressRule))
+	if c.Pushgateway != "" {
+		if err := prom.CheckAddress(c.Pushgateway); err != nil {
+			errs = append(errs, fmt.Errorf("--pushgateway %w; want %s", err, prom.AddressRule))
+		}
 	}
 	if c.Pushgateway != "" && c.PushJob == "" {
 		errs = append(errs, errors.New("--push-job: required with --pushgateway"))

@@ -48,7 +48,7 @@ func TestPrometheusAddressFromEnvRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("parseFlags accepted a link-local $INFERSCALE_PROMETHEUS_ADDRESS")
 	}
-	const want = `$INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254/?token=xxxxx": want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address` + "\n" +
+	const want = `$INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address` + "\n" +
 		"invalid residency config: LoopInterval (--loop-interval): 0s out of range [100ms, 10m0s]"
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)

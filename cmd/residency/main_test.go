@@ -71,7 +71,7 @@ func TestParseFlagsRedactsPrometheusAddress(t *testing.T) {
 	if err == nil {
 		t.Fatal("parseFlags accepted a link-local --prometheus-address")
 	}
-	const want = `invalid residency config: PrometheusAddress (--prometheus-address): "http://reader:xxxxx@169.254.169.254/?token=xxxxx": want an http(s) URL or empty`
+	const want = `invalid residency config: PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
 	if err.Error() != want {
 		t.Errorf("err = %v,\nwant %s", err, want)
 	}
@@ -83,7 +83,7 @@ func TestParseFlagsRedactsPrometheusAddress(t *testing.T) {
 	}
 	// Without credentials the error is Config.Validate's own.
 	_, _, err = parseFlags([]string{"--prometheus-address=http://169.254.169.254/", "--namespace=ml", "--catalog=c.yaml"}, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), `PrometheusAddress (--prometheus-address): "http://169.254.169.254/": want an http(s) URL or empty`) {
+	if err == nil || !strings.Contains(err.Error(), `PrometheusAddress (--prometheus-address) "http://169.254.169.254/": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -39,8 +39,8 @@ func TestFromEnv(t *testing.T) {
 			env: map[string]string{envflag.PrometheusAddress: "http://reader:s3cretPassw0rd@169.254.169.254:9090/?token=t0kenValue",
 				envflag.OpenCostAddress: "opencost:9003"},
 			want: addrs{},
-			wantErr: `$INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address` + "\n" +
-				`$INFERSCALE_OPENCOST_ADDRESS (read as --opencost-address is not given) "opencost:9003": want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
+			wantErr: `$INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address` + "\n" +
+				`$INFERSCALE_OPENCOST_ADDRESS (read as --opencost-address is not given) "opencost:9003": must be an http:// or https:// URL with a host; want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ func TestRunRefusesReservedLabels(t *testing.T) {
 // password or query values.
 func TestRunRedactsPrometheusAddress(t *testing.T) {
 	err := run([]string{"--prometheus-address=http://reader:s3cretPassw0rd@169.254.169.254:9090/?token=t0kenValue"})
-	const want = "invalid flags:\n" + `PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": must be empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
+	const want = "invalid flags:\n" + `PrometheusAddress (--prometheus-address) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want empty or an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`
 	if err == nil || err.Error() != want {
 		t.Errorf("run = %v,\nwant %s", err, want)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/prom"
 )
 
@@ -23,17 +22,13 @@ const (
 	OpenCostAddress = "INFERSCALE_OPENCOST_ADDRESS"
 )
 
-// maxQuoted bounds the address an error quotes, as package prom does: the variable may hold
-// anything of any length.
-const maxQuoted = 256
-
 // Address sets the flag named name of fs from the environment variable env (read through
 // getenv, os.Getenv outside tests) when the command line did not set the flag; call it after
 // fs.Parse. The command line wins: a flag it gives, even empty, leaves the variable unread.
 // An empty variable is no value, and white space around the value is dropped (a Secret written
 // from a file often ends in a newline, which no URL has).
 //
-// The value must pass [prom.ValidAddress], the rule the commands apply to the flag. A refused
+// The value must pass [prom.CheckAddress], the rule the commands apply to the flag. A refused
 // value is an error naming the variable and the flag, with the address redacted
 // ([prom.RedactAddress]: the password and query values) and cut to 256 bytes; the flag is then
 // left unset, so the command's own validation does not report it a second time under the
@@ -51,9 +46,8 @@ func Address(fs *flag.FlagSet, name, env string, getenv func(string) string) err
 	if v == "" {
 		return nil
 	}
-	if !prom.ValidAddress(v) {
-		return fmt.Errorf("$%s (read as --%s is not given) %s: want "+prom.AddressRule,
-			env, name, errtext.Quote(prom.RedactAddress(v), maxQuoted))
+	if err := prom.CheckAddress(v); err != nil {
+		return fmt.Errorf("$%s (read as --%s is not given) %w; want %s", env, name, err, prom.AddressRule)
 	}
 	return fs.Set(name, v)
 }

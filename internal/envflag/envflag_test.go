@@ -29,12 +29,12 @@ func TestAddress(t *testing.T) {
 		{name: "refused env value names the variable and the flag, redacted, flag left unset",
 			env:     "http://reader:s3cretPassw0rd@169.254.169.254:9090/?token=t0kenValue",
 			want:    "http://default:9090",
-			wantErr: `$TEST_ADDRESS (read as --address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
+			wantErr: `$TEST_ADDRESS (read as --address is not given) "http://reader:xxxxx@169.254.169.254:9090/?token=xxxxx": 169.254.169.254 is a link-local address (169.254.0.0/16, fe80::/10: cloud instance metadata lives there): refused; want an http:// or https:// URL with a host that is not a link-local, cloud-metadata or unspecified IP address`},
 		{name: "env value that does not parse is redacted",
 			env:     "http://reader:12/s3cret@prom:9090",
 			want:    "http://default:9090",
-			wantErr: `$TEST_ADDRESS (read as --address is not given) "http://reader:xxxxx@prom:9090": want`},
-		{name: "not a URL", env: "prom:9090", want: "http://default:9090", wantErr: `$TEST_ADDRESS (read as --address is not given) "prom:9090": want`},
+			wantErr: `$TEST_ADDRESS (read as --address is not given) "http://reader:xxxxx@prom:9090": the user or password is not valid in a URL`},
+		{name: "not a URL", env: "prom:9090", want: "http://default:9090", wantErr: `$TEST_ADDRESS (read as --address is not given) "prom:9090": must be an http:// or https:// URL with a host; want`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ type Prices struct {
 // Config configures a Client.
 type Config struct {
 	// Address is OpenCost's base URL (http:// or https://, e.g.
-	// http://opencost.opencost.svc:9003), validated as prom.ValidAddress validates a
+	// http://opencost.opencost.svc:9003), validated as prom.CheckAddress validates a
 	// Prometheus address; a path is kept ("/allocation" is appended) and so is a query (sent
 	// with every request). Logs and errors show it as prom.RedactAddress does.
 	Address string
@@ -109,14 +109,13 @@ type Client struct {
 }
 
 // New returns a Client for cfg. Errors: an address that is not an http:// or https:// URL
-// with a host, or that names a refused IP address (prom.ValidAddress), shown redacted.
+// with a host, or that names a refused IP address (prom.CheckAddress), shown redacted.
 func New(cfg Config) (*Client, error) {
-	if !prom.ValidAddress(cfg.Address) {
-		return nil, fmt.Errorf("opencost address %s: must be "+prom.AddressRule,
-			errtext.Quote(prom.RedactAddress(cfg.Address), 256))
+	if err := prom.CheckAddress(cfg.Address); err != nil {
+		return nil, fmt.Errorf("opencost address %w", err)
 	}
 	u, err := url.Parse(cfg.Address)
-	if err != nil { // ValidAddress parsed it
+	if err != nil { // CheckAddress parsed it
 		return nil, fmt.Errorf("opencost address %s: does not parse", errtext.Quote(prom.RedactAddress(cfg.Address), 256))
 	}
 	timeout := cfg.Timeout
@@ -137,7 +136,7 @@ func New(cfg Config) (*Client, error) {
 		http: &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: noRedirect}}, nil
 }
 
-// noRedirect refuses redirects: a redirect could lead the scaler to an address ValidAddress
+// noRedirect refuses redirects: a redirect could lead the scaler to an address CheckAddress
 // would refuse, and OpenCost's API does not redirect.
 func noRedirect(*http.Request, []*http.Request) error {
 	return errors.New("redirect refused (OpenCost's API does not redirect)")
