@@ -18,7 +18,8 @@ var ErrInvalidConfig = errors.New("capacity: invalid config")
 // SLO is the service level a rate must meet.
 type SLO struct {
 	// Latency is the limit on the Quantile of request latency (from scheduled send to
-	// complete response). Range: > 0.
+	// complete response). Range: (0, MaxRequestTimeout], and at most
+	// MeasureConfig.RequestTimeout.
 	Latency time.Duration
 	// Quantile of latency held to Latency, e.g. 0.99. Range: (0, 1).
 	Quantile float64
@@ -61,7 +62,9 @@ type MeasureConfig struct {
 	MaxLag time.Duration
 	// RequestTimeout bounds each request (a timed-out request is an error,
 	// "DeadlineExceeded"), and the drain of in-flight requests after a level. Range:
-	// (0, MaxRequestTimeout].
+	// [SLO.Latency, MaxRequestTimeout]: a shorter timeout would end, as errors, requests
+	// that meet the SLO (latency is counted from the scheduled send, the timeout from the
+	// actual one, so a request within SLO.Latency is always within the timeout).
 	RequestTimeout time.Duration
 	// SLO is what a level must meet to pass.
 	SLO SLO
@@ -74,9 +77,10 @@ func (c MeasureConfig) maxLag() time.Duration {
 	return c.SLO.Latency / 10
 }
 
-// MaxRequestTimeout bounds RequestTimeout: a server that accepts requests and never answers
-// holds each of them, and the drain after each level, this long at most. An hour is 3,600
-// times the default SLO latency; a request that slow has missed any SLO worth measuring.
+// MaxRequestTimeout bounds RequestTimeout, and so SLO.Latency (which RequestTimeout must
+// reach): a server that accepts requests and never answers holds each of them, and the drain
+// after each level, this long at most. An hour is 3,600 times the default SLO latency; a
+// request that slow has missed any SLO worth measuring.
 const MaxRequestTimeout = time.Hour
 
 // StableWindows is how many consecutive windows must agree (perf_analyzer: "the recent 3
@@ -121,11 +125,19 @@ func (c MeasureConfig) Validate() error {
 	if c.MaxLag < 0 {
 		bad("maxLag (--max-lag) is %v, want >= 0 (0: a tenth of --slo-latency)", c.MaxLag)
 	}
-	if c.RequestTimeout <= 0 || c.RequestTimeout > MaxRequestTimeout {
+	timeoutOK := c.RequestTimeout > 0 && c.RequestTimeout <= MaxRequestTimeout
+	if !timeoutOK {
 		bad("requestTimeout (--request-timeout) is %v, want (0, %v]", c.RequestTimeout, MaxRequestTimeout)
 	}
-	if c.SLO.Latency <= 0 {
-		bad("slo.latency (--slo-latency) is %v, want > 0", c.SLO.Latency)
+	latencyOK := c.SLO.Latency > 0 && c.SLO.Latency <= MaxRequestTimeout
+	if !latencyOK {
+		bad("slo.latency (--slo-latency) is %v, want (0, %v] (--request-timeout must reach it and is at most %v)", c.SLO.Latency, MaxRequestTimeout, MaxRequestTimeout)
+	}
+	// Said only when both are in range, so that one bad flag is not reported twice. A
+	// timeout below the SLO latency ends, as errors, requests that would have met the SLO:
+	// the level then passes or fails on the timeout and the error ceiling, not the latency.
+	if timeoutOK && latencyOK && c.RequestTimeout < c.SLO.Latency {
+		bad("requestTimeout (--request-timeout) is %v, want >= slo.latency (--slo-latency) %v: a request that would meet the SLO would time out first and count as an error", c.RequestTimeout, c.SLO.Latency)
 	}
 	if !(c.SLO.Quantile > 0 && c.SLO.Quantile < 1) {
 		bad("slo.quantile (--slo-quantile) is %v, want (0, 1), e.g. 0.99", c.SLO.Quantile)

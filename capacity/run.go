@@ -77,7 +77,11 @@ type Config struct {
 	Search  SearchConfig
 	Seed    uint64
 	// SkipMemory leaves out the load/unload/reload steps (a server in default model-control
-	// mode, or an OpenAI endpoint, which has no repository API).
+	// mode, or an OpenAI endpoint, which has no repository API). Without it, each of the up to
+	// three loads is bounded by triton.DefaultConfig's LoadTimeout (10 min, the bound the
+	// residency controller loads the model under in production), the wait for Triton to report
+	// the model unloaded by 5 min, and the other repository calls by its CallTimeout (10 s);
+	// these bounds are fixed, not flags.
 	SkipMemory bool
 	// OutDir is the folder the record is written to, as <model>.<profile>.yaml.
 	OutDir string
@@ -698,6 +702,10 @@ func startSampler(ctx context.Context, m *memSource) func() int64 {
 	}
 }
 
+// unloadWait bounds the wait, after an unload, for Triton to report the model UNAVAILABLE
+// (its in-flight requests finished and its memory released); unloading itself is quick.
+const unloadWait = 5 * time.Minute
+
 // loadFresh unloads the model if loaded (waiting until Triton reports it UNAVAILABLE), reads
 // the baseline, loads it timing the call, and returns the baseline, the load time, the steady
 // memory (device use above the baseline; Triton's memory_usage where no device reading is
@@ -718,7 +726,7 @@ func loadFresh(ctx context.Context, tc *triton.Client, mem *memSource, model str
 			if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
 				return 0, 0, 0, false, nil, fmt.Errorf("unload %s before measuring its load: %w", model, err)
 			}
-			if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
+			if _, err := tc.WaitState(ctx, model, false, unloadWait); err != nil {
 				return 0, 0, 0, false, nil, fmt.Errorf("unload %s: %w", model, err)
 			}
 		}
@@ -763,7 +771,7 @@ func reloadAndUnload(ctx context.Context, tc *triton.Client, mem *memSource, mod
 	if err := tc.Unload(ctx, model, triton.UnloadOptions{}); err != nil {
 		return 0, false, fmt.Errorf("unload %s: %w", model, err)
 	}
-	if _, err := tc.WaitState(ctx, model, false, 5*time.Minute); err != nil {
+	if _, err := tc.WaitState(ctx, model, false, unloadWait); err != nil {
 		return 0, false, fmt.Errorf("unload %s: %w", model, err)
 	}
 	returned := false

@@ -126,6 +126,9 @@ func TestHungServerEndsTheRun(t *testing.T) {
 			cfg.Protocol, cfg.Target, cfg.Model, cfg.Profile = tt.protocol, target, "m", "1g.10gb"
 			cfg.NVML, cfg.SkipMemory, cfg.OutDir = "off", true, t.TempDir()
 			cfg.ConnectTimeout, cfg.Measure.RequestTimeout = 300*time.Millisecond, requestTimeout
+			// The SLO latency may not exceed the timeout; the lag bound stays the default's
+			// 100 ms (a tenth of 1 s), so a busy machine does not make the level client-bound.
+			cfg.Measure.SLO.Latency, cfg.Measure.MaxLag = requestTimeout, 100*time.Millisecond
 			if tt.start { // one level of four 100 ms windows
 				cfg.Search.StartRPS, cfg.Search.MinRPS, cfg.Search.MaxRPS = 20, 20, 20
 				cfg.Measure.Window, cfg.Measure.MinWindowRequests, cfg.Measure.MaxWindows = 100*time.Millisecond, 1, 4
@@ -153,7 +156,10 @@ func TestHungServerEndsTheRun(t *testing.T) {
 }
 
 // TestTimeoutRanges: --request-timeout and --connect-timeout are bounded (they were > 0 only:
-// a hung server could hold each request, or the first contact, for as long as given).
+// a hung server could hold each request, or the first contact, for as long as given), and
+// --request-timeout may not be below --slo-latency (it was accepted: a request that met the
+// SLO latency timed out first and counted as an error, so the level's verdict was the
+// timeout's, not the SLO's).
 func TestTimeoutRanges(t *testing.T) {
 	tests := []struct {
 		name string
@@ -165,6 +171,21 @@ func TestTimeoutRanges(t *testing.T) {
 			"capacity: invalid config: requestTimeout (--request-timeout) is 1h0m1s, want (0, 1h0m0s]"},
 		{"request timeout 0", func(c *capacity.Config) { c.Measure.RequestTimeout = 0 },
 			"capacity: invalid config: requestTimeout (--request-timeout) is 0s, want (0, 1h0m0s]"},
+		{"defaults: 30s timeout, 1s SLO latency", func(c *capacity.Config) {}, ""},
+		{"request timeout equal to the SLO latency", func(c *capacity.Config) {
+			c.Measure.RequestTimeout, c.Measure.SLO.Latency = 500*time.Millisecond, 500*time.Millisecond
+		}, ""},
+		{"request timeout below the SLO latency", func(c *capacity.Config) {
+			c.Measure.RequestTimeout, c.Measure.SLO.Latency = 200*time.Millisecond, 500*time.Millisecond
+		}, "capacity: invalid config: requestTimeout (--request-timeout) is 200ms, want >= slo.latency (--slo-latency) 500ms: a request that would meet the SLO would time out first and count as an error"},
+		// No timeout in range could reach it: the latency's own range says so, once.
+		{"SLO latency past the timeout's bound", func(c *capacity.Config) { c.Measure.SLO.Latency = 2 * time.Hour },
+			"capacity: invalid config: slo.latency (--slo-latency) is 2h0m0s, want (0, 1h0m0s] (--request-timeout must reach it and is at most 1h0m0s)"},
+		// Each out of its range: each said once, and not compared.
+		{"request timeout and SLO latency both out of range", func(c *capacity.Config) {
+			c.Measure.RequestTimeout, c.Measure.SLO.Latency = 0, -time.Second
+		}, "capacity: invalid config: requestTimeout (--request-timeout) is 0s, want (0, 1h0m0s]\n" +
+			"capacity: invalid config: slo.latency (--slo-latency) is -1s, want (0, 1h0m0s] (--request-timeout must reach it and is at most 1h0m0s)"},
 		{"connect timeout at its bound", func(c *capacity.Config) { c.ConnectTimeout = 5 * time.Minute }, ""},
 		{"connect timeout past its bound", func(c *capacity.Config) { c.ConnectTimeout = 5*time.Minute + time.Second },
 			"capacity: invalid config: --connect-timeout 5m1s: want (0, 5m0s]"},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/residency"
+	"github.com/inferscale/inferscale/residency/triton"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
@@ -35,6 +36,10 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{name: "required flags", args: nil, want: []string{`--target ""`, "--model is required", `--mig-profile ""`}},
 		{name: "ranges", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--slo-quantile=1.5", "--slo-latency=-1s", "--step-factor=1", "--window=0s"},
 			want: []string{"--slo-quantile", "--slo-latency", "--step-factor", "--window"}},
+		// Reported with the other bad flags; a request meeting the SLO timed out first before.
+		{name: "request timeout below the SLO latency", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--slo-latency=500ms", "--request-timeout=200ms", "--window=0s"},
+			exact: "capacity: invalid config: window (--window) is 0s, want (0, 1h0m0s]\n" +
+				"capacity: invalid config: requestTimeout (--request-timeout) is 200ms, want >= slo.latency (--slo-latency) 500ms: a request that would meet the SLO would time out first and count as an error\n"},
 		{name: "target without port", args: []string{"--target=localhost", "--model=m", "--mig-profile=1g.10gb"}, want: []string{`--target "localhost": want host:port`}},
 		{name: "bad input tensor", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP33:1"}, want: []string{`--input "X:FP33:1": datatype "FP33"`}},
 		// 6 GB of prompt per request before.
@@ -189,33 +194,48 @@ func TestPeakOverBudgetIsRefused(t *testing.T) {
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestOpenAIWithTrace: --protocol=openai against a server streaming as vLLM does, with the
-// Azure LLM code trace's arrival shape and token columns: the record says so, the server sees
-// the trace's varied max_tokens, and the catalog-facing memory figures are not claimed.
-func TestOpenAIWithTrace(t *testing.T) {
-	var mu sync.Mutex
-	maxTokens := map[float64]bool{}
+// openAIServer is an OpenAI-compatible server streaming as vLLM does: GET /v1/models lists
+// model; POST /v1/completions is handed to complete (which reads the request) and, when it
+// returns true, answered with one streamed token and [DONE] (false: nothing is written); any
+// other path is 404. It returns the base URL; the server is closed when the test ends.
+func openAIServer(t *testing.T, model string, complete func(r *http.Request) bool) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
-			fmt.Fprint(w, `{"data":[{"id":"meta/llama"}]}`)
+			fmt.Fprintf(w, `{"data":[{"id":%q}]}`, model)
 		case "/v1/completions":
-			var body map[string]any
-			_ = json.NewDecoder(r.Body).Decode(&body)
-			mu.Lock()
-			maxTokens[body["max_tokens"].(float64)] = true
-			mu.Unlock()
+			if !complete(r) {
+				return
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
 		default:
 			http.NotFound(w, r)
 		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestOpenAIWithTrace: --protocol=openai against a server streaming as vLLM does, with the
+// Azure LLM code trace's arrival shape and token columns: the record says so, the server sees
+// the trace's varied max_tokens, and the catalog-facing memory figures are not claimed.
+func TestOpenAIWithTrace(t *testing.T) {
+	var mu sync.Mutex
+	maxTokens := map[float64]bool{}
+	url := openAIServer(t, "meta/llama", func(r *http.Request) bool {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		maxTokens[body["max_tokens"].(float64)] = true
+		mu.Unlock()
+		return true
+	})
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	// A served model name with a slash, as vLLM's are: the record is one file in --out.
-	args := append([]string{"--protocol=openai", "--target=" + srv.URL, "--model=meta/llama", "--mig-profile=h100-80gb", "--slo-latency=1s",
+	args := append([]string{"--protocol=openai", "--target=" + url, "--model=meta/llama", "--mig-profile=h100-80gb", "--slo-latency=1s",
 		"--trace=../../replay/demo/AzureLLMInferenceTrace_code.csv", "--start-rate=200", "--max-rate=200", "--out=" + dir}, short...)
 	// The trace is bursty (lulls of a minute): whether 200 req/s in its shape passes in these
 	// short windows is not the point here; allowed (0) or refused (1), the record is written.
@@ -294,6 +314,17 @@ func TestBadInputRefusedBeforeMeasuring(t *testing.T) {
 	}
 }
 
+// TestSkipMemoryHelpGivesTheLoadBound: --skip-memory's help names the fixed bound of each
+// load, which is the Triton client's default (the one the residency controller loads under),
+// so the help cannot drift from it.
+func TestSkipMemoryHelpGivesTheLoadBound(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	want := "each load is bounded by " + triton.DefaultConfig().LoadTimeout.String() + " and each unload's wait by 5m0s (fixed)"
+	if code := run(context.Background(), []string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("--help: exit %d, stderr %q; want 0 and %q", code, stderr.String(), want)
+	}
+}
+
 // TestVersion: --version prints the module version line and measures nothing, as every command.
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
@@ -324,31 +355,22 @@ func (w *flipWriter) Write(p []byte) (int, error) {
 // "passed false". Now stdout says it in one line, and the level's progress line says why.
 func TestClientBoundAfterPassSaysLowerBound(t *testing.T) {
 	var hold atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v1/models":
-			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
-		case "/v1/completions":
-			_, _ = io.Copy(io.Discard, r.Body) // the server sees the client's cancel only once the body is read
-			if hold.Load() {
-				<-r.Context().Done() // until the level's end cancels it
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
-		default:
-			http.NotFound(w, r)
+	url := openAIServer(t, "m", func(r *http.Request) bool {
+		_, _ = io.Copy(io.Discard, r.Body) // the server sees the client's cancel only once the body is read
+		if hold.Load() {
+			<-r.Context().Done() // until the level's end cancels it
+			return false
 		}
-	}))
-	defer srv.Close()
+		time.Sleep(20 * time.Millisecond)
+		return true
+	})
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	stderr := &flipWriter{flip: func() { hold.Store(true) }}
 	// Four windows a level whatever the latencies (max-windows 4), so the seeded schedule sends
 	// the same arrivals every run; stability 1 keeps a slow machine's jitter from failing the
 	// first level as growing.
-	args := []string{"--protocol=openai", "--target=" + srv.URL, "--model=m", "--mig-profile=h100-80gb", "--slo-latency=10s",
+	args := []string{"--protocol=openai", "--target=" + url, "--model=m", "--mig-profile=h100-80gb", "--slo-latency=10s",
 		"--start-rate=100", "--max-rate=1000", "--max-in-flight=50", "--window=200ms", "--min-window-requests=20", "--max-windows=4", "--stability=1",
 		"--nvml=off", "--digest=sha256:1ddc87c7174a6290c013f11b6ced738b0f7855bc240a12904ca65b0ed85d22dc", "--out=" + dir}
 	if code := run(context.Background(), args, &stdout, stderr); code != 0 {
