@@ -32,7 +32,8 @@ import (
 // is not finite) leaves its controller without a price; it is logged at WARN once per episode
 // (when the controller starts being refused), at DEBUG on every refresh it still is, at INFO
 // when an answer no longer refuses it, and counted per namespace in
-// inferscale_scaler_opencost_refused_controllers.
+// inferscale_scaler_opencost_refused_controllers (absent while the namespace's prices are
+// dropped: it counts the last good answer's refusals, and that answer is gone).
 
 // openCostStaleAfter is how many refresh intervals a namespace's last good answer lasts.
 const openCostStaleAfter = 3
@@ -86,7 +87,7 @@ func newOpenCostPrices(client openCostFetcher, window, refresh time.Duration, lo
 		}),
 		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_opencost_refused_controllers",
-			Help: "Controllers of the namespace that OpenCost's last good answer priced with a refused entry (minutes or totalCost missing, null or negative, a sum that overflows, a price not finite): they have no OpenCost price.",
+			Help: "Controllers of the namespace that OpenCost's last good answer priced with a refused entry (minutes or totalCost missing, null or negative, a sum that overflows, a price not finite): they have no OpenCost price. Absent while the namespace's prices are dropped as stale.",
 		}, []string{"namespace"}),
 		byNS: map[string]*nsPrices{}, wanted: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 }
@@ -267,6 +268,7 @@ func (p *openCostPrices) dropStale(now time.Time) {
 	for ns, e := range p.byNS {
 		if !e.at.IsZero() && !e.dropped && now.Sub(e.at) > openCostStaleAfter*p.refresh {
 			e.dropped, e.prices = true, nil
+			p.refused.DeleteLabelValues(ns) // it counted the dropped answer's refusals
 			drops = append(drops, drop{ns, e.at, e.lastErr})
 		}
 	}

@@ -211,7 +211,8 @@ func TestOpenCostPricesThroughMetrics(t *testing.T) {
 // A namespace's prices last 3 refresh intervals past their last good answer: OpenCost
 // failing counts every failed refresh, logs the failure once, keeps the price until it is
 // 30 minutes old, then drops it (absent) and logs the drop once, with the address redacted.
-// The metadata price is untouched; a good answer brings the price back.
+// The metadata price is untouched; a good answer brings the price back. The count of refused
+// controllers goes with the dropped answer (it stayed at the dropped answer's count).
 func TestOpenCostStalePriceDropped(t *testing.T) {
 	h := newOpenCostHarness(t)
 	h.srv.Refresh(t0)
@@ -219,6 +220,7 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 	h.prices.refreshOnce(ctx, false)
 	pool := retryMeta(verifiedKV...)
 	price := series("replica_hour_price", "team-a", "pool", pool, `,source="opencost"`, 2)
+	const refused = `inferscale_scaler_opencost_refused_controllers{namespace="team-a"} 0`
 
 	h.oc.set(http.StatusInternalServerError)
 	for _, m := range []time.Duration{10, 20, 30} {
@@ -226,8 +228,8 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 		h.prices.refreshOnce(ctx, false)
 	}
 	body := h.scrape(t)
-	if !strings.Contains(body, price+"\n") || !strings.Contains(body, "inferscale_scaler_opencost_refresh_failures_total 3\n") {
-		t.Errorf("at 30 minutes (3 refreshes): want the price kept and 3 failures:\n%s", grepLines(body, "replica_hour_price", "opencost_refresh"))
+	if !strings.Contains(body, price+"\n") || !strings.Contains(body, "inferscale_scaler_opencost_refresh_failures_total 3\n") || !strings.Contains(body, refused+"\n") {
+		t.Errorf("at 30 minutes (3 refreshes): want the price kept, 3 failures and the refused count kept:\n%s", grepLines(body, "replica_hour_price", "opencost_refresh", "refused"))
 	}
 	h.clock.set(t0.Add(30*time.Minute + time.Second))
 	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_replica_hour_price"); err != nil || n != 2 {
@@ -238,8 +240,8 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 		h.prices.refreshOnce(ctx, false)
 	}
 	body = h.scrape(t)
-	if strings.Contains(body, `source="opencost"`) || strings.Contains(body, `scaledobject="pool"} 28`) {
-		t.Errorf("stale: OpenCost's price or its cost still exported:\n%s", grepLines(body, "replica_hour_price", "cost_per_hour"))
+	if strings.Contains(body, `source="opencost"`) || strings.Contains(body, `scaledobject="pool"} 28`) || strings.Contains(body, "opencost_refused_controllers{") {
+		t.Errorf("stale: OpenCost's price, its cost or its refused count still exported:\n%s", grepLines(body, "replica_hour_price", "cost_per_hour", "refused"))
 	}
 	if !strings.Contains(body, series("cost_per_hour", "team-a", "priced", retryMeta("gpuHourPrice", "2.5", verifiedKV[0], verifiedKV[1]), "", 35)+"\n") ||
 		!strings.Contains(body, "inferscale_scaler_opencost_refresh_failures_total 5\n") {
@@ -259,8 +261,8 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 	h.oc.set(http.StatusOK)
 	h.clock.set(t0.Add(time.Hour))
 	h.prices.refreshOnce(ctx, false)
-	if !strings.Contains(h.scrape(t), price+"\n") || !strings.Contains(h.logs.String(), "OpenCost refresh succeeded again") {
-		t.Errorf("recovered: want the price back and the recovery logged")
+	if body := h.scrape(t); !strings.Contains(body, price+"\n") || !strings.Contains(body, refused+"\n") || !strings.Contains(h.logs.String(), "OpenCost refresh succeeded again") {
+		t.Errorf("recovered: want the price and the refused count back and the recovery logged:\n%s", grepLines(body, "replica_hour_price", "refused"))
 	}
 }
 
