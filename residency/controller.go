@@ -111,7 +111,7 @@ type Controller struct {
 	cat          plan.Catalog // replaced by SetCatalog; read through catalog()
 	loadedDigest map[string]string
 	firstReady   map[string]time.Time
-	// lastCount is each loaded model's inference count at the last loop; est its decayed
+	// lastCount is each loaded model's finished-request count (success + fail) at the last loop; est its decayed
 	// demand (kept while it is not loaded: its history counts when it is wanted again); work
 	// its in-flight accounting; lastObserved the last loop's time.
 	lastCount    map[string]uint64

@@ -61,7 +61,6 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 	}
 	type agg struct {
 		last     time.Time
-		count    uint64
 		finished uint64 // requests that succeeded or failed
 		bytes    int64
 	}
@@ -71,7 +70,10 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		if s.LastInference.After(a.last) {
 			a.last = s.LastInference
 		}
-		a.count += s.InferenceCount
+		// Requests, not inferences: InferenceCount counts each element of a batched request
+		// (a batch-32 request adds 32), while Success and Fail count requests, as the
+		// nv_inference_request_success and _failure counters that give the demand of models
+		// not loaded do.
 		a.finished += s.Success.Count + s.Fail.Count
 		// Each GPUBytes is at most triton.MaxStatisticsBytes (2^50); the sums over versions and
 		// models saturate rather than wrap (a 4 MiB answer can list 2^17 entries).
@@ -99,7 +101,7 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		}
 		if a, ok := per[name]; ok {
 			st.LastUsed, st.MeasuredBytes = a.last, a.bytes
-			o.demand[name] = c.arrivedLocked(name, now, a.count)
+			o.demand[name] = c.arrivedLocked(name, now, a.finished)
 			q, known := queued[name]
 			if queued == nil {
 				q = -1
@@ -216,8 +218,9 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 // then at most once per period while it lasts (the metric counts every loop).
 const deviceWarnEvery = 5 * time.Minute
 
-// arrivedLocked adds the requests name served since the last loop (the growth of its
-// cumulative inference count) to its decayed demand estimate and returns the estimate at now in
+// arrivedLocked adds the requests name finished since the last loop (the growth of its
+// cumulative success + failure request count; a batched request counts once) to its decayed
+// demand estimate and returns the estimate at now in
 // req/s (plan.DecayedRate, half-life plan.DefaultHalfLife). The first reading of a count, and a
 // count below the previous one (Triton restarted, or the model was reloaded), is a baseline.
 func (c *Controller) arrivedLocked(name string, now time.Time, count uint64) float64 {

@@ -5,6 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/proto/inference"
+
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
@@ -67,6 +72,14 @@ type Model struct {
 	// Concurrency is how many requests execute at once (Triton's instance
 	// count); more wait in the model's queue. Range: >= 0, 0 means 1.
 	Concurrency int
+	// MaxBatchSize is the model configuration's max_batch_size: 0, the model does not batch
+	// and each request is one inference; above 0, a request's batch size is the first
+	// dimension of its first input (a request without inputs counts 1), and, as Triton
+	// counts, the model's inference_count and nv_inference_count grow by the batch size while
+	// its success count, execution_count and nv_inference_request_success grow by one. A
+	// batch size outside [1, MaxBatchSize] fails INVALID_ARGUMENT with Triton's text. Range:
+	// >= 0.
+	MaxBatchSize int
 	// Fault injected into this model from the start.
 	Fault Fault
 }
@@ -80,6 +93,19 @@ func (m Model) version() string {
 
 func (m Model) concurrency() int {
 	return max(1, m.Concurrency)
+}
+
+// batchSize is the inferences req carries (Model.MaxBatchSize), or Triton's INVALID_ARGUMENT
+// for a batch size the model does not take.
+func (m Model) batchSize(req *inference.ModelInferRequest) (uint64, error) {
+	if m.MaxBatchSize == 0 || len(req.GetInputs()) == 0 {
+		return 1, nil
+	}
+	shape := req.GetInputs()[0].GetShape()
+	if len(shape) == 0 || shape[0] < 1 || shape[0] > int64(m.MaxBatchSize) {
+		return 0, status.Errorf(codes.InvalidArgument, "inference request batch-size must be <= %d for '%s'", m.MaxBatchSize, m.Name)
+	}
+	return uint64(shape[0]), nil
 }
 
 // Distribution is the shape of a model's service-time distribution. Draws come from a
@@ -178,6 +204,9 @@ func (c Config) Validate() error {
 			}
 		default:
 			bad("%s.serviceDistribution is %q, want %q, %q or %q", field, m.ServiceDistribution, Deterministic, Exponential, Lognormal)
+		}
+		if m.MaxBatchSize < 0 {
+			bad("%s.maxBatchSize is %d, want >= 0 (0: the model does not batch)", field, m.MaxBatchSize)
 		}
 		if m.Concurrency < 0 {
 			bad("%s.concurrency is %d, want >= 0 (0 means 1)", field, m.Concurrency)

@@ -26,6 +26,7 @@ type fileModel struct {
 	ServiceDistribution Distribution `json:"serviceDistribution,omitempty"`
 	ServiceCV           float64      `json:"serviceCV,omitempty"`
 	Concurrency         int          `json:"concurrency,omitempty"`
+	MaxBatchSize        int          `json:"maxBatchSize,omitempty"`
 	Fault               fileFault    `json:"fault,omitempty"`
 }
 
@@ -64,7 +65,7 @@ func ParseConfig(data []byte) (Config, error) {
 	for _, m := range fc.Models {
 		cfg.Models = append(cfg.Models, Model{
 			Name: m.Name, Version: m.Version, MemoryBytes: m.MemoryBytes,
-			LoadTime: m.LoadTime.Duration, ServiceTime: m.ServiceTime.Duration, Concurrency: m.Concurrency,
+			LoadTime: m.LoadTime.Duration, ServiceTime: m.ServiceTime.Duration, Concurrency: m.Concurrency, MaxBatchSize: m.MaxBatchSize,
 			ServiceDistribution: m.ServiceDistribution, ServiceCV: m.ServiceCV,
 			Fault: Fault{
 				FailLoad: m.Fault.FailLoad, FailLoadCount: m.Fault.FailLoadCount, HangLoad: m.Fault.HangLoad,

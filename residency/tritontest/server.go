@@ -663,6 +663,11 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 		// version loaded, whether never loaded, unloading or unloaded.
 		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' has no available versions", name)
 	}
+	batch, err := m.spec.batchSize(req)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	restarted := s.restarted
 	arrived := s.clock.Now()
 	version := m.spec.version()
@@ -710,7 +715,7 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 	}
 	end := s.clock.Now()
 	queue, compute := started.Sub(arrived), end.Sub(started)
-	m.inferenceCount++
+	m.inferenceCount += batch
 	m.executionCount++
 	m.success.add(end.Sub(arrived))
 	m.queued.add(queue)
@@ -718,7 +723,7 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 	m.lastInference = end
 	vals := []string{name, version}
 	s.metrics.success.WithLabelValues(vals...).Inc()
-	s.metrics.count.WithLabelValues(vals...).Inc()
+	s.metrics.count.WithLabelValues(vals...).Add(float64(batch))
 	s.metrics.execCount.WithLabelValues(vals...).Inc()
 	s.metrics.requestUS.WithLabelValues(vals...).Add(float64(end.Sub(arrived).Microseconds()))
 	s.metrics.queueUS.WithLabelValues(vals...).Add(float64(queue.Microseconds()))

@@ -598,3 +598,31 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchedRequestsCountAsTritonCounts: with max_batch_size, a request's batch size is its
+// first input's first dimension; inference_count grows by it, the success and execution counts
+// by one request (Triton's statistics extension and its nv_inference_count); a batch size above
+// max_batch_size is refused INVALID_ARGUMENT and counts nowhere.
+func TestBatchedRequestsCountAsTritonCounts(t *testing.T) {
+	f := start(t, explicit([]tritontest.Model{{Name: "img", MemoryBytes: gib, MaxBatchSize: 8}}, "img"))
+	req := func(b int64) *inference.ModelInferRequest {
+		return &inference.ModelInferRequest{ModelName: "img", Inputs: []*inference.ModelInferRequest_InferInputTensor{
+			{Name: "INPUT0", Datatype: "FP32", Shape: []int64{b, 224, 224, 3}}}}
+	}
+	for _, b := range []int64{8, 3} {
+		if _, err := f.infer.ModelInfer(f.ctx, req(b)); err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+	}
+	_, err := f.infer.ModelInfer(f.ctx, req(9))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "inference request batch-size must be <= 8 for 'img'") {
+		t.Errorf("batch 9 of max 8: %v, want InvalidArgument with Triton's text", err)
+	}
+	stats, err := f.client.Statistics(f.ctx, "img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != 1 || stats[0].InferenceCount != 11 || stats[0].ExecutionCount != 2 || stats[0].Success.Count != 2 || stats[0].Fail.Count != 0 {
+		t.Errorf("statistics %+v, want inference_count 11, execution_count 2, success 2, fail 0", stats)
+	}
+}
