@@ -1,12 +1,18 @@
 package replay
 
 import (
+	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestResidencyGDS: GreedyDual-Size evicts by cost ÷ size, not recency. Budget 10 GiB; a (1 GiB,
@@ -135,6 +141,27 @@ func TestResidencySummaryRows(t *testing.T) {
 		}
 		if r.FailedRequests != 0 || r.HitRatio <= 0 || r.HitRatio > 1 {
 			t.Errorf("row %d (%s): failed %d, hit ratio %g", i, r.Policy, r.FailedRequests, r.HitRatio)
+		}
+	}
+	// summary.json's "residency" array carries the issue's field names, each row all of them.
+	data, err := json.Marshal(Summary{Residency: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top struct {
+		Residency []map[string]json.RawMessage `json:"residency"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil || len(top.Residency) != len(rows) {
+		t.Fatalf("summary.json residency: %d rows (%v), want %d", len(top.Residency), err, len(rows))
+	}
+	want := []string{"budgetBytes", "bytesLoaded", "failedRequests", "hitRatio", "loadStallSeconds", "loads", "policy"}
+	for i, r := range top.Residency {
+		got := slices.Sorted(maps.Keys(r))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("summary.json residency[%d] keys (-want +got):\n%s", i, diff)
+		}
+		if p := string(r["policy"]); p != strconv.Quote(rows[i].Policy) {
+			t.Errorf("residency[%d].policy = %s, want %q", i, p, rows[i].Policy)
 		}
 	}
 }
