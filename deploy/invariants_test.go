@@ -598,6 +598,149 @@ func TestSidecarFlags(t *testing.T) {
 	})
 }
 
+// TestPoolPorts pins which container serves each of a pool's ports. With the sidecar, the
+// inference front serves the pool's HTTP and gRPC ports (the Service's targets), Triton's own
+// HTTP and gRPC move to +100 (gRPC on the loopback; HTTP on every address, for the kubelet's
+// startup and liveness probes, in no Service). Without it Triton or vLLM serves them itself.
+func TestPoolPorts(t *testing.T) {
+	type want struct {
+		ports       map[string]map[string]int32 // container -> port name -> containerPort
+		engineArgs  map[string]string           // Triton's port flags; nil for vLLM
+		sidecarArgs map[string]string           // the sidecar's front flags; nil without it
+		probePort   string                      // the engine's startup and liveness probe port
+		service     map[string]int32            // Service port name (= targetPort) -> port
+	}
+	tritonFlags := []string{"http-port", "grpc-port", "grpc-address", "metrics-port"}
+	frontFlags := []string{"triton-address", "inference-listen", "inference-http-listen", "triton-http-url"}
+	tests := []struct {
+		name string
+		give map[string]any
+		pool string
+		want want
+	}{
+		{
+			name: "triton with the sidecar",
+			give: map[string]any{"pools": []any{minimalPool()}},
+			pool: "rel-inferscale-p",
+			want: want{
+				ports: map[string]map[string]int32{
+					"triton":    {"triton-http": 8100, "metrics": 8002},
+					"residency": {"residency": 8090, "http": 8000, "grpc": 8001},
+				},
+				engineArgs: map[string]string{"http-port": "8100", "grpc-port": "8101", "grpc-address": "127.0.0.1", "metrics-port": "8002"},
+				sidecarArgs: map[string]string{
+					"triton-address": "127.0.0.1:8101", "inference-listen": ":8001",
+					"inference-http-listen": ":8000", "triton-http-url": "http://127.0.0.1:8100",
+				},
+				probePort: "triton-http",
+				service:   map[string]int32{"http": 8000, "grpc": 8001},
+			},
+		},
+		{
+			name: "triton with the sidecar as a plain container, other ports",
+			give: map[string]any{
+				"residency": map[string]any{"nativeSidecar": false},
+				"pools":     []any{tritonPool("p", map[string]any{"ports": map[string]any{"http": 9000, "grpc": 9001, "metrics": 9002}})},
+			},
+			pool: "rel-inferscale-p",
+			want: want{
+				ports: map[string]map[string]int32{
+					"triton":    {"triton-http": 9100, "metrics": 9002},
+					"residency": {"residency": 8090, "http": 9000, "grpc": 9001},
+				},
+				engineArgs: map[string]string{"http-port": "9100", "grpc-port": "9101", "grpc-address": "127.0.0.1", "metrics-port": "9002"},
+				sidecarArgs: map[string]string{
+					"triton-address": "127.0.0.1:9101", "inference-listen": ":9001",
+					"inference-http-listen": ":9000", "triton-http-url": "http://127.0.0.1:9100",
+				},
+				probePort: "triton-http",
+				service:   map[string]int32{"http": 9000, "grpc": 9001},
+			},
+		},
+		{
+			// Without the sidecar nothing is at +100, so ports.http + 100 may be the metrics port.
+			name: "triton without the sidecar, ports.http + 100 on the metrics port",
+			give: map[string]any{"pools": []any{tritonPool("p", map[string]any{
+				"residency": map[string]any{"enabled": false}, "ports": map[string]any{"http": 7902}})}},
+			pool: "rel-inferscale-p",
+			want: want{
+				ports:      map[string]map[string]int32{"triton": {"http": 7902, "grpc": 8001, "metrics": 8002}},
+				engineArgs: map[string]string{"http-port": "7902", "grpc-port": "8001", "metrics-port": "8002"},
+				probePort:  "http",
+				service:    map[string]int32{"http": 7902, "grpc": 8001},
+			},
+		},
+		{
+			name: "vllm",
+			give: map[string]any{"pools": []any{vllmPool("llama")}},
+			pool: "rel-inferscale-llama",
+			want: want{
+				ports:     map[string]map[string]int32{"engine": {"http": 8000}},
+				probePort: "http",
+				service:   map[string]int32{"http": 8000},
+			},
+		},
+	}
+	pick := func(args []string, keys []string) map[string]string {
+		all, m := argMap(args), map[string]string{}
+		for _, k := range keys {
+			if v, ok := all[k]; ok {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel, err := render(t, tt.give)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := decodeRelease(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := o.deployments[tt.pool]
+			if d == nil {
+				t.Fatalf("no Deployment %s among %v", tt.pool, o.kinds)
+			}
+			spec := d.Spec.Template.Spec
+			var got want
+			got.ports = map[string]map[string]int32{}
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				got.ports[c.Name] = map[string]int32{}
+				for _, p := range c.Ports {
+					got.ports[c.Name][p.Name] = p.ContainerPort
+				}
+			}
+			eng := spec.Containers[0]
+			if tr, ok := container(spec.Containers, "triton"); ok {
+				got.engineArgs = pick(tr.Args, tritonFlags)
+			}
+			if sc, ok := sidecar(spec); ok {
+				got.sidecarArgs = pick(sc.Args, frontFlags)
+			}
+			if sp, lp := eng.StartupProbe, eng.LivenessProbe; sp != nil && lp != nil && sp.HTTPGet != nil && lp.HTTPGet != nil && sp.HTTPGet.Port == lp.HTTPGet.Port {
+				got.probePort = sp.HTTPGet.Port.String()
+			}
+			svc := o.services[tt.pool]
+			if svc == nil {
+				t.Fatalf("no Service %s among %v", tt.pool, o.kinds)
+			}
+			got.service = map[string]int32{}
+			for _, p := range svc.Spec.Ports {
+				if p.TargetPort.String() != p.Name {
+					t.Errorf("Service port %s: targetPort %s, want the container port of that name", p.Name, p.TargetPort.String())
+				}
+				got.service[p.Name] = p.Port
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tt.pool, diff)
+			}
+		})
+	}
+}
+
 // TestTritonExample pins what the Triton example promises: 1g.10gb slices, one pinned
 // embedding model and a long P2 tail that fits the slice only in part.
 func TestTritonExample(t *testing.T) {

@@ -121,8 +121,9 @@ func TestChartDefaultsEqualGoDefaults(t *testing.T) {
 		want := residency.DefaultConfig()
 		// Deliberate differences: per pod, from the pool and the downward API.
 		want.MIGProfile, want.PrometheusAddress, want.Namespace = "1g.10gb", chartProm, namespace
-		// The inference front takes the pool's gRPC port; Triton's gRPC moves behind it.
+		// The inference front takes the pool's gRPC and HTTP ports; Triton's own move behind it.
 		want.InferenceListen, want.TritonAddress = ":8001", "127.0.0.1:8101"
+		want.InferenceHTTPListen, want.TritonHTTPURL = ":8000", "http://127.0.0.1:8100"
 		// The held-bytes bound fits the container's 128Mi memory limit (values.yaml).
 		want.HoldMaxTotalBytes = 64 << 20
 		if diff := cmp.Diff(want, residencyConfig(t, decls, sc)); diff != "" {
@@ -506,17 +507,15 @@ func TestEveryFlagHasAChartValue(t *testing.T) {
 				"query-max-response-bytes": "cmd/scaler's default (16 MiB, sized with max-triggers, docs/scaler-prom.md); scaler.extraArgs overrides it",
 			}},
 		{"residency", residencyFlagDecls(t), sc.Args, map[string]string{
-			"namespace":             "defaults to $POD_NAMESPACE, which the chart sets from the downward API",
-			"pod-name":              "defaults to $POD_NAME, which the chart sets from the downward API",
-			"budget-bytes":          "only with pools[].residency.budgetBytes; otherwise the MIG profile's table entry",
-			"demand-query":          "only with pools[].residency.demandQuery; otherwise Triton's preset",
-			"hold-timeout":          "the inference front's bounds keep cmd/residency's defaults (docs/residency.md, Hold and fail fast); residency.extraArgs overrides them",
-			"hold-max-requests":     "as hold-timeout",
-			"hold-max-bytes":        "as hold-timeout",
-			"max-request-bytes":     "as hold-timeout",
-			"retry-pushback":        "as hold-timeout",
-			"inference-http-listen": "off in the chart: it routes gRPC through the front; Triton's HTTP port (and its probes) stay Triton's",
-			"triton-http-url":       "as inference-http-listen",
+			"namespace":         "defaults to $POD_NAMESPACE, which the chart sets from the downward API",
+			"pod-name":          "defaults to $POD_NAME, which the chart sets from the downward API",
+			"budget-bytes":      "only with pools[].residency.budgetBytes; otherwise the MIG profile's table entry",
+			"demand-query":      "only with pools[].residency.demandQuery; otherwise Triton's preset",
+			"hold-timeout":      "the inference front's bounds keep cmd/residency's defaults (docs/residency.md, Hold and fail fast); residency.extraArgs overrides them",
+			"hold-max-requests": "as hold-timeout",
+			"hold-max-bytes":    "as hold-timeout",
+			"max-request-bytes": "as hold-timeout",
+			"retry-pushback":    "as hold-timeout",
 		}},
 	}
 	for _, tt := range tests {

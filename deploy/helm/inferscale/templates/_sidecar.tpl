@@ -11,10 +11,13 @@ Its flags are cmd/residency's. */}}
   image: {{ include "inferscale.image" (dict "image" $r.image "root" $root) | quote }}
   imagePullPolicy: {{ $r.image.pullPolicy }}
   args:
-    {{- /* The inference front (docs/residency.md "Hold and fail fast") takes the pool's gRPC port;
-    Triton's own gRPC listens on 127.0.0.1 at that port + 100, inside the pod only. */}}
+    {{- /* The inference front (docs/residency.md "Hold and fail fast") takes the pool's gRPC and
+    HTTP ports; Triton's own gRPC listens on 127.0.0.1 at that port + 100, inside the pod only,
+    and Triton's own HTTP at the HTTP port + 100 (on every address, for the kubelet's probes). */}}
     - --triton-address=127.0.0.1:{{ add $ports.grpc 100 }}
     - --inference-listen=:{{ $ports.grpc }}
+    - --inference-http-listen=:{{ $ports.http }}
+    - --triton-http-url=http://127.0.0.1:{{ add $ports.http 100 }}
     - --triton-metrics-url=http://localhost:{{ $ports.metrics }}/metrics
     - --catalog=/etc/inferscale/catalog.yaml
     {{- if $res.budgetBytes }}
@@ -64,6 +67,9 @@ Its flags are cmd/residency's. */}}
   ports:
     - name: residency
       containerPort: {{ $rc.port }}
+      protocol: TCP
+    - name: http
+      containerPort: {{ $ports.http }}
       protocol: TCP
     - name: grpc
       containerPort: {{ $ports.grpc }}
