@@ -220,31 +220,52 @@ func (c *Client) Close() error {
 	return c.conn.Close()
 }
 
-func (c *Client) ctx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// ctx bounds a call by d unless ctx has a deadline of its own; when d ends the call, the
+// context's cause is a *ClientTimeout naming the bound (field: "CallTimeout" or
+// "LoadTimeout"), which wrap adds to the error.
+func (c *Client) ctx(ctx context.Context, d time.Duration, field string) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, d)
+	return context.WithTimeoutCause(ctx, d, &ClientTimeout{Field: field, Timeout: d})
+}
+
+// ClientTimeout is the cause of a call that the client's own bound ended (the context had
+// no deadline of its own): Field is the Config field, Timeout its value. A StatusError for
+// such a call carries it, so its text says which bound ran out.
+type ClientTimeout struct {
+	Field   string
+	Timeout time.Duration
+}
+
+// Error reads "no answer within 10m0s (triton.Config.LoadTimeout, the client's bound on a
+// load)".
+func (e *ClientTimeout) Error() string {
+	what := "a call"
+	if e.Field == "LoadTimeout" {
+		what = "a load"
+	}
+	return fmt.Sprintf("no answer within %s (triton.Config.%s, the client's bound on %s)", e.Timeout, e.Field, what)
 }
 
 // ServerLive reports whether Triton is live.
 func (c *Client) ServerLive(ctx context.Context) (bool, error) {
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	resp, err := c.rpc.ServerLive(ctx, &inference.ServerLiveRequest{})
 	if err != nil {
-		return false, wrap("server live", "", err)
+		return false, wrap(ctx, "server live", "", err)
 	}
 	return resp.GetLive(), nil
 }
 
 // ServerReady reports whether Triton is ready for inference.
 func (c *Client) ServerReady(ctx context.Context) (bool, error) {
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	resp, err := c.rpc.ServerReady(ctx, &inference.ServerReadyRequest{})
 	if err != nil {
-		return false, wrap("server ready", "", err)
+		return false, wrap(ctx, "server ready", "", err)
 	}
 	return resp.GetReady(), nil
 }
@@ -252,11 +273,11 @@ func (c *Client) ServerReady(ctx context.Context) (bool, error) {
 // ModelReady reports whether a version of the model ("" lets Triton pick)
 // is ready for inference.
 func (c *Client) ModelReady(ctx context.Context, name, version string) (bool, error) {
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	resp, err := c.rpc.ModelReady(ctx, &inference.ModelReadyRequest{Name: name, Version: version})
 	if err != nil {
-		return false, wrap("model ready", name, err)
+		return false, wrap(ctx, "model ready", name, err)
 	}
 	return resp.GetReady(), nil
 }
@@ -264,11 +285,11 @@ func (c *Client) ModelReady(ctx context.Context, name, version string) (bool, er
 // Index returns the repository index in Triton's order; readyOnly asks for
 // READY models only.
 func (c *Client) Index(ctx context.Context, readyOnly bool) ([]ModelIndex, error) {
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	resp, err := c.rpc.RepositoryIndex(ctx, &inference.RepositoryIndexRequest{Ready: readyOnly})
 	if err != nil {
-		return nil, wrap("repository index", "", err)
+		return nil, wrap(ctx, "repository index", "", err)
 	}
 	out := make([]ModelIndex, 0, len(resp.GetModels()))
 	for _, m := range resp.GetModels() {
@@ -285,7 +306,7 @@ func (c *Client) Load(ctx context.Context, name string, opts LoadOptions) error 
 	if name == "" {
 		return fmt.Errorf("%w: model name is empty", ErrInvalidArgument)
 	}
-	ctx, cancel := c.ctx(ctx, c.cfg.LoadTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.LoadTimeout, "LoadTimeout")
 	defer cancel()
 	req := &inference.RepositoryModelLoadRequest{ModelName: name}
 	if opts.ConfigJSON != "" {
@@ -294,7 +315,7 @@ func (c *Client) Load(ctx context.Context, name string, opts LoadOptions) error 
 		}
 	}
 	if _, err := c.rpc.RepositoryModelLoad(ctx, req); err != nil {
-		return wrap("load", name, err)
+		return wrap(ctx, "load", name, err)
 	}
 	return nil
 }
@@ -307,7 +328,7 @@ func (c *Client) Unload(ctx context.Context, name string, opts UnloadOptions) er
 	if name == "" {
 		return fmt.Errorf("%w: model name is empty", ErrInvalidArgument)
 	}
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	req := &inference.RepositoryModelUnloadRequest{ModelName: name}
 	if opts.UnloadDependents {
@@ -316,7 +337,7 @@ func (c *Client) Unload(ctx context.Context, name string, opts UnloadOptions) er
 		}
 	}
 	if _, err := c.rpc.RepositoryModelUnload(ctx, req); err != nil {
-		err = wrap("unload", name, err)
+		err = wrap(ctx, "unload", name, err)
 		if errors.Is(err, ErrModelNotFound) {
 			return nil
 		}
@@ -328,11 +349,11 @@ func (c *Client) Unload(ctx context.Context, name string, opts UnloadOptions) er
 // Statistics returns the statistics of the model's versions, or of every
 // model when name is empty.
 func (c *Client) Statistics(ctx context.Context, name string) ([]ModelStats, error) {
-	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout)
+	ctx, cancel := c.ctx(ctx, c.cfg.CallTimeout, "CallTimeout")
 	defer cancel()
 	resp, err := c.rpc.ModelStatistics(ctx, &inference.ModelStatisticsRequest{Name: name})
 	if err != nil {
-		return nil, wrap("model statistics", name, err)
+		return nil, wrap(ctx, "model statistics", name, err)
 	}
 	out := make([]ModelStats, 0, len(resp.GetModelStats()))
 	for _, s := range resp.GetModelStats() {
@@ -462,14 +483,23 @@ type StatusError struct {
 	Model   string // empty for server-wide calls
 	Code    codes.Code
 	Message string
+	// Timeout is set when the client's own bound (Config.CallTimeout or LoadTimeout) ended
+	// the call; nil when Triton answered or the caller's deadline or cancellation ended it.
+	Timeout *ClientTimeout
 }
 
-// Error reads `triton load "asr": Internal: load failed for model 'asr': ...`.
+// Error reads `triton load "asr": Internal: load failed for model 'asr': ...`, and with
+// Timeout `triton load "asr": DeadlineExceeded: context deadline exceeded: no answer within
+// 10m0s (triton.Config.LoadTimeout, the client's bound on a load)`.
 func (e *StatusError) Error() string {
-	if e.Model != "" {
-		return fmt.Sprintf("triton %s %q: %s: %s", e.Op, e.Model, e.Code, e.Message)
+	msg := e.Message
+	if e.Timeout != nil {
+		msg += ": " + e.Timeout.Error()
 	}
-	return fmt.Sprintf("triton %s: %s: %s", e.Op, e.Code, e.Message)
+	if e.Model != "" {
+		return fmt.Sprintf("triton %s %q: %s: %s", e.Op, e.Model, e.Code, msg)
+	}
+	return fmt.Sprintf("triton %s: %s: %s", e.Op, e.Code, msg)
 }
 
 // GRPCStatus lets status.FromError and status.Code see the original code.
@@ -514,10 +544,14 @@ func mentionsUnknownModel(msg string) bool {
 	return false
 }
 
-func wrap(op, model string, err error) error {
+func wrap(ctx context.Context, op, model string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("triton %s %q: %w", op, model, err)
 	}
-	return &StatusError{Op: op, Model: model, Code: st.Code(), Message: st.Message()}
+	se := &StatusError{Op: op, Model: model, Code: st.Code(), Message: st.Message()}
+	if st.Code() == codes.DeadlineExceeded {
+		errors.As(context.Cause(ctx), &se.Timeout)
+	}
+	return se
 }

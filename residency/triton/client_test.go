@@ -35,6 +35,7 @@ type stub struct {
 	index     [][]*inference.RepositoryIndexResponse_ModelIndex // answered in turn, last repeated
 	err       error
 	stats     *inference.ModelStatisticsResponse
+	block     bool // load and index answer only when the call's context ends
 }
 
 func (s *stub) record(ctx context.Context, req proto.Message) error {
@@ -47,6 +48,9 @@ func (s *stub) record(ctx context.Context, req proto.Message) error {
 }
 
 func (s *stub) RepositoryModelLoad(ctx context.Context, req *inference.RepositoryModelLoadRequest) (*inference.RepositoryModelLoadResponse, error) {
+	if s.block {
+		<-ctx.Done()
+	}
 	return &inference.RepositoryModelLoadResponse{}, s.record(ctx, req)
 }
 
@@ -57,6 +61,9 @@ func (s *stub) RepositoryModelUnload(ctx context.Context, req *inference.Reposit
 func (s *stub) RepositoryIndex(ctx context.Context, req *inference.RepositoryIndexRequest) (*inference.RepositoryIndexResponse, error) {
 	if err := s.record(ctx, req); err != nil {
 		return nil, err
+	}
+	if s.block {
+		<-ctx.Done()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -115,6 +122,40 @@ func TestLoadSendsConfigParameterAndDeadline(t *testing.T) {
 	}
 	if diff := cmp.Diff([]bool{true, true}, s.deadlines); diff != "" {
 		t.Errorf("deadline set (-want +got):\n%s", diff)
+	}
+}
+
+// TestClientTimeoutNamed checks that a call ended by the client's own bound says which bound
+// and its value (a load past 10 minutes read only "DeadlineExceeded: context deadline
+// exceeded"), keeps the code, and that a call ended by the caller's deadline does not blame
+// the client's bound.
+func TestClientTimeoutNamed(t *testing.T) {
+	s := &stub{block: true, index: [][]*inference.RepositoryIndexResponse_ModelIndex{nil}}
+	cfg := triton.DefaultConfig()
+	cfg.LoadTimeout, cfg.CallTimeout = 40*time.Millisecond, 30*time.Millisecond
+	c := startStub(t, s, cfg)
+
+	err := c.Load(context.Background(), "asr", triton.LoadOptions{})
+	want := `triton load "asr": DeadlineExceeded: context deadline exceeded: no answer within 40ms (triton.Config.LoadTimeout, the client's bound on a load)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load past LoadTimeout: %v\nwant %s", err, want)
+	}
+	if status.Code(err) != codes.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Load past LoadTimeout: code %v, errors.Is(context.DeadlineExceeded) %v", status.Code(err), errors.Is(err, context.DeadlineExceeded))
+	}
+
+	_, err = c.Index(context.Background(), false)
+	want = `triton repository index: DeadlineExceeded: context deadline exceeded: no answer within 30ms (triton.Config.CallTimeout, the client's bound on a call)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Index past CallTimeout: %v\nwant %s", err, want)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = c.Load(ctx, "asr", triton.LoadOptions{})
+	var se *triton.StatusError
+	if !errors.As(err, &se) || se.Code != codes.DeadlineExceeded || se.Timeout != nil {
+		t.Errorf("Load past the caller's deadline: %#v, want DeadlineExceeded with no client timeout", err)
 	}
 }
 
