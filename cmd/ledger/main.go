@@ -152,7 +152,7 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	// Only --live reads Prometheus: offline, a variable left in the shell for live runs is not
 	// the "needs --live" mistake an explicit flag is.
 	if c.Live {
-		if err = envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.Getenv); err != nil {
+		if err = envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.LookupEnv); err != nil {
 			fmt.Fprintln(out, "ledger:", err)
 		}
 	}

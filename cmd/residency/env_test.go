@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -15,20 +16,31 @@ import (
 func TestPrometheusAddressFromEnv(t *testing.T) {
 	const fromEnv = "https://reader:s3cretPassw0rd@prom.monitoring.svc:9090"
 	tests := []struct {
-		name string
-		args []string
-		env  string
-		want string
+		name    string
+		args    []string
+		env     string
+		want    string
+		wantErr string
 	}{
 		{name: "env used", env: fromEnv, want: fromEnv},
 		{name: "flag wins", args: []string{"--prometheus-address=http://flag:9090"}, env: fromEnv, want: "http://flag:9090"},
 		{name: "an empty flag wins: no demand", args: []string{"--prometheus-address="}, env: fromEnv, want: ""},
 		{name: "neither", want: ""},
+		{name: "set but empty", env: "", wantErr: "$INFERSCALE_PROMETHEUS_ADDRESS (read as --prometheus-address is not given) is set but empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(envflag.PrometheusAddress, tt.env)
+			if tt.name == "neither" {
+				_ = os.Unsetenv(envflag.PrometheusAddress) // t.Setenv restores it
+			}
 			c, _, err := parseFlags(append([]string{"--namespace=ml", "--catalog=c.yaml"}, tt.args...), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -78,7 +78,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 		return c, "", fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	unused := frontFlagsUnused(fs, c)
-	envErr := envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.Getenv)
+	envErr := envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, os.LookupEnv)
 	return c, *logLevel, errors.Join(unused, envErr, c.Validate())
 }
 

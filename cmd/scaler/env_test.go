@@ -51,7 +51,7 @@ func TestFromEnv(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			err := fromEnv(fs, func(k string) string { return tt.env[k] })
+			err := fromEnv(fs, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()

@@ -75,10 +75,10 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 // (envflag.Address; call after fs.Parse). Either address may carry a password, and the
 // arguments are readable by anyone who reads the pod spec: the chart passes them from a Secret
 // in the environment instead.
-func fromEnv(fs *flag.FlagSet, getenv func(string) string) error {
+func fromEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) error {
 	return errors.Join(
-		envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, getenv),
-		envflag.Address(fs, "opencost-address", envflag.OpenCostAddress, getenv))
+		envflag.Address(fs, "prometheus-address", envflag.PrometheusAddress, lookupEnv),
+		envflag.Address(fs, "opencost-address", envflag.OpenCostAddress, lookupEnv))
 }
 
 func run(args []string) error {
@@ -109,7 +109,7 @@ func run(args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q: scaler takes only flags, and the flags after %q were not read (a boolean flag takes its value as --object-metrics=false)",
 			errUsage, fs.Args(), fs.Arg(0))
 	}
-	envErr := fromEnv(fs, os.Getenv) // before Validate, which reads what it set
+	envErr := fromEnv(fs, os.LookupEnv) // before Validate, which reads what it set
 	if err := errors.Join(envErr, cfg.Validate()); err != nil {
 		return fmt.Errorf("invalid flags:\n%w", err)
 	}

@@ -15,16 +15,21 @@ func TestAddress(t *testing.T) {
 		name    string
 		args    []string
 		env     string
+		unset   bool   // the variable is not set at all (env is then ignored)
 		want    string // the flag's value after Address
 		wantErr string // "" for no error
 	}{
-		{name: "neither", want: "http://default:9090"},
-		{name: "flag only", args: []string{"--address=http://flag:9090"}, want: "http://flag:9090"},
+		{name: "neither", unset: true, want: "http://default:9090"},
+		{name: "flag only", args: []string{"--address=http://flag:9090"}, unset: true, want: "http://flag:9090"},
 		{name: "env only", env: "https://reader:pw@prom.monitoring.svc:9090", want: "https://reader:pw@prom.monitoring.svc:9090"},
 		{name: "flag wins", args: []string{"--address=http://flag:9090"}, env: "http://env:9090", want: "http://flag:9090"},
 		{name: "an empty flag wins too", args: []string{"--address="}, env: "http://env:9090", want: ""},
 		{name: "a refused env value is not read when the flag is given", args: []string{"--address=http://flag:9090"}, env: "http://169.254.169.254/", want: "http://flag:9090"},
-		{name: "empty env is no value", env: "", want: "http://default:9090"},
+		{name: "unset env is no value", unset: true, want: "http://default:9090"},
+		{name: "empty env is refused, not read as unset", env: "", want: "http://default:9090",
+			wantErr: "$TEST_ADDRESS (read as --address is not given) is set but empty: give an address or unset it (from a Secret: the key has no value); want an http:// or https:// URL"},
+		{name: "white space only is empty", env: " \n", want: "http://default:9090", wantErr: "$TEST_ADDRESS (read as --address is not given) is set but empty"},
+		{name: "an empty env is not read when the flag is given", args: []string{"--address=http://flag:9090"}, env: "", want: "http://flag:9090"},
 		{name: "a Secret file's trailing newline is dropped", env: " http://env:9090\n", want: "http://env:9090"},
 		{name: "refused env value names the variable and the flag, redacted, flag left unset",
 			env:     "http://reader:s3cretPassw0rd@169.254.169.254:9090/?token=t0kenValue",
@@ -44,11 +49,11 @@ func TestAddress(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			err := Address(fs, "address", env, func(name string) string {
+			err := Address(fs, "address", env, func(name string) (string, bool) {
 				if name != env {
 					t.Errorf("read $%s, want $%s", name, env)
 				}
-				return tt.env
+				return tt.env, !tt.unset
 			})
 			gotErr := ""
 			if err != nil {
@@ -69,7 +74,7 @@ func TestAddress(t *testing.T) {
 
 func TestAddressUndefinedFlag(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	err := Address(fs, "address", "TEST_ADDRESS", func(string) string { return "http://env:9090" })
+	err := Address(fs, "address", "TEST_ADDRESS", func(string) (string, bool) { return "http://env:9090", true })
 	if err == nil || err.Error() != "$TEST_ADDRESS: flag --address is not defined" {
 		t.Errorf("err = %v, want the undefined flag named", err)
 	}
