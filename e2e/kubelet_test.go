@@ -41,6 +41,8 @@ type pair struct {
 	frontAddr       string // the sidecar's inference front, host:port; "" when it runs none
 	metricsAddr     string // Triton /metrics, host:port
 	sidecarAddr     string // residency HTTP: /readyz, /metrics, POST /drain
+	frontHTTPAddr   string // the sidecar's HTTP/REST inference front, host:port
+	tritonHTTPAddr  string // where the front sends HTTP/REST: cmd/tritonfake serves none
 	dir             string
 }
 

@@ -45,11 +45,12 @@ func (l *pairLauncherImpl) launch(ctx context.Context, pod *corev1.Pod) (*pair, 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
-	pr := &pair{dir: dir, grpcAddr: addr(ports[0]), metricsAddr: addr(ports[1]), sidecarAddr: addr(ports[2])}
+	pr := &pair{dir: dir, grpcAddr: addr(ports[0]), metricsAddr: addr(ports[1]), sidecarAddr: addr(ports[2]),
+		frontHTTPAddr: addr(ports[4]), tritonHTTPAddr: addr(ports[5])}
 	frontAddr := addr(ports[3])
 
 	// Triton: explicit model control, nothing loaded at start; the sidecar
@@ -126,6 +127,12 @@ func (l *pairLauncherImpl) sidecarArgs(ctx context.Context, pod *corev1.Pod, pr 
 		case "--inference-listen": // the chart routes the pool's gRPC port through the front
 			pr.frontAddr = frontAddr
 			a = "--inference-listen=" + frontAddr
+		case "--inference-http-listen": // and its HTTP port: every pod of the pool listens on it
+			a = "--inference-http-listen=" + pr.frontHTTPAddr
+		case "--triton-http-url":
+			// cmd/tritonfake serves gRPC and /metrics only, so nothing listens here: the suite
+			// sends inference over gRPC, and an HTTP request through the front would get 502.
+			a = "--triton-http-url=http://" + pr.tritonHTTPAddr
 		case "--triton-metrics-url":
 			a = "--triton-metrics-url=http://" + pr.metricsAddr + "/metrics"
 		case "--catalog":
