@@ -230,10 +230,22 @@ func (c Config) Validate() error {
 		if c.InferenceListen == "" {
 			add("InferenceHTTPListen (--inference-http-listen): needs --inference-listen")
 		}
+		if u, err := url.Parse(c.TritonHTTPURL); err == nil && httpURL(c.TritonHTTPURL) {
+			port := u.Port()
+			if port == "" {
+				port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+			}
+			if selfLoop(c.InferenceHTTPListen, net.JoinHostPort(u.Hostname(), port)) {
+				add("TritonHTTPURL (--triton-http-url): %q is the front's own --inference-http-listen %q: the front would proxy to itself; want Triton's HTTP port (the chart moves it to the front's port + 100, --http-port=8100)", c.TritonHTTPURL, c.InferenceHTTPListen)
+			}
+		}
 	}
 	if c.InferenceListen != "" {
 		if _, _, err := net.SplitHostPort(c.InferenceListen); err != nil {
 			add("InferenceListen (--inference-listen): %q: want [host]:port or empty", c.InferenceListen)
+		}
+		if selfLoop(c.InferenceListen, c.TritonAddress) {
+			add("TritonAddress (--triton-address): %q is the front's own --inference-listen %q: the front would proxy to itself; want Triton's gRPC port (the chart moves it to the front's port + 100, --grpc-port=8101)", c.TritonAddress, c.InferenceListen)
 		}
 		if err := c.FrontConfig().Validate(); err != nil {
 			errs = append(errs, err)
@@ -258,4 +270,28 @@ func (c Config) Backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, c.FailureBackoffMax)
+}
+
+// selfLoop reports whether dialing target reaches listen, this process's own listener: the
+// same port, and a target host that is this machine (localhost, a loopback IP, or no host)
+// while listen is on every address or on that host. A target it cannot tell (another host
+// name, an address that does not parse) is not a loop.
+func selfLoop(listen, target string) bool {
+	lh, lp, err1 := net.SplitHostPort(listen)
+	th, tp, err2 := net.SplitHostPort(target)
+	if err1 != nil || err2 != nil || lp != tp {
+		return false
+	}
+	local := func(h string) bool {
+		if h == "" || strings.EqualFold(h, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+	}
+	if !local(th) {
+		return false
+	}
+	lip := net.ParseIP(lh)
+	return lh == "" || lh == th || (lip != nil && (lip.IsUnspecified() || lip.IsLoopback()))
 }

@@ -68,10 +68,20 @@ func TestFrontFlagsNeedFront(t *testing.T) {
 		{name: "an empty --inference-listen is no front", give: []string{"--inference-listen=", "--retry-pushback=1s"}, want: "--retry-pushback" + needs},
 		{name: "every one is named, in flag order", give: []string{"--retry-pushback=1s", "--hold-timeout=1m"},
 			want: "--hold-timeout" + needs + "\n--retry-pushback" + needs},
-		{name: "with the front", give: []string{"--inference-listen=:8001", "--hold-timeout=2m", "--retry-pushback=1s"}},
-		{name: "triton-http-url needs the HTTP front too", give: []string{"--inference-listen=:8001", "--triton-http-url=http://127.0.0.1:8100"},
+		{name: "with the front", give: []string{"--inference-listen=:8001", "--triton-address=127.0.0.1:8101", "--hold-timeout=2m", "--retry-pushback=1s"}},
+		{name: "triton-http-url needs the HTTP front too", give: []string{"--inference-listen=:8001", "--triton-address=127.0.0.1:8101", "--triton-http-url=http://127.0.0.1:8100"},
 			want: "--triton-http-url: needs --inference-http-listen (it is the upstream of the HTTP front, and would do nothing)"},
-		{name: "with both fronts", give: []string{"--inference-listen=:8001", "--inference-http-listen=:8000", "--triton-http-url=http://127.0.0.1:8100"}},
+		{name: "with both fronts", give: []string{"--inference-listen=:8001", "--triton-address=127.0.0.1:8101", "--inference-http-listen=:8000", "--triton-http-url=http://127.0.0.1:8100"}},
+		// A front whose upstream is its own listener proxies each request to itself, without
+		// end (the HTTP front recursed 3,003 times in 0.7 s on one GET).
+		{name: "the gRPC front on the default --triton-address", give: []string{"--inference-listen=:8001"},
+			want: `invalid residency config: TritonAddress (--triton-address): "localhost:8001" is the front's own --inference-listen ":8001": the front would proxy to itself; want Triton's gRPC port (the chart moves it to the front's port + 100, --grpc-port=8101)`},
+		{name: "the HTTP front on the default --triton-http-url", give: []string{"--inference-listen=:8001", "--triton-address=127.0.0.1:8101", "--inference-http-listen=127.0.0.1:8000"},
+			want: `invalid residency config: TritonHTTPURL (--triton-http-url): "http://localhost:8000" is the front's own --inference-http-listen "127.0.0.1:8000": the front would proxy to itself; want Triton's HTTP port (the chart moves it to the front's port + 100, --http-port=8100)`},
+		{name: "an http URL without a port is port 80", give: []string{"--inference-listen=:8001", "--triton-address=127.0.0.1:8101", "--inference-http-listen=[::]:80", "--triton-http-url=http://[::1]"},
+			want: `invalid residency config: TritonHTTPURL (--triton-http-url): "http://[::1]" is the front's own --inference-http-listen "[::]:80": the front would proxy to itself; want Triton's HTTP port (the chart moves it to the front's port + 100, --http-port=8100)`},
+		{name: "the same port on another host is not a loop", give: []string{"--inference-listen=:8001", "--triton-address=triton.ml.svc:8001"}},
+		{name: "a listener on one address, Triton on another loopback port", give: []string{"--inference-listen=10.0.0.5:8001", "--triton-address=localhost:8001"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

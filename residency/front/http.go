@@ -33,8 +33,17 @@ import (
 // are released in arrival order, each once handed to the proxy; HTTP/1.1 connections give no
 // stronger order. A request whose model Triton has unloaded since the front's last view is not
 // re-held (Triton answers it).
+// upstreamIdleConns is how many idle connections to Triton the HTTP front keeps open for
+// reuse.
+const upstreamIdleConns = 256
+
 func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	// http.DefaultTransport keeps 2 idle connections per host: with many clients nearly every
+	// request to Triton would open a new loopback connection (TIME_WAIT, ephemeral ports).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost, tr.MaxIdleConns = upstreamIdleConns, upstreamIdleConns
+	proxy.Transport = tr
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok { // a chunked body passed the bound while forwarded
 			f.m.FastFailed.WithLabelValues("", "too_large").Inc()
@@ -124,8 +133,11 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		return
 	}
 	if v.holds() || f.hasQueue(name) {
-		size := r.ContentLength
-		if size < 0 { // chunked: read it to learn its size, within the model's hold bound
+		// The body is read before the request is held, chunked or not, and counts as it
+		// arrives: a declared Content-Length is only a claim, and charging it before the bytes
+		// came let one connection that declared 64 MiB and sent nothing take the pod's whole
+		// hold budget for the hold timeout.
+		{
 			// A client that stops sending must not keep its reservation: the read ends at the
 			// hold timeout (a server without read deadlines leaves it open; then unbounded).
 			rc := http.NewResponseController(w)
@@ -140,10 +152,10 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 				f.httpAnswer(w, rf)
 				return
 			}
-			size = int64(len(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
 		}
-		held, rf := f.hold(r.Context(), name, size, arrived)
+		held, rf := f.hold(r.Context(), name, r.ContentLength, arrived)
 		if rf != nil {
 			f.httpAnswer(w, rf)
 			return
@@ -162,7 +174,7 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 // httpAnswer writes r as a KServe v2 error: 404 for NOT_FOUND, 400 for a bad request, 403 for
 // model control, 503 for UNAVAILABLE, 413 for a body over MaxRequestBytes, 429 for the hold
 // budget (RESOURCE_EXHAUSTED), 408 for a body that did not arrive in time, 500 otherwise; with
-// Retry-After when r has a pushback.
+// Retry-After when r has a pushback, and Connection: close when the pod is draining.
 func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	code := http.StatusInternalServerError
 	switch {
@@ -181,6 +193,11 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	case r.code == codes.DeadlineExceeded:
 		code = http.StatusRequestTimeout
 	}
+	if r.reason == "draining" {
+		// So that the client's retry opens a new connection, which the Service sends to
+		// another replica; a kept-alive one would bring it back to this draining pod.
+		w.Header().Set("Connection", "close")
+	}
 	if r.pushback {
 		secs := (f.cfg.RetryPushback.Milliseconds() + 999) / 1000
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
@@ -193,8 +210,8 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 // readChunk is the step in which readHeldBody reads and accounts a chunked body.
 const readChunk = 64 << 10
 
-// readHeldBody reads the body of a request about to be held whose size is not declared
-// (chunked). The bytes read so far count against the model's hold bound and the pod's hold
+// readHeldBody reads the body of a request about to be held, chunked or of a declared
+// length. The bytes read so far count against the model's hold bound and the pod's hold
 // budget together with the bytes held (Front.reading, Front.heldTotal), so memory stays within
 // MaxHeldBytes per model and MaxTotalHeldBytes in all however many connections send at once; a
 // request the queue cannot take (full in count, or its body passing the bound) is refused with

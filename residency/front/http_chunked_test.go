@@ -147,3 +147,64 @@ func TestHTTPChunkedBodyStalls(t *testing.T) {
 		t.Errorf("fast_failed_total{cold,body_timeout} = %v, want 1", got)
 	}
 }
+
+// TestHTTPDeclaredLengthIsNotCharged: a request for a model that is not ready counts against
+// the hold budget by the bytes of its body that arrived, not by its Content-Length. A client
+// that declared the whole budget and sent nothing used to take it: every other cold model's
+// requests got 429 for the hold timeout.
+func TestHTTPDeclaredLengthIsNotCharged(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxHeldBytes, cfg.MaxTotalHeldBytes = 4<<20, 4<<20
+	tc := oneModel("a", 0)
+	tc.Models = append(tc.Models, tc.Models[0])
+	tc.Models[1].Name = "b"
+	h := start(t, tc, cfg, false, "a", "b") // never loaded: requests stay held
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// 4 MiB declared, 1 byte sent, the connection kept open.
+	if _, err := io.WriteString(c, "POST /v2/models/a/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("a") != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the front counts %d bytes of a's body, want the 1 that arrived", h.front.ReadingBytes("a"))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan int, 1)
+	go func() { got <- postChunked(t, ctx, srv.URL, "b", strings.NewReader(`{"id":"small"}`)) }()
+	waitHeld(t, h, "b", 1) // held, not refused 429 for a's 4 MiB that never came
+	h.front.StartDrain()
+	drainCtx, drainCancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer drainCancel()
+	_ = h.front.Drain(drainCtx)
+	if code := <-got; code != http.StatusServiceUnavailable {
+		t.Errorf("b at the drain deadline: status %d, want 503 (draining)", code)
+	}
+}
+
+// TestHTTPDrainClosesConnection: while the pod drains, the 503 "retry on another replica"
+// closes its connection, so that the client's retry opens a new one, which the Service sends
+// elsewhere; a kept-alive connection brought every retry back to the draining pod.
+func TestHTTPDrainClosesConnection(t *testing.T) {
+	h := start(t, oneModel("m", 0), testConfig(), true, "m")
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+	h.front.StartDrain()
+	resp, err := http.Post(srv.URL+"/v2/models/m/infer", "application/json", strings.NewReader(`{"id":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+		t.Errorf("while draining: status %d, connection closed %v; want 503 and closed", resp.StatusCode, resp.Close)
+	}
+}

@@ -249,7 +249,10 @@ func Run(ctx context.Context, cfg residency.Config, log *slog.Logger) error {
 				_ = fln.Close()
 				return fmt.Errorf("listen %s (--inference-http-listen): %w", cfg.InferenceHTTPListen, err)
 			}
-			frontHTTP = &http.Server{Handler: fr.HTTPHandler(up), ReadHeaderTimeout: 10 * time.Second}
+			// IdleTimeout: a kept-alive connection with no request goes after 2 minutes (above
+			// the 90 s Go's and many clients' transports keep idle ones, so the client closes
+			// first); without it idle connections stayed open for ever, each holding memory.
+			frontHTTP = &http.Server{Handler: fr.HTTPHandler(up), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 			frontHTTPLn = hln
 			log.Info("inference front (HTTP)", "addr", hln.Addr().String(), "triton", cfg.TritonHTTPURL)
 		}
