@@ -92,19 +92,25 @@ func isModelControl(r *http.Request) bool {
 var inferEndpoints = map[string]bool{"infer": true, "generate": true, "generate_stream": true}
 
 // inferPath returns the model of a request that runs one: POST /v2/models/{model}/{endpoint} or
-// /v2/models/{model}/versions/{version}/{endpoint}, endpoint one of inferEndpoints.
+// /v2/models/{model}/versions/{version}/{endpoint}, endpoint one of inferEndpoints and version
+// decimal digits. It reads the path as the client sent it, not percent-decoded, because Triton
+// does: its HTTP server matches the raw path against
+// /v2/models/([^/]+)(?:/versions/([0-9]+))?/(infer|generate|generate_stream|...) (model_regex_
+// in its src/http_server.cc; libevhtp does not decode), so /v2/models/%6D/infer is a model
+// named "%6D" there, and /versions/x/ matches nothing. The front holds only what Triton would
+// run; anything else passes through for Triton to answer.
 func inferPath(r *http.Request) (string, bool) {
 	if r.Method != http.MethodPost {
 		return "", false
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, "/v2/models/")
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v2/models/")
 	if !ok {
 		return "", false
 	}
 	parts := strings.Split(rest, "/")
 	switch {
 	case len(parts) == 2 && inferEndpoints[parts[1]],
-		len(parts) == 4 && parts[1] == "versions" && inferEndpoints[parts[3]]:
+		len(parts) == 4 && parts[1] == "versions" && decimal(parts[2]) && inferEndpoints[parts[3]]:
 	default:
 		return "", false
 	}
@@ -284,4 +290,9 @@ func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
 			return nil, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: " + err.Error()}
 		}
 	}
+}
+
+// decimal reports a non-empty string of ASCII digits, Triton's [0-9]+.
+func decimal(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -23,6 +23,13 @@ func TestInferPath(t *testing.T) {
 		{"POST", "/v2/models//infer", "", false},
 		{"POST", "/v2/health/ready", "", false},
 		{"POST", "/v2/models/" + strings.Repeat("m", 256) + "/infer", "", false},
+		// Triton matches the raw path, versions as [0-9]+ (model_regex_, src/http_server.cc).
+		{"POST", "/v2/models/%6D/infer", "%6D", true},
+		{"POST", "/v2/models/a%2Fb/infer", "a%2Fb", true},
+		{"POST", "/v2/models/m/versions/x/infer", "", false},
+		{"POST", "/v2/models/m/versions//infer", "", false},
+		{"POST", "/v2/models/m/versions/-1/infer", "", false},
+		{"POST", "/v2/models/m/versions/12/infer", "m", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path[:min(len(tt.path), 40)], func(t *testing.T) {
