@@ -17,6 +17,10 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
+// upstreamIdleConns is how many idle connections to Triton the HTTP front keeps open for
+// reuse.
+const upstreamIdleConns = 256
+
 // HTTPHandler returns the front for Triton's HTTP/REST inference protocol (KServe v2 over
 // HTTP) at upstream (e.g. http://127.0.0.1:8100): POST /v2/models/{model}[/versions/{v}]/infer,
 // and Triton's generate extension's /generate and /generate_stream on the same model paths (its
@@ -33,10 +37,6 @@ import (
 // are released in arrival order, each once handed to the proxy; HTTP/1.1 connections give no
 // stronger order. A request whose model Triton has unloaded since the front's last view is not
 // re-held (Triton answers it).
-// upstreamIdleConns is how many idle connections to Triton the HTTP front keeps open for
-// reuse.
-const upstreamIdleConns = 256
-
 func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	// http.DefaultTransport keeps 2 idle connections per host: with many clients nearly every
