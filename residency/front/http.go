@@ -142,25 +142,22 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		// The body is read before the request is held, chunked or not, and counts as it
 		// arrives: a declared Content-Length is only a claim, and charging it before the bytes
 		// came let one connection that declared 64 MiB and sent nothing take the pod's whole
-		// hold budget for the hold timeout.
-		{
-			// A client that stops sending must not keep its reservation: the read ends at the
-			// hold timeout (a server without read deadlines leaves it open; then unbounded).
-			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Now().Add(f.cfg.HoldTimeout))
-			body, rf := f.readHeldBody(name, r.Body)
-			_ = rc.SetReadDeadline(time.Time{})
-			if rf != nil {
-				// The rest of the body is not read: without Connection: close, net/http would
-				// read up to 256 KiB of it before sending the answer.
-				w.Header().Set("Connection", "close")
-				f.m.FastFailed.WithLabelValues(name, rf.reason).Inc()
-				f.httpAnswer(w, rf)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
+		// hold budget for the hold timeout. A client that stops sending must not keep its reservation: the read ends at the
+		// hold timeout (a server without read deadlines leaves it open; then unbounded).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(f.cfg.HoldTimeout))
+		body, rf := f.readHeldBody(name, r.Body)
+		_ = rc.SetReadDeadline(time.Time{})
+		if rf != nil {
+			// The rest of the body is not read: without Connection: close, net/http would
+			// read up to 256 KiB of it before sending the answer.
+			w.Header().Set("Connection", "close")
+			f.m.FastFailed.WithLabelValues(name, rf.reason).Inc()
+			f.httpAnswer(w, rf)
+			return
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 		held, rf := f.hold(r.Context(), name, r.ContentLength, arrived)
 		if rf != nil {
 			f.httpAnswer(w, rf)
