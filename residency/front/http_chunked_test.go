@@ -214,7 +214,8 @@ func TestHTTPDrainClosesConnection(t *testing.T) {
 
 // TestHTTPUpstreamConnectionsReused: 32 clients sending 50 requests each through the front
 // reuse its connections to Triton. With http.DefaultTransport (2 idle connections per host)
-// they opened 1,027 connections for 1,600 requests; the front keeps up to 256 idle.
+// they opened 1,027 connections for 1,600 requests (667 in this test); the front keeps up to
+// 256 idle.
 func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 	var conns atomic.Int64
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -255,8 +256,10 @@ func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// At most one connection per concurrent request: 32, never one per request.
-	if n := conns.Load(); n > 32 {
-		t.Errorf("%d upstream connections for 1,600 requests from 32 clients, want ≤ 32", n)
+	// About one connection per concurrent request (32), never one per request. The bound is
+	// twice that: Go's transport may dial for a request while another's connection is on its
+	// way back to the idle pool, and then keeps both (a run saw 33).
+	if n := conns.Load(); n > 64 {
+		t.Errorf("%d upstream connections for 1,600 requests from 32 clients, want ≤ 64", n)
 	}
 }
