@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -33,7 +34,8 @@ const upstreamIdleConns = 256
 // Retry-After where it gets RESOURCE_EXHAUSTED for the pod's hold budget (the HTTP mapping of
 // RESOURCE_EXHAUSTED in google.rpc.Code), and 413 Content Too Large (RFC 9110 §15.5.14) for a
 // body over MaxRequestBytes, on every path: one that declares a larger Content-Length is refused
-// unread, a chunked one once it passes the bound. Held requests
+// unread, a chunked one once it passes the bound; a request Triton does not answer gets 503 with
+// Retry-After or 502 (httpUpstreamError). Held requests
 // are released in arrival order, each once handed to the proxy; HTTP/1.1 connections give no
 // stronger order. A request whose model Triton has unloaded since the front's last view is not
 // re-held (Triton answers it).
@@ -50,8 +52,7 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 			f.httpAnswer(w, f.tooLarge(-1))
 			return
 		}
-		f.deps.Log.Warn("front: HTTP upstream", "method", r.Method, "path", r.URL.Path, "err", err)
-		w.WriteHeader(http.StatusBadGateway) // as httputil.ReverseProxy's default
+		f.httpUpstreamError(w, r, upstream, err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isModelControl(r) {
@@ -73,6 +74,30 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 		}
 		f.serveHTTPInfer(w, r, name, proxy)
 	})
+}
+
+// httpUpstreamError answers a request that Triton's HTTP endpoint did not answer, in KServe v2's
+// error shape ({"error": "…"}), as the gRPC front passes on the UNAVAILABLE of a Triton it
+// cannot reach: 503 Service Unavailable with Retry-After (the pushback rounded up) when the
+// connection to Triton could not be made (Triton is starting or restarting: the request never
+// reached it, so a retry here or on another replica is safe), 502 Bad Gateway otherwise (the
+// request was sent and the answer was lost: Triton may have run it). A client that went away
+// first is logged at debug level, not as a fault of the pod.
+func (f *Front) httpUpstreamError(w http.ResponseWriter, r *http.Request, upstream *url.URL, err error) {
+	if r.Context().Err() != nil {
+		f.deps.Log.Debug("front: HTTP client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(http.StatusBadGateway) // nobody reads it
+		return
+	}
+	f.deps.Log.Warn("front: HTTP upstream", "method", r.Method, "path", r.URL.Path, "err", err)
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		f.httpAnswer(w, &refusal{code: codes.Unavailable, pushback: true,
+			msg: fmt.Sprintf("Triton's HTTP endpoint %s is not reachable: %v", upstream.Host, op.Err)})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("no answer from Triton's HTTP endpoint %s: %v", upstream.Host, err)})
 }
 
 // isModelControl reports a KServe v2 repository extension load or unload: POST

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -193,5 +194,73 @@ func TestHTTPGenerateStreamHeld(t *testing.T) {
 	h.mu.Unlock()
 	if len(holds) != 1 || holds[0] != "llm" {
 		t.Errorf("holds = %v, want [llm]", holds)
+	}
+}
+
+// TestHTTPUpstreamErrors: a request Triton's HTTP endpoint does not answer gets a KServe v2
+// error, not the reverse proxy's bare 502: 503 with Retry-After when Triton cannot be reached
+// (the request never left the pod), 502 when the connection broke after the request was sent.
+func TestHTTPUpstreamErrors(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryPushback = 1500 * time.Millisecond
+	h := start(t, oneModel("rest", 50*time.Millisecond), cfg, true, "rest")
+
+	// Nothing listens at a closed listener's address: every dial is refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := &url.URL{Scheme: "http", Host: l.Addr().String()}
+	_ = l.Close()
+	// An upstream that reads the request and closes the connection without an answer.
+	hangup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	defer hangup.Close()
+	broken, err := url.Parse(hangup.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		name            string
+		upstream        *url.URL
+		path            string // "" is an infer request for "rest", held through its load first
+		wantStatus      int
+		wantRetryAfter  string
+		wantErrContains string
+	}{
+		{"infer, Triton not reachable", refused, "", http.StatusServiceUnavailable, "2", "is not reachable"},
+		{"pass-through, Triton not reachable", refused, "/v2/health/ready", http.StatusServiceUnavailable, "2", "is not reachable"},
+		{"infer, connection broken", broken, "", http.StatusBadGateway, "", "no answer from Triton's HTTP endpoint"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(h.front.HTTPHandler(tt.upstream))
+			defer srv.Close()
+			var (
+				code int
+				hdr  http.Header
+				body map[string]string
+			)
+			if tt.path == "" {
+				code, hdr, body = post(t, srv.URL, "rest", "x")
+			} else {
+				resp, err := http.Get(srv.URL + tt.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				code, hdr = resp.StatusCode, resp.Header
+				_ = json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+			}
+			if code != tt.wantStatus || hdr.Get("Retry-After") != tt.wantRetryAfter ||
+				hdr.Get("Content-Type") != "application/json" || !strings.Contains(body["error"], tt.wantErrContains) {
+				t.Errorf("status %d, Retry-After %q, Content-Type %q, body %v; want %d, %q, application/json, error containing %q",
+					code, hdr.Get("Retry-After"), hdr.Get("Content-Type"), body, tt.wantStatus, tt.wantRetryAfter, tt.wantErrContains)
+			}
+		})
 	}
 }
