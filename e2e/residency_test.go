@@ -18,7 +18,8 @@ import (
 // budget together: the sidecar must follow the demand (load the wanted
 // model, unload the other), the fake Triton's device memory must never
 // exceed the budget on the way, and no request fails: the sidecar's front
-// holds requests for a model through its load.
+// holds requests for a model through its load, and evictions that race
+// traffic to both models fail none.
 func TestResidency(t *testing.T) {
 	const gib = int64(1) << 30
 	p := defaultPoolParams()
@@ -86,7 +87,45 @@ func TestResidency(t *testing.T) {
 	env.gw.setRate("alpha", 0)
 	env.gw.setRate("beta", 5)
 	eventually(t, "demand moved: beta loaded, alpha unloaded", 3*time.Minute, follows("beta", "alpha"))
-	env.gw.setRate("beta", 0)
+
+	// Evictions racing traffic: both models now receive requests on a budget that holds one
+	// of them, beta at 5 req/s and alpha at 0.5 req/s. A held alpha request ages (its wait in
+	// load times adds to alpha's worth) until alpha outranks beta and takes beta's memory
+	// between beta's 20 ms requests; beta's requests are then held until alpha's minimum
+	// residency has passed and beta comes back. So each eviction happens while its model still
+	// receives requests, and a request forwarded as the unload begins must be held again, not
+	// failed. The resident 5 GiB model must change at least twice (alpha in, beta back).
+	env.gw.setRate("alpha", 0.5)
+	swaps, was := 0, "beta"
+	raceEnd := time.Now().Add(150 * time.Second)
+	for swaps < 2 && time.Now().Before(raceEnd) {
+		time.Sleep(250 * time.Millisecond) // polling Triton's index while traffic runs
+		r, err := resident()
+		if err != nil {
+			continue
+		}
+		now := ""
+		switch {
+		case r["alpha"] && !r["beta"]:
+			now = "alpha"
+		case r["beta"] && !r["alpha"]:
+			now = "beta"
+		}
+		if now != "" && now != was {
+			swaps++
+			logf("residency: both models live: %s resident after %s (swap %d)", now, was, swaps)
+			was = now
+		}
+		if r["alpha"] && r["beta"] {
+			t.Errorf("alpha and beta resident together (10 GiB) on an 8 GiB budget: %v", r)
+		}
+	}
+	if swaps < 2 {
+		t.Errorf("both models live for 150 s: the resident model changed %d times, want ≥ 2 (alpha in, beta back); evictions never raced traffic", swaps)
+	}
+	if err := env.gw.quiesce(2 * time.Minute); err != nil {
+		t.Errorf("after the race: %v", err)
+	}
 
 	// The fake's device gauge, scraped every second by Prometheus, over the
 	// whole scenario.
