@@ -551,7 +551,25 @@ func wrap(ctx context.Context, op, model string, err error) error {
 	}
 	se := &StatusError{Op: op, Model: model, Code: st.Code(), Message: st.Message()}
 	if st.Code() == codes.DeadlineExceeded {
+		// grpc-go sends the deadline to the server (the grpc-timeout header), and the server's
+		// copy can fire first: its RST_STREAM then ends the call as DeadlineExceeded ("stream
+		// terminated by RST_STREAM with error code: CANCEL") a moment before this context is
+		// done, when its cause is not set yet. Wait for it, at most deadlineSlack past the
+		// deadline, when that deadline is that close.
+		if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(dl) < deadlineSlack {
+			t := time.NewTimer(time.Until(dl) + deadlineSlack)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		errors.As(context.Cause(ctx), &se.Timeout)
 	}
 	return se
 }
+
+// deadlineSlack is how close to its context's deadline a DeadlineExceeded answer must come for
+// wrap to wait for that context, so that the client's own bound is named (ClientTimeout) when
+// the server's copy of the deadline fired first.
+const deadlineSlack = 50 * time.Millisecond
