@@ -268,6 +268,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			want: []string{"/scaler/goMemLimit"},
 		},
 		{
+			name: "sidecar GOMEMLIMIT not in Go's syntax",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "96 MiB"}},
+			want: []string{"/residency/goMemLimit"},
+		},
+		{
 			name: "watchAllNamespaces not a boolean",
 			give: map[string]any{"scaler": map[string]any{"watchAllNamespaces": "yes"}},
 			want: []string{"/scaler/watchAllNamespaces"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,10 +11,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/proto/inference"
 	"github.com/inferscale/inferscale/residency/triton"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
@@ -38,15 +47,17 @@ func fakeLikeExample() tritontest.Config {
 
 // sidecarProc is a running cmd/residency process.
 type sidecarProc struct {
-	cmd   *exec.Cmd
-	addr  string
+	cmd  *exec.Cmd
+	addr string
+	// front is the inference front's address; empty without --inference-listen.
+	front string
 	lines chan map[string]any
 	done  chan error
 }
 
 // startSidecar builds cmd/residency into a temporary directory and runs it against fake with
-// the example catalog.
-func startSidecar(tb testing.TB, fake *tritontest.Server) *sidecarProc {
+// the example catalog, with extra flags appended and env added to its environment.
+func startSidecar(tb testing.TB, fake *tritontest.Server, env []string, extra ...string) *sidecarProc {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("builds and runs the sidecar binary")
@@ -61,7 +72,8 @@ func startSidecar(tb testing.TB, fake *tritontest.Server) *sidecarProc {
 		"--catalog=example-catalog.yaml", "--budget-bytes=10307921510", "--mig-profile=1g.10gb", "--nvml=off",
 		"--listen=127.0.0.1:0", "--loop-interval=100ms", "--propagation-delay=0s",
 		"--drain-poll-interval=50ms")
-	cmd.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST=")
+	cmd.Args = append(cmd.Args, extra...)
+	cmd.Env = append(append(os.Environ(), "KUBERNETES_SERVICE_HOST="), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -90,11 +102,19 @@ func startSidecar(tb testing.TB, fake *tritontest.Server) *sidecarProc {
 			<-s.done
 		}
 	})
-	s.addr = s.waitLog(tb, "serving")["addr"].(string)
+	for s.addr == "" { // the front logs its address before the sidecar's "serving"
+		m := s.waitLog(tb, "")
+		switch m["msg"] {
+		case "inference front":
+			s.front = m["addr"].(string)
+		case "serving":
+			s.addr = m["addr"].(string)
+		}
+	}
 	return s
 }
 
-// waitLog returns the first log line with msg, failing after 30 s.
+// waitLog returns the first log line with msg (any line when msg is empty), failing after 30 s.
 func (s *sidecarProc) waitLog(tb testing.TB, msg string) map[string]any {
 	tb.Helper()
 	timeout := time.After(30 * time.Second)
@@ -104,7 +124,7 @@ func (s *sidecarProc) waitLog(tb testing.TB, msg string) map[string]any {
 			if !ok {
 				tb.Fatalf("sidecar exited before logging %q", msg)
 			}
-			if m["msg"] == msg {
+			if msg == "" || m["msg"] == msg {
 				return m
 			}
 		case <-timeout:
@@ -115,17 +135,23 @@ func (s *sidecarProc) waitLog(tb testing.TB, msg string) map[string]any {
 
 func (s *sidecarProc) rssBytes(tb testing.TB) int64 {
 	tb.Helper()
+	return s.statusKB(tb, "VmRSS") << 10
+}
+
+// statusKB reads a kB field of the process's /proc/PID/status (VmRSS, VmHWM).
+func (s *sidecarProc) statusKB(tb testing.TB, field string) int64 {
+	tb.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
 	if err != nil {
 		tb.Skipf("no /proc: %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
+			return kb
 		}
 	}
-	tb.Fatal("no VmRSS")
+	tb.Fatalf("no %s in /proc/%d/status", field, s.cmd.Process.Pid)
 	return 0
 }
 
@@ -143,7 +169,7 @@ func (s *sidecarProc) readyz(tb testing.TB) int {
 // and reports ready.
 func runToReady(tb testing.TB) (*tritontest.Server, *sidecarProc) {
 	fake := tritontest.Start(tb, fakeLikeExample())
-	s := startSidecar(tb, fake)
+	s := startSidecar(tb, fake, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := fake.Await(ctx, func() bool { st, _ := fake.Model("embedding-v3"); return st.State == triton.StateReady }); err != nil {
@@ -189,4 +215,69 @@ func BenchmarkSidecarRSS(b *testing.B) {
 		rss = s.rssBytes(b)
 	}
 	b.ReportMetric(float64(rss)/(1<<20), "MiB-RSS")
+}
+
+// holdRounds is how many times BenchmarkSidecarHoldRSS fills and releases the hold budget.
+const holdRounds = 15
+
+// BenchmarkSidecarHoldRSS runs the sidecar as the chart does (its inference front with
+// --hold-max-total-bytes 64 MiB, --hold-max-bytes above it so that the total binds, GOMEMLIMIT from $SIDECAR_BENCH_GOMEMLIMIT, default the chart's
+// 96MiB; "off" for none) and, holdRounds times, fills the hold budget with 128 KiB ModelInfer
+// requests for a model whose load never ends within the round (the rest are refused
+// RESOURCE_EXHAUSTED), then cancels them. It reports the process's peak resident set (VmHWM),
+// MiB, against the chart's 128Mi limit: the held bytes are live, and each round's are garbage
+// in the next.
+func BenchmarkSidecarHoldRSS(b *testing.B) {
+	const size = 128 << 10
+	const budget = 64 << 20
+	gml := cmp.Or(os.Getenv("SIDECAR_BENCH_GOMEMLIMIT"), "96MiB")
+	var env []string
+	if gml != "off" {
+		env = []string{"GOMEMLIMIT=" + gml}
+	}
+	cfg := fakeLikeExample()
+	for i := range cfg.Models {
+		if cfg.Models[i].Name == "asr-v2" {
+			cfg.Models[i].LoadTime = time.Hour
+		}
+	}
+	for b.Loop() {
+		fake := tritontest.Start(b, cfg)
+		s := startSidecar(b, fake, env, "--inference-listen=127.0.0.1:0", "--hold-timeout=10m",
+			"--hold-max-bytes="+strconv.Itoa(2*budget), "--hold-max-total-bytes="+strconv.Itoa(budget))
+		cc, err := grpc.NewClient(s.front, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		client := inference.NewGRPCInferenceServiceClient(cc)
+		req := &inference.ModelInferRequest{ModelName: "asr-v2",
+			Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "UINT8", Shape: []int64{size}}},
+			RawInputContents: [][]byte{make([]byte, size)}}
+		for range holdRounds {
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var exhausted atomic.Int64
+			for range budget/size + 8 {
+				wg.Go(func() {
+					_, err := client.ModelInfer(ctx, req)
+					if status.Code(err) == codes.ResourceExhausted {
+						exhausted.Add(1)
+					}
+				})
+			}
+			// Every request is either held or refused: the refusals come at once, and the
+			// held bytes reach the budget less one request.
+			deadline := time.Now().Add(30 * time.Second)
+			for exhausted.Load() < 8 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := exhausted.Load(); n < 8 {
+				b.Fatalf("%d requests refused RESOURCE_EXHAUSTED within 30s, want at least 8", n)
+			}
+			cancel()
+			wg.Wait()
+		}
+		b.ReportMetric(float64(s.statusKB(b, "VmHWM"))/1024, "MiB-peak-RSS")
+		_ = cc.Close()
+	}
 }

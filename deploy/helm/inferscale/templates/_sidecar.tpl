@@ -61,6 +61,10 @@ Its flags are cmd/residency's. */}}
     {{- if and (not $promAddr) (include "inferscale.prometheusAddressSecretName" $root) }}
     {{- include "inferscale.prometheusAddressEnv" $root | nindent 4 }}
     {{- end }}
+    {{- with $r.goMemLimit }}
+    - name: GOMEMLIMIT
+      value: {{ . | quote }}
+    {{- end }}
     {{- with $r.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
