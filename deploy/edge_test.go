@@ -474,6 +474,32 @@ func TestHostileValuesRefused(t *testing.T) {
 			give: map[string]any{"scaler": map[string]any{"config": map[string]any{"opencostRefresh": "2h"}}},
 			want: []string{`scaler.config.opencostRefresh: "2h" must be a duration in [1m, 1h] (cmd/scaler refuses it)`}},
 
+		// The sidecar's memory against what its front may hold (BENCHMARKS.md "Sidecar memory while holding").
+		{name: "sidecar GOMEMLIMIT above its memory limit",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "1TiB"}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "1TiB" is above residency.resources.limits.memory (128Mi) − 20 MiB`}},
+		{name: "sidecar GOMEMLIMIT just above limit − 20 MiB",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "109MiB"}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "109MiB" is above residency.resources.limits.memory (128Mi) − 20 MiB`}},
+		{name: "sidecar GOMEMLIMIT below the held bytes + 16 MiB",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "79MiB"}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "79MiB" is below the sidecar's residency.config.holdMaxTotalBytes (67108864 bytes) + 16 MiB`}},
+		{name: "sidecar GOMEMLIMIT of one byte",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "1B"}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "1B" is below`}},
+		{name: "held bytes above half the sidecar's memory limit",
+			give: map[string]any{"residency": map[string]any{"config": map[string]any{"holdMaxTotalBytes": 134217728}, "goMemLimit": ""}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.config.holdMaxTotalBytes (134217728 bytes) is more than half residency.resources.limits.memory (128Mi)`}},
+		{name: "sidecar memory limit below the default GOMEMLIMIT",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "64Mi"}}, "config": map[string]any{"holdMaxTotalBytes": 16777216}}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "96MiB" is above residency.resources.limits.memory (64Mi) − 20 MiB`}},
+		{name: "GOMEMLIMIT Go would read as an overflow",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "99999999TiB"}},
+			want: []string{"/residency/goMemLimit", "does not match pattern"}},
+		{name: "scaler GOMEMLIMIT Go would read as an overflow",
+			give: map[string]any{"scaler": map[string]any{"goMemLimit": "9999999999999999B"}},
+			want: []string{"/scaler/goMemLimit", "does not match pattern"}},
+
 		// Ports of one pod (one network namespace).
 		{name: "Triton's HTTP port on its own gRPC port behind the sidecar",
 			give: map[string]any{"pools": pool(map[string]any{"ports": map[string]any{"http": 8101}})},
@@ -556,6 +582,18 @@ func TestPodNameCut(t *testing.T) {
 		}
 		if all != tt.want {
 			t.Errorf("Deployment name of %d characters: pod regex matches every pod %v, want %v (%q)", tt.n, all, tt.want, simulatedPodNames(d))
+		}
+	}
+}
+
+// TestSidecarMemoryBounds: the render accepts GOMEMLIMIT at both ends of [held + 16 MiB,
+// limit − 20 MiB] (80 MiB and 108 MiB with the chart's 64 MiB held and 128Mi limit), and
+// with it unset ("" or off), where only the held-bytes bound applies.
+func TestSidecarMemoryBounds(t *testing.T) {
+	for _, gml := range []string{"80MiB", "108MiB", "83886080", "", "off"} {
+		vals := map[string]any{"residency": map[string]any{"goMemLimit": gml}, "pools": []any{tritonPool("p", nil)}}
+		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
+			t.Errorf("goMemLimit %q: %v", gml, err)
 		}
 	}
 }

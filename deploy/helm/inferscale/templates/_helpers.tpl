@@ -343,3 +343,43 @@ preStopSleepSeconds + marginSeconds. pools[].drain overrides drain. */}}
 {{- add (int $d.preStopSleepSeconds) (int $d.marginSeconds) }}
 {{- end }}
 {{- end }}
+
+{{/* Bytes, as a float, of a Go GOMEMLIMIT (96MiB, 1GiB, 100663296) or a Kubernetes memory
+quantity (128Mi, 1Gi, 500M); "" for a form it does not read (a fractional quantity such as
+1.5Gi), which the caller then cannot check. Float arithmetic, so a large value cannot wrap. */}}
+{{- define "inferscale.bytes" -}}
+{{- $s := toString . }}
+{{- $n := regexFind "^[0-9]+" $s }}
+{{- $units := dict "" 1.0 "B" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "KiB" 1024.0 "Mi" 1048576.0 "MiB" 1048576.0 "Gi" 1073741824.0 "GiB" 1073741824.0 "Ti" 1099511627776.0 "TiB" 1099511627776.0 }}
+{{- $u := trimPrefix $n $s }}
+{{- if and $n (hasKey $units $u) }}
+{{- mulf (float64 $n) (get $units $u) }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render when the sidecar's memory settings cannot hold what its front may hold
+(BENCHMARKS.md, "Sidecar memory while holding"): --hold-max-total-bytes at most half the
+memory limit, and GOMEMLIMIT, when set, between held + 16 MiB (the sidecar's own heap) and the
+limit − 20 MiB (the binary's mapped pages). Call with (dict "root" $ "pool" $pool "rc" $residencyConfig). */}}
+{{- define "inferscale.checkSidecarMemory" -}}
+{{- $r := .root.Values.residency }}
+{{- $name := .pool.name }}
+{{- $held := float64 .rc.holdMaxTotalBytes }}
+{{- $lim := include "inferscale.bytes" ((($r.resources | default dict).limits | default dict).memory | default "") }}
+{{- $gmlText := toString ($r.goMemLimit | default "") }}
+{{- $gml := "" }}
+{{- if and $gmlText (ne $gmlText "off") }}
+{{- $gml = include "inferscale.bytes" $gmlText }}
+{{- if lt (float64 $gml) (addf $held 16777216.0) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is below the sidecar's residency.config.holdMaxTotalBytes (%.0f bytes) + 16 MiB: it would collect without pause while holding requests; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText $held) }}
+{{- end }}
+{{- end }}
+{{- if $lim }}
+{{- if gt (mulf $held 2.0) (float64 $lim) }}
+{{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes (%.0f bytes) is more than half residency.resources.limits.memory (%s): a sidecar holding its full budget would be OOM-killed; raise the limit with it" $name $held (toString $r.resources.limits.memory)) }}
+{{- end }}
+{{- if and $gml (gt (float64 $gml) (subf (float64 $lim) 20971520.0)) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is above residency.resources.limits.memory (%s) − 20 MiB (the binary's mapped pages): the sidecar would be OOM-killed before the Go runtime acts; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText (toString $r.resources.limits.memory)) }}
+{{- end }}
+{{- end }}
+{{- end }}
