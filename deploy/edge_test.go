@@ -496,6 +496,12 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "GOMEMLIMIT Go would read as an overflow",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "99999999TiB"}},
 			want: []string{"/residency/goMemLimit", "does not match pattern"}},
+		{name: "scaler GOMEMLIMIT above its memory limit",
+			give: map[string]any{"scaler": map[string]any{"goMemLimit": "1TiB"}},
+			want: []string{`scaler.goMemLimit "1TiB" is above scaler.resources.limits.memory (128Mi) − 20 MiB`}},
+		{name: "scaler GOMEMLIMIT just above limit − 20 MiB",
+			give: map[string]any{"scaler": map[string]any{"goMemLimit": "109MiB"}},
+			want: []string{`scaler.goMemLimit "109MiB" is above`}},
 		{name: "scaler GOMEMLIMIT Go would read as an overflow",
 			give: map[string]any{"scaler": map[string]any{"goMemLimit": "9999999999999999B"}},
 			want: []string{"/scaler/goMemLimit", "does not match pattern"}},
@@ -588,10 +594,11 @@ func TestPodNameCut(t *testing.T) {
 
 // TestSidecarMemoryBounds: the render accepts GOMEMLIMIT at both ends of [held + 16 MiB,
 // limit − 20 MiB] (80 MiB and 108 MiB with the chart's 64 MiB held and 128Mi limit), and
-// with it unset ("" or off), where only the held-bytes bound applies.
+// with it unset ("" or off), where only the held-bytes bound applies; the scaler's the same
+// values under its 128Mi limit.
 func TestSidecarMemoryBounds(t *testing.T) {
 	for _, gml := range []string{"80MiB", "108MiB", "83886080", "", "off"} {
-		vals := map[string]any{"residency": map[string]any{"goMemLimit": gml}, "pools": []any{tritonPool("p", nil)}}
+		vals := map[string]any{"residency": map[string]any{"goMemLimit": gml}, "scaler": map[string]any{"goMemLimit": gml}, "pools": []any{tritonPool("p", nil)}}
 		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
 			t.Errorf("goMemLimit %q: %v", gml, err)
 		}
