@@ -483,7 +483,7 @@ func TestHostileValuesRefused(t *testing.T) {
 			want: []string{`pools[p]: residency.goMemLimit "109MiB" is above residency.resources.limits.memory (128Mi) − 20 MiB`}},
 		{name: "sidecar GOMEMLIMIT below the held bytes + 16 MiB",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "79MiB"}, "pools": pool(nil)},
-			want: []string{`pools[p]: residency.goMemLimit "79MiB" is below the sidecar's residency.config.holdMaxTotalBytes (67108864 bytes) + 16 MiB`}},
+			want: []string{`pools[p]: residency.goMemLimit "79MiB" is below the sidecar's holdMaxTotalBytes (67108864 bytes; residency.config or pools[].residency.config) + 16 MiB`}},
 		{name: "sidecar GOMEMLIMIT of one byte",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "1B"}, "pools": pool(nil)},
 			want: []string{`pools[p]: residency.goMemLimit "1B" is below`}},
@@ -493,6 +493,40 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "sidecar memory limit below the default GOMEMLIMIT",
 			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "64Mi"}}, "config": map[string]any{"holdMaxTotalBytes": 16777216}}, "pools": pool(nil)},
 			want: []string{`pools[p]: residency.goMemLimit "96MiB" is above residency.resources.limits.memory (64Mi) − 20 MiB`}},
+		{name: "sidecar memory limit a plain number from a values file (a float), below GOMEMLIMIT + 20 MiB",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": float64(1e8)}}, "config": map[string]any{"holdMaxTotalBytes": 16777216}}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "96MiB" is above residency.resources.limits.memory (1e+08) − 20 MiB`}},
+		{name: "sidecar memory limit in exponent form",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1e8"}}, "config": map[string]any{"holdMaxTotalBytes": 16777216}}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "96MiB" is above residency.resources.limits.memory (1e8) − 20 MiB`}},
+		{name: "sidecar memory limit as a fraction, below twice the held bytes",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "0.1Gi"}}, "goMemLimit": ""}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.config.holdMaxTotalBytes (67108864 bytes) is more than half residency.resources.limits.memory (0.1Gi)`}},
+		{name: "sidecar memory limit in millibytes",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "128m"}}}, "pools": pool(nil)},
+			want: []string{`is more than half residency.resources.limits.memory (128m)`}},
+		{name: "sidecar memory limit not a quantity",
+			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "lots"}}}, "pools": pool(nil)},
+			want: []string{`residency.resources.limits.memory: "lots" is not a memory quantity`}},
+		{name: "held bytes null",
+			set:  []string{"residency.config.holdMaxTotalBytes=null"},
+			give: map[string]any{"pools": pool(nil)},
+			want: []string{`pools[p]: residency.config.holdMaxTotalBytes is null`}},
+		{name: "GOMEMLIMIT in the sidecar's env",
+			give: map[string]any{"residency": map[string]any{"env": []any{map[string]any{"name": "GOMEMLIMIT", "value": "1TiB"}}}, "pools": pool(nil)},
+			want: []string{`residency.env sets GOMEMLIMIT, which residency.goMemLimit sets and the chart checks`}},
+		{name: "--hold-max-total-bytes in the sidecar's extraArgs",
+			give: map[string]any{"residency": map[string]any{"extraArgs": []any{"--hold-max-total-bytes=1073741824"}}, "pools": pool(nil)},
+			want: []string{`residency.extraArgs sets --hold-max-total-bytes`}},
+		{name: "GOMEMLIMIT in the scaler's env",
+			give: map[string]any{"scaler": map[string]any{"env": []any{map[string]any{"name": "GOMEMLIMIT", "value": "1TiB"}}}},
+			want: []string{`scaler.env sets GOMEMLIMIT`}},
+		{name: "scaler GOMEMLIMIT of one kibibyte",
+			give: map[string]any{"scaler": map[string]any{"goMemLimit": "1KiB"}},
+			want: []string{`scaler.goMemLimit "1KiB" is below 16 MiB`}},
+		{name: "scaler memory limit in exponent form below GOMEMLIMIT + 20 MiB",
+			give: map[string]any{"scaler": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "5e7"}}}},
+			want: []string{`scaler.goMemLimit "40MiB" is above scaler.resources.limits.memory (5e7) − 20 MiB`}},
 		{name: "GOMEMLIMIT Go would read as an overflow",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "99999999TiB"}},
 			want: []string{"/residency/goMemLimit", "does not match pattern"}},
@@ -595,12 +629,20 @@ func TestPodNameCut(t *testing.T) {
 // TestSidecarMemoryBounds: the render accepts GOMEMLIMIT at both ends of [held + 16 MiB,
 // limit − 20 MiB] (80 MiB and 108 MiB with the chart's 64 MiB held and 128Mi limit), and
 // with it unset ("" or off), where only the held-bytes bound applies; the scaler's the same
-// values under its 128Mi limit.
+// values under its 128Mi limit; and the 128Mi limit written in any quantity form.
 func TestSidecarMemoryBounds(t *testing.T) {
-	for _, gml := range []string{"80MiB", "108MiB", "83886080", "", "off"} {
+	for _, gml := range []string{"80MiB", "108MiB", "83886080", "00096MiB", "", "off"} {
 		vals := map[string]any{"residency": map[string]any{"goMemLimit": gml}, "scaler": map[string]any{"goMemLimit": gml}, "pools": []any{tritonPool("p", nil)}}
 		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
 			t.Errorf("goMemLimit %q: %v", gml, err)
+		}
+	}
+	// The same 128 MiB limit in other quantity forms, and larger ones, pass with the defaults.
+	for _, mem := range []any{float64(134217728), int64(134217728), "134217728", "+128Mi", "0.125Gi", "1.5Gi", "1.34217728e8"} {
+		vals := map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": mem}}},
+			"scaler": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": mem}}}, "pools": []any{tritonPool("p", nil)}}
+		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
+			t.Errorf("limits.memory %v: %v", mem, err)
 		}
 	}
 }

@@ -345,15 +345,52 @@ preStopSleepSeconds + marginSeconds. pools[].drain overrides drain. */}}
 {{- end }}
 
 {{/* Bytes, as a float, of a Go GOMEMLIMIT (96MiB, 1GiB, 100663296) or a Kubernetes memory
-quantity (128Mi, 1Gi, 500M); "" for a form it does not read (a fractional quantity such as
-1.5Gi), which the caller then cannot check. Float arithmetic, so a large value cannot wrap. */}}
+quantity in any of its forms (128Mi, 134217728, 128M, 0.125Gi, 1e9, +128Mi, 128m), or of a
+number (a values file's 134217728 reaches the template as a float); "" for anything else, which
+the callers refuse. Float arithmetic, so a large value cannot wrap. */}}
 {{- define "inferscale.bytes" -}}
+{{- if or (kindIs "float64" .) (kindIs "int" .) (kindIs "int64" .) }}
+{{- float64 . }}
+{{- else }}
 {{- $s := toString . }}
-{{- $n := regexFind "^[0-9]+" $s }}
-{{- $units := dict "" 1.0 "B" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "KiB" 1024.0 "Mi" 1048576.0 "MiB" 1048576.0 "Gi" 1073741824.0 "GiB" 1073741824.0 "Ti" 1099511627776.0 "TiB" 1099511627776.0 }}
+{{- $n := regexFind "^\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?" $s }}
+{{- $units := dict "" 1.0 "B" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024.0 "KiB" 1024.0 "Mi" 1048576.0 "MiB" 1048576.0 "Gi" 1073741824.0 "GiB" 1073741824.0 "Ti" 1099511627776.0 "TiB" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 }}
 {{- $u := trimPrefix $n $s }}
 {{- if and $n (hasKey $units $u) }}
-{{- mulf (float64 $n) (get $units $u) }}
+{{- mulf (float64 (trimPrefix "+" $n)) (get $units $u) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The bytes of a memory limit (field names it), or "" when there is none; fails the render
+when it is set in a form inferscale.bytes does not read, instead of skipping the checks. */}}
+{{- define "inferscale.memoryLimitBytes" -}}
+{{- $v := .value }}
+{{- if not (kindIs "invalid" $v) }}
+{{- $b := include "inferscale.bytes" $v }}
+{{- if not $b }}
+{{- fail (printf "%s: %q is not a memory quantity (such as 128Mi, 1Gi or 134217728)" .field (toString $v)) }}
+{{- end }}
+{{- $b }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render when env or extraArgs set what the chart's checked value sets
+(GOMEMLIMIT; a flag), since the later entry wins and bypasses the check. Call with (dict
+"component" <values path> "env" <list> "args" <list> "flags" <list of flags>). */}}
+{{- define "inferscale.checkNoOverride" -}}
+{{- $c := .component }}
+{{- range .env }}
+{{- if eq (toString .name) "GOMEMLIMIT" }}
+{{- fail (printf "%s.env sets GOMEMLIMIT, which %s.goMemLimit sets and the chart checks: set %s.goMemLimit instead" $c $c $c) }}
+{{- end }}
+{{- end }}
+{{- range $a := .args }}
+{{- range $f := $.flags }}
+{{- if or (eq (toString $a) $f) (hasPrefix (printf "%s=" $f) (toString $a)) }}
+{{- fail (printf "%s.extraArgs sets %s, which the chart sets from a checked value: set that value instead" $c $f) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -364,22 +401,27 @@ limit − 20 MiB (the binary's mapped pages). Call with (dict "root" $ "pool" $p
 {{- define "inferscale.checkSidecarMemory" -}}
 {{- $r := .root.Values.residency }}
 {{- $name := .pool.name }}
+{{- if kindIs "invalid" .rc.holdMaxTotalBytes }}
+{{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes is null: set it to bytes in [4Mi, 64Gi] (cmd/residency refuses 0)" $name) }}
+{{- end }}
 {{- $held := float64 .rc.holdMaxTotalBytes }}
-{{- $lim := include "inferscale.bytes" ((($r.resources | default dict).limits | default dict).memory | default "") }}
+{{- include "inferscale.checkNoOverride" (dict "component" "residency" "env" $r.env "args" $r.extraArgs "flags" (list "--hold-max-total-bytes" "-hold-max-total-bytes")) }}
+{{- $memText := (($r.resources | default dict).limits | default dict).memory }}
+{{- $lim := include "inferscale.memoryLimitBytes" (dict "field" "residency.resources.limits.memory" "value" $memText) }}
 {{- $gmlText := toString ($r.goMemLimit | default "") }}
 {{- $gml := "" }}
 {{- if and $gmlText (ne $gmlText "off") }}
 {{- $gml = include "inferscale.bytes" $gmlText }}
 {{- if lt (float64 $gml) (addf $held 16777216.0) }}
-{{- fail (printf "pools[%s]: residency.goMemLimit %q is below the sidecar's residency.config.holdMaxTotalBytes (%.0f bytes) + 16 MiB: it would collect without pause while holding requests; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText $held) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is below the sidecar's holdMaxTotalBytes (%.0f bytes; residency.config or pools[].residency.config) + 16 MiB: it would collect without pause while holding requests; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText $held) }}
 {{- end }}
 {{- end }}
 {{- if $lim }}
 {{- if gt (mulf $held 2.0) (float64 $lim) }}
-{{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes (%.0f bytes) is more than half residency.resources.limits.memory (%s): a sidecar holding its full budget would be OOM-killed; raise the limit with it" $name $held (toString $r.resources.limits.memory)) }}
+{{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes (%.0f bytes) is more than half residency.resources.limits.memory (%s): a sidecar holding its full budget would be OOM-killed; raise the limit with it" $name $held (toString $memText)) }}
 {{- end }}
 {{- if and $gml (gt (float64 $gml) (subf (float64 $lim) 20971520.0)) }}
-{{- fail (printf "pools[%s]: residency.goMemLimit %q is above residency.resources.limits.memory (%s) − 20 MiB (the binary's mapped pages): the sidecar would be OOM-killed before the Go runtime acts; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText (toString $r.resources.limits.memory)) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is above residency.resources.limits.memory (%s) − 20 MiB (the binary's mapped pages): the sidecar would be OOM-killed before the Go runtime acts; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText (toString $memText)) }}
 {{- end }}
 {{- end }}
 {{- end }}
