@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -508,10 +509,6 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "sidecar memory limit not a quantity",
 			give: map[string]any{"residency": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "lots"}}}, "pools": pool(nil)},
 			want: []string{`residency.resources.limits.memory: "lots" is not a memory quantity`}},
-		{name: "held bytes null",
-			set:  []string{"residency.config.holdMaxTotalBytes=null"},
-			give: map[string]any{"pools": pool(nil)},
-			want: []string{`pools[p]: residency.config.holdMaxTotalBytes is null`}},
 		{name: "GOMEMLIMIT in the sidecar's env",
 			give: map[string]any{"residency": map[string]any{"env": []any{map[string]any{"name": "GOMEMLIMIT", "value": "1TiB"}}}, "pools": pool(nil)},
 			want: []string{`residency.env sets GOMEMLIMIT, which residency.goMemLimit sets and the chart checks`}},
@@ -643,6 +640,25 @@ func TestSidecarMemoryBounds(t *testing.T) {
 			"scaler": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": mem}}}, "pools": []any{tritonPool("p", nil)}}
 		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
 			t.Errorf("limits.memory %v: %v", mem, err)
+		}
+	}
+}
+
+// TestResidencyConfigNullRefused: for every key of residency.config in values.yaml,
+// --set residency.config.<key>=null (which removes the chart's default before the schema sees
+// it) is refused with an error naming the key, not rendered as an empty flag the sidecar
+// crash-loops on.
+func TestResidencyConfigNullRefused(t *testing.T) {
+	defaults := readValues(t, chartPath+"/values.yaml")
+	rc, ok := defaults["residency"].(map[string]any)["config"].(map[string]any)
+	if !ok || len(rc) < 10 {
+		t.Fatalf("values.yaml residency.config: %v", rc)
+	}
+	for _, k := range slices.Sorted(mapKeys(rc)) {
+		vals := withSet(t, map[string]any{"pools": []any{tritonPool("p", nil)}}, []string{"residency.config." + k + "=null"}, nil)
+		_, err := renderAs(t, "rel", namespace, vals)
+		if want := "pools[p].residency.config." + k + " is null"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("residency.config.%s=null: got %v, want an error saying %q", k, err, want)
 		}
 	}
 }

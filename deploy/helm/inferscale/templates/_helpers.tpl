@@ -315,6 +315,12 @@ accepts (residency.Config.Validate). Call with (dict "pool" $pool "rc" <merged r
 {{- $rc := .rc }}
 {{- $by := "cmd/residency" }}
 {{- $f := printf "pools[%s].residency.config" .pool.name }}
+{{- /* --set key=null deletes a key the schema then never sees; every flag below needs its value. */}}
+{{- range $k := list "port" "reserveBytes" "nvml" "loopInterval" "failureBackoff" "failureBackoffMax" "drainTimeout" "propagationDelay" "drainPollInterval" "quarantineAfter" "maxConcurrentLoads" "holdMaxTotalBytes" "freeIdle" }}
+{{- if kindIs "invalid" (index $rc $k) }}
+{{- fail (printf "%s.%s is null (--set %s=null removes the chart's default): set a value in the range values.schema.json gives" $f $k $k) }}
+{{- end }}
+{{- end }}
 {{- include "inferscale.checkDuration" (dict "field" (printf "%s.loopInterval" $f) "value" $rc.loopInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
 {{- include "inferscale.checkDuration" (dict "field" (printf "%s.failureBackoff" $f) "value" $rc.failureBackoff "min" 0.1 "max" 3600 "range" "[100ms, 1h]" "by" $by) }}
 {{- $lo := maxf 0.1 (include "inferscale.durationFloat" $rc.failureBackoff | float64) }}
@@ -401,9 +407,6 @@ limit − 20 MiB (the binary's mapped pages). Call with (dict "root" $ "pool" $p
 {{- define "inferscale.checkSidecarMemory" -}}
 {{- $r := .root.Values.residency }}
 {{- $name := .pool.name }}
-{{- if kindIs "invalid" .rc.holdMaxTotalBytes }}
-{{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes is null: set it to bytes in [4Mi, 64Gi] (cmd/residency refuses 0)" $name) }}
-{{- end }}
 {{- $held := float64 .rc.holdMaxTotalBytes }}
 {{- include "inferscale.checkNoOverride" (dict "component" "residency" "env" $r.env "args" $r.extraArgs "flags" (list "--hold-max-total-bytes" "-hold-max-total-bytes")) }}
 {{- $memText := (($r.resources | default dict).limits | default dict).memory }}
