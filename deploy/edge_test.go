@@ -662,3 +662,36 @@ func TestResidencyConfigNullRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRootDefaultsNullRefused: --set key=null deletes a chart default before the schema sees
+// it. Each key below rendered before without it: an empty flag cmd/scaler refuses at start
+// (--graceful-stop-timeout=), a different setting (objectMetricsMaxTriggers 0: no bound), an
+// invalid ScaledObject (trigger type ""), or a grace period with no margin past the drain.
+func TestRootDefaultsNullRefused(t *testing.T) {
+	defaults := readValues(t, chartPath+"/values.yaml")
+	sc := defaults["scaler"].(map[string]any)["config"].(map[string]any)
+	var keys []string
+	for _, k := range slices.Sorted(mapKeys(sc)) {
+		if k != "opencostAddressSecret" { // null by default: no Secret
+			keys = append(keys, "scaler.config."+k)
+		}
+	}
+	if len(keys) < 15 {
+		t.Fatalf("values.yaml scaler.config: %v", sc)
+	}
+	keys = append(keys, "drain.preStopSleepSeconds", "drain.marginSeconds", "keda.triggerType",
+		"keda.pollingInterval", "keda.cooldownPeriod", "keda.fallback.failureThreshold",
+		"keda.fallback.replicas", "keda.fallback.behavior", "scaling.minReplicas", "scaling.maxReplicas")
+	for _, k := range keys {
+		vals := withSet(t, map[string]any{"pools": []any{tritonPool("p", nil)}}, []string{k + "=null"}, nil)
+		_, err := renderAs(t, "rel", namespace, vals)
+		if want := k + " is null (--set " + k + "=null"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=null: got %v, want an error saying %q", k, err, want)
+		}
+	}
+	// Null where the default is null stays accepted.
+	vals := withSet(t, map[string]any{"pools": []any{tritonPool("p", nil)}}, []string{"scaler.config.opencostAddressSecret=null"}, nil)
+	if _, err := renderAs(t, "rel", namespace, vals); err != nil {
+		t.Errorf("scaler.config.opencostAddressSecret=null: %v", err)
+	}
+}

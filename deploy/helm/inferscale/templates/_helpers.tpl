@@ -274,6 +274,17 @@ Call with (dict "field" <values path> "value" <duration> "min" <s> "max" <s> "ra
 {{- end }}
 {{- end }}
 
+{{/* Fails the render when one of .keys of .map is null. --set key=null deletes a key before
+the schema sees it, so a required value would render empty or fall to another default.
+Call with (dict "field" <name in the error> "set" <its --set path> "map" <map> "keys" <list>). */}}
+{{- define "inferscale.checkNotNull" -}}
+{{- range $k := .keys }}
+{{- if kindIs "invalid" (index $.map $k) }}
+{{- fail (printf "%s.%s is null (--set %s.%s=null removes the chart's default): set a value in the range values.schema.json gives (\"\" where the key may be empty)" $.field $k $.set $k) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Rules the schema cannot state; included once by scaler-deployment.yaml. */}}
 {{- define "inferscale.validate" -}}
 {{- $full := include "inferscale.fullname" . }}
@@ -289,6 +300,18 @@ Call with (dict "field" <values path> "value" <duration> "min" <s> "max" <s> "ra
 {{- fail "prometheus: set address or addressSecret.name (a Secret holding the address)" }}
 {{- end }}
 {{- $c := .Values.scaler.config }}
+{{- /* The flag would render empty (--graceful-stop-timeout=, which cmd/scaler refuses at
+start) or as a different setting (objectMetricsMaxTriggers 0: no bound). opencostAddressSecret
+is null by default (no Secret). */}}
+{{- include "inferscale.checkNotNull" (dict "field" "scaler.config" "set" "scaler.config" "map" $c "keys" (list "grpcPort" "metricsPort" "prometheusAddress" "refreshInterval" "queryTimeout" "queryConcurrency" "forgetAfter" "namespaceLabel" "podLabel" "gracefulStopTimeout" "objectMetrics" "objectMetricsMaxTriggers" "opencostAddress" "opencostWindow" "opencostRefresh" "logLevel" "logFormat")) }}
+{{- /* An empty trigger type is an invalid ScaledObject; a null margin renders a grace period
+with no margin past the drain, and a null pre-stop sleep a 1 s Triton exit timeout. */}}
+{{- include "inferscale.checkNotNull" (dict "field" "drain" "set" "drain" "map" .Values.drain "keys" (list "preStopSleepSeconds" "marginSeconds")) }}
+{{- include "inferscale.checkNotNull" (dict "field" "keda" "set" "keda" "map" .Values.keda "keys" (list "triggerType" "pollingInterval" "cooldownPeriod")) }}
+{{- if .Values.keda.fallback }}
+{{- include "inferscale.checkNotNull" (dict "field" "keda.fallback" "set" "keda.fallback" "map" .Values.keda.fallback "keys" (list "failureThreshold" "replicas" "behavior")) }}
+{{- end }}
+{{- include "inferscale.checkNotNull" (dict "field" "scaling" "set" "scaling" "map" .Values.scaling "keys" (list "minReplicas" "maxReplicas")) }}
 {{- $ocSecret := include "inferscale.opencostAddressSecretName" . }}
 {{- if and $c.opencostAddress $ocSecret }}
 {{- fail (printf "scaler.config.opencostAddress and scaler.config.opencostAddressSecret.name (%q) are both set: keep one (opencostAddress is a container argument, which anyone who can read the Deployment sees)" $ocSecret) }}
@@ -315,12 +338,8 @@ accepts (residency.Config.Validate). Call with (dict "pool" $pool "rc" <merged r
 {{- $rc := .rc }}
 {{- $by := "cmd/residency" }}
 {{- $f := printf "pools[%s].residency.config" .pool.name }}
-{{- /* --set key=null deletes a key the schema then never sees; every flag below needs its value. */}}
-{{- range $k := list "port" "reserveBytes" "nvml" "loopInterval" "failureBackoff" "failureBackoffMax" "drainTimeout" "propagationDelay" "drainPollInterval" "quarantineAfter" "maxConcurrentLoads" "holdMaxTotalBytes" "freeIdle" }}
-{{- if kindIs "invalid" (index $rc $k) }}
-{{- fail (printf "%s.%s is null (--set %s=null removes the chart's default): set a value in the range values.schema.json gives" $f $k $k) }}
-{{- end }}
-{{- end }}
+{{- /* Every flag below needs its value. */}}
+{{- include "inferscale.checkNotNull" (dict "field" $f "set" "residency.config" "map" $rc "keys" (list "port" "reserveBytes" "nvml" "loopInterval" "failureBackoff" "failureBackoffMax" "drainTimeout" "propagationDelay" "drainPollInterval" "quarantineAfter" "maxConcurrentLoads" "holdMaxTotalBytes" "freeIdle")) }}
 {{- include "inferscale.checkDuration" (dict "field" (printf "%s.loopInterval" $f) "value" $rc.loopInterval "min" 0.1 "max" 600 "range" "[100ms, 10m]" "by" $by) }}
 {{- include "inferscale.checkDuration" (dict "field" (printf "%s.failureBackoff" $f) "value" $rc.failureBackoff "min" 0.1 "max" 3600 "range" "[100ms, 1h]" "by" $by) }}
 {{- $lo := maxf 0.1 (include "inferscale.durationFloat" $rc.failureBackoff | float64) }}
