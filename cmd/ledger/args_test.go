@@ -61,3 +61,14 @@ func TestHelpExitsZero(t *testing.T) {
 		t.Errorf("--help: exit %d, stderr %q; want 0 and the usage", code, errb.String())
 	}
 }
+
+// TestMigConfigOutUnwritable: a --mig-config-out that cannot be written is bad input naming
+// the flag (it said only "ledger: write /dev/full: …").
+func TestMigConfigOutUnwritable(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"--spec=" + testdata + "eight-whole.yaml", "--mig-config-out=/dev/full", "--audit=heuristic"}, &out, &errb)
+	const want = "ledger: --mig-config-out: write /dev/full: no space left on device\n"
+	if code != exitBad || errb.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, errb.String(), exitBad, want)
+	}
+}

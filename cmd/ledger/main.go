@@ -68,6 +68,9 @@ type Config struct {
 	Namespace          string
 	Pushgateway        string
 	PushJob            string
+	// LiveOnly are the flags given that only --live reads (--kubeconfig, --node-selector,
+	// --failure-domain-label, --peak-window, --peak-step), in the order given.
+	LiveOnly []string
 }
 
 // Validate returns every bad flag, each naming the flag and its range.
@@ -92,6 +95,11 @@ func (c Config) Validate() error {
 	}
 	if c.PrometheusAddress != "" && !c.Live {
 		errs = append(errs, errors.New("--prometheus-address: needs --live (peaks are read per ScaledObject)"))
+	}
+	if !c.Live {
+		for _, f := range c.LiveOnly {
+			errs = append(errs, fmt.Errorf("--%s: needs --live (without it the spec's nodes and peakRPS are read and this flag is not)", f))
+		}
 	}
 	if c.PeakWindow < time.Minute || c.PeakWindow > 90*24*time.Hour {
 		errs = append(errs, fmt.Errorf("--peak-window %v: want [1m, 2160h]", c.PeakWindow))
@@ -127,7 +135,7 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	fs.IntVar(&c.MaxRetries, "max-retries", 0, "heuristic audit: kept nodes re-tried for release after the first packing (0 = all)")
 	fs.StringVar(&c.MigConfigOut, "mig-config-out", "", "write the proposed layouts as a mig-parted config to this file")
 	fs.BoolVar(&c.Live, "live", false, "read GPU nodes from the cluster (their GFD/MIG manager labels) instead of the spec's nodes, and check autoscaler ownership")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for --live (default: in-cluster, then $KUBECONFIG)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for --live (default: $KUBECONFIG's files, else ~/.kube/config, else the pod's in-cluster service account)")
 	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
 	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster and Prometheus")
@@ -142,6 +150,12 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	if err = fs.Parse(args); err != nil {
 		return c, *v, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "kubeconfig", "node-selector", "failure-domain-label", "peak-window", "peak-step":
+			c.LiveOnly = append(c.LiveOnly, f.Name)
+		}
+	})
 	// flag stops at the first argument that is not a flag, so `ledger extra --spec=x` left
 	// --spec unparsed and reported it missing: name the stray argument instead.
 	if fs.NArg() > 0 {
@@ -182,7 +196,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.MigConfigOut != "" && rep.Audit.Feasible {
 		if err := os.WriteFile(c.MigConfigOut, []byte(ledger.MigPartedConfig(rep.Audit.Proposal)), 0o644); err != nil {
-			fmt.Fprintln(stderr, "ledger:", err)
+			fmt.Fprintln(stderr, "ledger: --mig-config-out:", err) // a path that cannot be written: bad input, before the report
 			return exitBad
 		}
 	}

@@ -36,6 +36,11 @@ func TestExitCodes(t *testing.T) {
 		{"prometheus without live", []string{"--spec=x", "--prometheus-address=http://127.0.0.1:9090"}, 2, "", "--prometheus-address: needs --live"},
 		{"bad window", []string{"--spec=x", "--peak-window=10s"}, 2, "", "--peak-window 10s: want [1m, 2160h]"},
 		{"missing file", []string{"--spec=/nonexistent.yaml"}, 2, "", "no such file"},
+		// Live-only flags were accepted and ignored offline (--node-selector=!!! gave exit 0).
+		{"node selector without live", []string{"--spec=" + testdata + "source-case.yaml", "--node-selector=!!!"}, 2, "", "--node-selector: needs --live"},
+		{"empty failure-domain label without live", []string{"--spec=" + testdata + "source-case.yaml", "--failure-domain-label="}, 2, "", "--failure-domain-label: needs --live"},
+		{"kubeconfig without live", []string{"--spec=" + testdata + "source-case.yaml", "--kubeconfig=/tmp/k"}, 2, "", "--kubeconfig: needs --live"},
+		{"peak step without live", []string{"--spec=" + testdata + "source-case.yaml", "--peak-step=2m"}, 2, "", "--peak-step: needs --live"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
