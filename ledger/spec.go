@@ -71,7 +71,8 @@ type Service struct {
 	// whole GPU.
 	Profile string `yaml:"profile" json:"profile"`
 	// PeakRPS is the demand the service must meet, requests per second.
-	// Required for P0 and P1.
+	// Required for P0 and P1: PeakUnset (ledger/specfile's value for a peakRPS
+	// the spec leaves out) is a Validate error for them.
 	PeakRPS float64 `yaml:"peakRPS,omitempty" json:"peakRPS,omitempty"`
 	// SafeRPSPerReplica is the measured throughput of one replica within
 	// its SLO on Profile, requests per second. Required for P0 and P1,
@@ -93,6 +94,16 @@ type Service struct {
 
 // MaxRPS bounds peakRPS and safeRPSPerReplica; larger values are typos.
 const MaxRPS = 1e9
+
+// PeakUnset is the PeakRPS of a P0 or P1 service whose spec leaves peakRPS out, as
+// ledger/specfile decodes it: NaN, not 0, because `peakRPS: 0` is a demand a spec may give and
+// an absent one is not, and because no capacity comparison passes with NaN. Validate reports
+// it (PeakRequired) unless something has replaced it first: `ledger --live
+// --prometheus-address` reads the peak of the ScaledObject of the same name.
+var PeakUnset = math.NaN()
+
+// PeakRequired begins Validate's message for a P0 or P1 service's PeakUnset peakRPS.
+const PeakRequired = "required for"
 
 // MaxReplicas bounds readyReplicas.
 const MaxReplicas = 100000
@@ -187,7 +198,10 @@ func (s Spec) Validate() []FieldError {
 		if _, whole := LookupProduct(sv.Profile); !whole && !IsProfileName(sv.Profile) {
 			add(p+".profile", "%q is neither a MIG profile nor a product (%s)", sv.Profile, strings.Join(ProductNames(), ", "))
 		}
-		if bad(sv.PeakRPS) || sv.PeakRPS < 0 || sv.PeakRPS > MaxRPS {
+		switch {
+		case math.IsNaN(sv.PeakRPS) && (sv.Tier == P0 || sv.Tier == P1):
+			add(p+".peakRPS", "%s %s service %q: the demand to meet, req/s in [0, %g], is not in the spec nor read from Prometheus (ledger --live --prometheus-address reads it from the ScaledObject named %q when that has data)", PeakRequired, sv.Tier, sv.Name, MaxRPS, sv.Name)
+		case bad(sv.PeakRPS) || sv.PeakRPS < 0 || sv.PeakRPS > MaxRPS:
 			add(p+".peakRPS", "%v is outside [0, %g]", sv.PeakRPS, MaxRPS)
 		}
 		// One error per fault: a P0 or P1 value out of range names the tier's range, (0, MaxRPS],

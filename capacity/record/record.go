@@ -172,14 +172,14 @@ func FileName(model, profile string) string {
 // Marshal writes r as YAML, keys in the order of the type.
 func Marshal(r Record) ([]byte, error) { return yamlv3.Marshal(r) }
 
-// Parse decodes a record strictly (unknown fields are errors, names as written) and validates
-// it.
+// Parse decodes a record strictly (unknown fields are errors; keys are matched exactly, case
+// included, so SLOTHROUGHPUTRPS is an unknown field, not sloThroughputRPS) and validates it.
 func Parse(data []byte) (Record, error) {
 	var r Record
 	if err := plainNumbers(data); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrRecord, err)
 	}
-	if err := strictyaml.Unmarshal(data, &r); err != nil {
+	if err := strictyaml.UnmarshalWith(data, &r, strictyaml.Options{ExactKeys: true}); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrRecord, bounded(err))
 	}
 	missing := requiredKeys(data)
@@ -199,40 +199,26 @@ func Parse(data []byte) (Record, error) {
 // absent loadTimeSeconds as 0 s, which it refuses as out of range.)
 var RequiredKeys = []string{"model", "profile", "sloThroughputRPS", "verdict.allowed"}
 
-// requiredKeys reports every RequiredKeys path missing from the record's YAML, keys matched
-// as the strict decoder matches them (case-insensitively).
+// requiredKeys reports every RequiredKeys path missing from the record's YAML. The keys are
+// read as the strict decoder read them: exactly, and with merge keys (<<) applied and aliases
+// followed (within strictyaml.MaxNodes), so `<<: {sloThroughputRPS: 400}` gives the key.
 func requiredKeys(data []byte) error {
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &root); err != nil {
+	var doc map[string]any
+	if err := strictyaml.UnmarshalWith(data, &doc, strictyaml.Options{ExactKeys: true}); err != nil {
 		return nil // the strict decoder has reported it
 	}
 	var errs []error
 	for _, path := range RequiredKeys {
-		var n *yamlv3.Node
-		if len(root.Content) > 0 {
-			n = root.Content[0]
-		}
+		var v any = doc
 		for _, k := range strings.Split(path, ".") {
-			n = child(n, k)
+			m, _ := v.(map[string]any)
+			v = m[k] // nil when v is not a mapping or lacks k
 		}
-		if n == nil || n.Kind == yamlv3.ScalarNode && n.Tag == "!!null" { // null decodes as absent: 0 or false
+		if v == nil { // null decodes as absent: 0 or false
 			errs = append(errs, fmt.Errorf("%s: missing (cmd/capacity writes it; absent, it would read as 0 or false)", path))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// child returns the value of key in the mapping n (nil when n is not a mapping or lacks it).
-func child(n *yamlv3.Node, key string) *yamlv3.Node {
-	if n == nil || n.Kind != yamlv3.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if strings.EqualFold(n.Content[i].Value, key) {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // plainNumberRE is a number as cmd/capacity writes one: JSON's number syntax, plain decimal

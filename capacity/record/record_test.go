@@ -181,3 +181,33 @@ func TestFileNameIsOnePathElement(t *testing.T) {
 		}
 	}
 }
+
+// TestParseKeysExact: a record's keys are fixed (docs/capacity.md), case included:
+// SLOTHROUGHPUTRPS was read as sloThroughputRPS. A required key given through a merge key is
+// present (`<<: {sloThroughputRPS: 400}` was reported missing).
+func TestParseKeysExact(t *testing.T) {
+	_, err := Parse([]byte("model: m\nprofile: 1g.10gb\nSLOTHROUGHPUTRPS: 4000\nverdict: {allowed: true}\n"))
+	want := "invalid admission record: SLOTHROUGHPUTRPS: unknown field; keys are case-sensitive: want sloThroughputRPS (line 3)"
+	if err == nil || err.Error() != want {
+		t.Errorf("SLOTHROUGHPUTRPS: err = %v\nwant %s", err, want)
+	}
+	r, err := Parse([]byte("model: m\nprofile: 1g.10gb\n<<: {sloThroughputRPS: 400}\nverdict: {<<: {allowed: true}}\n"))
+	if err != nil || r.SLOThroughputRPS != 400 || !r.Verdict.Allowed {
+		t.Errorf("merged keys: %v allowed %v, err %v; want 400, true, no error", r.SLOThroughputRPS, r.Verdict.Allowed, err)
+	}
+}
+
+// TestParseMergeBomb: a record whose merge keys name one mapping 2^40 times is refused by its
+// unknown keys at once; the strict reader worked out every copy and never finished.
+func TestParseMergeBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("_x0: &a0 {p50: 0.1}\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "_x%d: &a%d {<<: [*a%d, *a%d]}\n", i, i, i-1, i-1)
+	}
+	b.WriteString("model: m\nprofile: 1g.10gb\nsloThroughputRPS: 4\nverdict: {allowed: true}\nlatencySeconds: {<<: [*a40, *a40]}\n")
+	_, err := Parse([]byte(b.String()))
+	if want := "invalid admission record: _x0: unknown field (line 1)\n_x1: unknown field (line 2)\n"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %.300v\nwant it to begin %s", err, want)
+	}
+}

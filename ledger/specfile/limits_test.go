@@ -125,23 +125,34 @@ func TestErrorsBounded(t *testing.T) {
 	}
 }
 
-// TestRecordFieldSpellings: an admission record giving sloThroughputRPS twice, in two
-// spellings (its decoder matches keys case-insensitively), is refused naming both; it was
-// read as the second, 4000, without a word.
+// TestRecordFieldSpellings: an admission record's keys are exact, case included (docs/capacity.md:
+// its keys are fixed). SLOTHROUGHPUTRPS alone was read as sloThroughputRPS, and a second
+// spelling beside the first was a "duplicate"; both are now an unknown field naming the key
+// meant.
 func TestRecordFieldSpellings(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("model: s\nprofile: 1g.10gb\nsloThroughputRPS: 40\nSLOThroughputRPS: 4000\nverdict: {allowed: true}\n"), 0o600); err != nil {
-		t.Fatal(err)
+	tests := []struct{ name, give, want string }{
+		{"other spelling alone", "model: s\nprofile: 1g.10gb\nSLOTHROUGHPUTRPS: 4000\nverdict: {allowed: true}\n",
+			`SLOTHROUGHPUTRPS: unknown field; keys are case-sensitive: want sloThroughputRPS (line 3)`},
+		{"two spellings", "model: s\nprofile: 1g.10gb\nsloThroughputRPS: 40\nSLOThroughputRPS: 4000\nverdict: {allowed: true}\n",
+			`SLOThroughputRPS: unknown field; keys are case-sensitive: want sloThroughputRPS (line 4)`},
 	}
-	give := oneNode + "services:\n  - {name: s, tier: P1, profile: 1g.10gb, peakRPS: 5, record: r.yaml}\n"
-	spec, err := Parse([]byte(give), filepath.Join(dir, "spec.yaml"))
-	want := filepath.Join(dir, "spec.yaml") + ":4: services[0].record: admission record: " + filepath.Join(dir, "r.yaml") +
-		`: invalid admission record: SLOThroughputRPS: duplicate field (first at line 3 as "sloThroughputRPS"; keys name fields case-insensitively) (line 4)`
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("err = %v\nwant it to begin %s", err, want)
-	}
-	if got := spec.Services[0].SafeRPSPerReplica; got != 0 {
-		t.Errorf("safeRPSPerReplica %v; want none taken from the refused record", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(tt.give), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			give := oneNode + "services:\n  - {name: s, tier: P1, profile: 1g.10gb, peakRPS: 5, record: r.yaml}\n"
+			spec, err := Parse([]byte(give), filepath.Join(dir, "spec.yaml"))
+			want := filepath.Join(dir, "spec.yaml") + ":4: services[0].record: admission record: " + filepath.Join(dir, "r.yaml") +
+				": invalid admission record: " + tt.want
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("err = %v\nwant it to begin %s", err, want)
+			}
+			if got := spec.Services[0].SafeRPSPerReplica; got != 0 {
+				t.Errorf("safeRPSPerReplica %v; want none taken from the refused record", got)
+			}
+		})
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -127,7 +129,8 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	if fe := plainNumbers(&root, name); fe != nil {
 		numErrs = append(numErrs, fe)
 	} else {
-		numberFields(&root, reflect.TypeFor[ledger.Spec](), "", name, &numErrs)
+		w := numberWalk{name: name, errs: &numErrs, merged: map[mergedVisit]bool{}}
+		w.fields(&root, reflect.TypeFor[ledger.Spec](), "")
 	}
 	// Errors about the nodes alone do not stop the services from being read: `ledger --live`
 	// replaces the spec's nodes and ignores such errors (cmd/ledger), and returning no services
@@ -172,14 +175,10 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	if errs := counts(&root, name, len(spec.Nodes), len(spec.Services)); errs != nil {
 		return spec, errs
 	}
+	missingPeaks(data, &spec)
 	var errs []error
 	dir := filepath.Dir(name)
-	// records holds each record read, by cleaned path: one read however many services name it.
-	type readResult struct {
-		rec record.Record
-		err error
-	}
-	records := map[string]readResult{}
+	records := recordCache{}
 	// badRecord: services whose record was reported; Validate's "safeRPSPerReplica: required"
 	// for them only restated that error, at the service's first line.
 	badRecord := map[string]bool{}
@@ -197,18 +196,13 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 			fail("give safeRPSPerReplica or record, not both")
 			continue
 		}
-		// The path read, and the cache's key: an absolute one as written (a symlink under
-		// a/../ resolves where the OS takes it), a relative one joined to the spec's folder.
+		// The path read: an absolute one as written (a symlink under a/../ resolves where the
+		// OS takes it), a relative one joined to the spec's folder.
 		path := s.Record
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		r, done := records[path]
-		if !done {
-			r.rec, r.err = readRecord(path)
-			records[path] = r
-		}
-		rec, err := r.rec, r.err
+		rec, err := records.read(path)
 		if err != nil {
 			fail("%v", err)
 			continue
@@ -234,6 +228,78 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	return spec, append(numErrs, errs...)
 }
 
+// recordCache holds each admission record read, so that a file is read and parsed once
+// however many services name it, in whatever spelling (/r/x.yaml, /r/./././x.yaml, //r/x.yaml,
+// a symlink to it): by the path as given, and by the file the path names (os.SameFile, as the
+// OS resolves the path; a lexical filepath.Clean would take /r/lnk/../x.yaml for /r/x.yaml,
+// which through a symlink lnk it is not).
+type recordCache struct {
+	byPath map[string]*recordResult
+	bySize map[int64][]*recordResult // those whose file was found, by its size
+}
+
+type recordResult struct {
+	info fs.FileInfo // nil when the path did not stat
+	rec  record.Record
+	err  error
+}
+
+// read returns the record at path, reading it only when no path read before names its file.
+func (c *recordCache) read(path string) (record.Record, error) {
+	if c.byPath == nil {
+		c.byPath, c.bySize = map[string]*recordResult{}, map[int64][]*recordResult{}
+	}
+	r, done := c.byPath[path]
+	if !done {
+		r = c.byFile(path)
+		c.byPath[path] = r
+	}
+	return r.rec, r.err
+}
+
+func (c *recordCache) byFile(path string) *recordResult {
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		// Not a file that can be matched (missing, a device such as /dev/zero): read as
+		// given; the reader's error, or its size bound, ends it cheaply.
+		r := &recordResult{}
+		r.rec, r.err = readRecord(path)
+		return r
+	}
+	for _, r := range c.bySize[info.Size()] {
+		if os.SameFile(r.info, info) {
+			return r
+		}
+	}
+	r := &recordResult{info: info}
+	r.rec, r.err = readRecord(path)
+	c.bySize[info.Size()] = append(c.bySize[info.Size()], r)
+	return r
+}
+
+// missingPeaks sets the PeakRPS of each P0 and P1 service whose spec leaves peakRPS out (or
+// null) to ledger.PeakUnset, which Validate reports as required unless it is replaced first
+// (`ledger --live --prometheus-address` reads it). The spec's decoder gives 0 for an absent
+// peakRPS, the same as `peakRPS: 0`, which is a valid demand: so the keys are read again,
+// merge keys applied by yaml.v3 (its alias bound holds).
+func missingPeaks(data []byte, spec *ledger.Spec) {
+	var given struct {
+		Services []struct {
+			PeakRPS *float64 `yaml:"peakRPS"`
+		} `yaml:"services"`
+	}
+	// An error here is one the strict decode has reported (or a value yaml.v3 cannot take,
+	// reported by numberWalk): the services it leaves unread are not called missing.
+	if err := yaml.Unmarshal(data, &given); err != nil || len(given.Services) != len(spec.Services) {
+		return
+	}
+	for i, g := range given.Services {
+		if s := &spec.Services[i]; g.PeakRPS == nil && (s.Tier == ledger.P0 || s.Tier == ledger.P1) {
+			s.PeakRPS = ledger.PeakUnset
+		}
+	}
+}
+
 // boundYAML bounds yaml.v3's decode error, one error listing a line per failure (5,000 nodes
 // with gpus: 5 printed 5,000): past MaxErrors lines, the rest is one saying how many more.
 func boundYAML(err error) error {
@@ -246,15 +312,22 @@ func boundYAML(err error) error {
 }
 
 // AboutNodes reports whether every error is a *FieldError about the nodes (a field under
-// nodes) or a service's placement: what `ledger --live` replaces from the cluster.
+// nodes), a service's placement, or a P0/P1 service's peakRPS left out: what `ledger --live`
+// replaces from the cluster (the peak from Prometheus, with --prometheus-address; the live
+// run validates the spec again once it has, so a peak still missing is reported then).
 func AboutNodes(errs []error) bool {
 	for _, err := range errs {
 		var fe *FieldError
-		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") {
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") && !peakMissing(fe) {
 			return false
 		}
 	}
 	return true
+}
+
+// peakMissing reports whether fe is Validate's error for a P0/P1 peakRPS left out.
+func peakMissing(fe *FieldError) bool {
+	return strings.HasSuffix(fe.Field, ".peakRPS") && strings.HasPrefix(fe.Msg, ledger.PeakRequired)
 }
 
 // counts reports a spec past ledger.MaxServices services, as Validate words it (with the node
@@ -301,14 +374,19 @@ func listLen(root *yaml.Node, key string) int {
 // readRecord reads the admission record at path with the capacity package's own strict reader
 // (capacity/record: unknown keys, a bad profile name or out-of-range figures are errors) and
 // checks what the ledger relies on: sloThroughputRPS, the highest rate one replica sustains
-// within its SLO, in (0, ledger.MaxRPS] requests per second.
+// within its SLO, in (0, ledger.MaxRPS] requests per second when the verdict allows the model;
+// in [0, ledger.MaxRPS] when it does not (cmd/capacity writes 0 for a model with no passing
+// level, and such a service fails its admission check, not the input).
 func readRecord(path string) (record.Record, error) {
 	r, err := recordRead(path)
 	if err != nil {
 		return record.Record{}, fmt.Errorf("admission record: %w", err)
 	}
-	if v := r.SLOThroughputRPS; !(v > 0 && v <= ledger.MaxRPS) {
-		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g]", path, v, ledger.MaxRPS)
+	switch v := r.SLOThroughputRPS; {
+	case r.Verdict.Allowed && !(v > 0 && v <= ledger.MaxRPS):
+		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside (0, %g] (verdict.allowed: true)", path, v, ledger.MaxRPS)
+	case !r.Verdict.Allowed && !(v >= 0 && v <= ledger.MaxRPS):
+		return record.Record{}, fmt.Errorf("admission record %s: sloThroughputRPS %v is outside [0, %g]", path, v, ledger.MaxRPS)
 	}
 	return r, nil
 }
@@ -344,26 +422,48 @@ var fieldRange = map[string]string{
 	"readyReplicas":     fmt.Sprintf("[0, %d]", ledger.MaxReplicas),
 }
 
-// numberFields walks the document along the spec's types (yaml tags) and reports each number
-// go.yaml.in/yaml/v3 would not read as written: a fraction in an integer field
-// (readyReplicas: 1.5 became 1), and a value past float64 (pricePerHour: 1e400, which yaml.v3
-// resolves as a string and then refuses without naming the field). Each error names the
-// field, its line, and for a value out of range the field's range.
-func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error) {
+// numberWalk walks the document along the spec's types (yaml tags) and reports each number
+// go.yaml.in/yaml/v3 would not read as written: a leading zero (pricePerHour: 0367, which
+// yaml.v3 reads as octal 247), a fraction in an integer field (readyReplicas: 1.5 became 1),
+// and a value past float64 (pricePerHour: 1e400, which yaml.v3 resolves as a string and then
+// refuses without naming the field). Each error names the field, its line, and the field's
+// range.
+//
+// A mapping that merge keys (<<) name is walked once per type however many name it, its
+// errors under the path where it was first merged: 40 mappings each merging the one before
+// twice name 2^40 copies, which were walked one by one (yaml.v3's own alias bound applies
+// only when it decodes, after this walk).
+type numberWalk struct {
+	name   string // the spec file, for errors
+	errs   *[]error
+	merged map[mergedVisit]bool
+}
+
+// mergedVisit is a merged mapping walked as type t.
+type mergedVisit struct {
+	node *yaml.Node
+	t    reflect.Type
+}
+
+func (w *numberWalk) fields(n *yaml.Node, t reflect.Type, path string) {
+	name, errs := w.name, w.errs
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			numberFields(c, t, path, name, errs)
+			w.fields(c, t, path)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
 			if key.Tag == "!!merge" { // <<: the merged mappings' keys are this mapping's fields
 				for _, m := range mergedMappings(val) {
-					numberFields(m, t, path, name, errs)
+					if v := (mergedVisit{m, t}); !w.merged[v] {
+						w.merged[v] = true
+						w.fields(m, t, path)
+					}
 				}
 				continue
 			}
@@ -379,7 +479,7 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 					continue
 				}
 			}
-			numberFields(val, ft, p, name, errs)
+			w.fields(val, ft, p)
 		}
 	case yaml.SequenceNode:
 		var et reflect.Type
@@ -387,11 +487,11 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 			et = t.Elem()
 		}
 		for i, c := range n.Content {
-			numberFields(c, et, fmt.Sprintf("%s[%d]", path, i), name, errs)
+			w.fields(c, et, fmt.Sprintf("%s[%d]", path, i))
 		}
 	case yaml.AliasNode:
 		if n.Alias != nil && n.Alias.Kind == yaml.ScalarNode { // collections are checked where anchored
-			numberFields(n.Alias, t, path, name, errs)
+			w.fields(n.Alias, t, path)
 		}
 	case yaml.ScalarNode:
 		if t == nil || n.Tag == "!!null" {
@@ -416,6 +516,11 @@ func numberFields(n *yaml.Node, t reflect.Type, path, name string, errs *[]error
 			if numeric { // yaml.v3 would say only "cannot unmarshal !!str `5O` into float64", no field
 				fail(fmt.Sprintf("%s: want a number in %s", errtext.Quote(n.Value, 64), rng))
 			}
+			return
+		}
+		if numeric && len(m[2]) > 1 && m[2][0] == '0' {
+			// yaml.v3 reads 0367 as octal (247) and 012 as 10; 09 as 9.
+			fail(fmt.Sprintf("%s has a leading zero, which yaml.v3 reads as octal; want a plain decimal number in %s (0 and 0.5 are fine)", n.Value, rng))
 			return
 		}
 		f, err := strconv.ParseFloat(n.Value, 64)

@@ -11,8 +11,9 @@
 //
 //   - unknown and duplicate fields are errors — a key names its field as encoding/json matches
 //     it (exactly, else case-insensitively), so two spellings of one field (name and Name) are a
-//     duplicate too — and every failure is reported in the file's own terms, each bad field by
-//     its YAML path and line:
+//     duplicate too; with Options.ExactKeys (UnmarshalWith) only the exact name matches — and
+//     every failure is reported in the file's own terms, each bad field by its YAML path and
+//     line:
 //
 //     models[0].peakMemoryBytez: unknown field (line 7)
 //     models[2].loadTime: time: invalid duration "banana" (line 15)
@@ -22,7 +23,10 @@
 // decoded with encoding/json (so json.Unmarshaler types such as metav1.Duration and
 // resource.Quantity decode as they do in Kubernetes manifests). Aliases are followed up to
 // MaxNodes converted nodes (a few aliases can name exponentially many); merge keys (<<) are
-// applied, explicit keys winning.
+// applied, explicit keys winning: each merged mapping's pairs are worked out once however many
+// merge keys name it (40 mappings each merging the one before twice name 2^40 copies of one
+// pair: that is one pair, not a hang), and every pair a merge key copies counts towards
+// MaxNodes too, so merges cannot take time without bound either.
 package strictyaml
 
 import (
@@ -43,9 +47,20 @@ import (
 	"github.com/inferscale/inferscale/internal/errtext"
 )
 
-// MaxNodes bounds the nodes one document converts to, aliases expanded: a document that
-// expands past it is refused rather than allowed to take memory without bound.
+// MaxNodes bounds the nodes one document converts to, aliases expanded, and the key/value
+// pairs its merge keys (<<) copy: a document that expands past it is refused (a *FieldError
+// naming the line where it did, and MaxNodes) rather than allowed to take memory or time
+// without bound.
 const MaxNodes = 1 << 20
+
+// Options change how UnmarshalWith matches keys.
+type Options struct {
+	// ExactKeys matches a key only to the field whose json name it is, byte for byte: a key
+	// that differs from a field's name in case alone (SLOTHROUGHPUTRPS for sloThroughputRPS)
+	// is an unknown field, its message naming the field meant. Without it a key matches
+	// case-insensitively, as encoding/json matches keys.
+	ExactKeys bool
+}
 
 // FieldError is one field that does not decode.
 type FieldError struct {
@@ -77,7 +92,10 @@ func (e *FieldError) Error() string {
 // failure the error joins one *FieldError per bad field; a syntax error keeps
 // go.yaml.in/yaml/v3's "yaml: line N: …" form. An empty document leaves out unchanged; a
 // second non-empty document is an error (*FieldError naming its line), never ignored.
-func Unmarshal(data []byte, out any) error {
+func Unmarshal(data []byte, out any) error { return UnmarshalWith(data, out, Options{}) }
+
+// UnmarshalWith is Unmarshal with keys matched as opts says.
+func UnmarshalWith(data []byte, out any, opts Options) error {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("strictyaml: Unmarshal needs a non-nil pointer, got %T", out)
@@ -103,7 +121,7 @@ func Unmarshal(data []byte, out any) error {
 	if len(root.Content) == 0 {
 		return nil
 	}
-	c := converter{fields: map[reflect.Type]map[string]reflect.Type{}}
+	c := converter{opts: opts, fields: map[reflect.Type]map[string]reflect.Type{}}
 	var buf bytes.Buffer
 	c.value(&buf, root.Content[0], rv.Type().Elem(), "")
 	var err error
@@ -115,7 +133,7 @@ func Unmarshal(data []byte, out any) error {
 		}
 	}
 	// Convert again, decoding every leaf on its own, to name each field that fails.
-	c = converter{fields: c.fields, check: true}
+	c = converter{opts: opts, fields: c.fields, check: true}
 	buf.Reset()
 	c.value(&buf, root.Content[0], rv.Type().Elem(), "")
 	if len(c.errs) > 0 {
@@ -138,10 +156,26 @@ var (
 type converter struct {
 	// check decodes every leaf on its own to report it (the second pass, after a failure).
 	check  bool
+	opts   Options
 	fields map[reflect.Type]map[string]reflect.Type // jsonFields, per struct type
 	errs   []error
 	nodes  int
 	stop   bool // MaxNodes reached: reported once, the rest skipped
+	// merged holds the pairs of each mapping a merge key named, per target type (whose keys
+	// canon compares): worked out once however many merge keys name the mapping.
+	merged map[mergeKey][][2]*yamlv3.Node
+}
+
+// mergeKey is a merged mapping and the type its keys are matched against.
+type mergeKey struct {
+	node *yamlv3.Node
+	t    reflect.Type
+}
+
+// tooLarge stops the conversion at MaxNodes, reported once at line.
+func (c *converter) tooLarge(path string, line int) {
+	c.stop = true
+	c.fail(path, line, fmt.Sprintf("document expands to more than %d nodes through aliases and merge keys (<<) (strictyaml.MaxNodes)", MaxNodes))
 }
 
 func (c *converter) fail(path string, line int, msg string) {
@@ -155,8 +189,7 @@ func (c *converter) value(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, 
 		return
 	}
 	if c.nodes++; c.nodes > MaxNodes {
-		c.stop = true
-		c.fail(path, node.Line, fmt.Sprintf("document expands to more than %d nodes (aliases?)", MaxNodes))
+		c.tooLarge(path, node.Line)
 		buf.WriteString("null")
 		return
 	}
@@ -427,8 +460,13 @@ func writeString(buf *bytes.Buffer, s string) {
 // Keys are compared by canon(key) — the struct field a key names, or a map key as written — so
 // that two spellings of one field (name and Name, which encoding/json both match to "name")
 // are a repeated key like the same spelling twice. A repeated explicit key is reported, naming
-// both spellings and the first one's line.
-func (c *converter) pairs(node *yamlv3.Node, path string, canon func(string) string) [][2]*yamlv3.Node {
+// both spellings and the first one's line. t is the type canon matches keys for: a merged
+// mapping's pairs are worked out once per t (c.merged), and each pair merged in counts towards
+// MaxNodes.
+func (c *converter) pairs(node *yamlv3.Node, t reflect.Type, path string, canon func(string) string) [][2]*yamlv3.Node {
+	if c.stop {
+		return nil
+	}
 	var merged, explicit [][2]*yamlv3.Node
 	seen := map[string]*yamlv3.Node{}
 	for i := 0; i+1 < len(node.Content); i += 2 {
@@ -449,7 +487,23 @@ func (c *converter) pairs(node *yamlv3.Node, path string, canon func(string) str
 					c.fail(path, key.Line, "merge key (<<) needs a mapping or a list of mappings")
 					continue
 				}
-				merged = append(merged, c.pairs(src, path, canon)...)
+				k := mergeKey{src, t}
+				ps, done := c.merged[k]
+				if !done {
+					ps = c.pairs(src, t, path, canon)
+					if c.merged == nil {
+						c.merged = map[mergeKey][][2]*yamlv3.Node{}
+					}
+					c.merged[k] = ps
+				}
+				if c.stop {
+					return nil
+				}
+				if c.nodes += len(ps); c.nodes > MaxNodes {
+					c.tooLarge(path, key.Line)
+					return nil
+				}
+				merged = append(merged, ps...)
 			}
 			continue
 		}
@@ -485,12 +539,15 @@ func (c *converter) pairs(node *yamlv3.Node, path string, canon func(string) str
 // asWritten is the canon of a map's keys: encoding/json matches them exactly.
 func asWritten(key string) string { return key }
 
-// fieldName is the json field name of fields that key names: the exact name, else one equal
-// to it case-insensitively, as encoding/json accepts (the least such name when several are, so
-// that the choice does not depend on map order); ok false when none is.
-func fieldName(fields map[string]reflect.Type, key string) (name string, ok bool) {
+// fieldName is the json field name of fields that key names: the exact name, else (unless
+// exact) one equal to it case-insensitively, as encoding/json accepts (the least such name when
+// several are, so that the choice does not depend on map order); ok false when none is.
+func fieldName(fields map[string]reflect.Type, key string, exact bool) (name string, ok bool) {
 	if _, ok := fields[key]; ok {
 		return key, true
+	}
+	if exact {
+		return "", false
 	}
 	for fn := range fields {
 		if strings.EqualFold(fn, key) && (!ok || fn < name) {
@@ -512,19 +569,23 @@ func (c *converter) object(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type,
 	// A key names its field (two spellings of one field are one key to pairs); an unknown key
 	// stands for itself.
 	canon := func(key string) string {
-		if name, ok := fieldName(fields, key); ok {
+		if name, ok := fieldName(fields, key, c.opts.ExactKeys); ok {
 			return name
 		}
 		return key
 	}
 	buf.WriteByte('{')
 	n := 0
-	for _, p := range c.pairs(node, path, canon) {
+	for _, p := range c.pairs(node, t, path, canon) {
 		key, val := p[0], p[1]
-		name, ok := fieldName(fields, key.Value)
+		name, ok := fieldName(fields, key.Value, c.opts.ExactKeys)
 		ft := fields[name]
 		if !ok {
-			c.fail(join(path, key.Value), key.Line, "unknown field")
+			msg := "unknown field"
+			if meant, ok := fieldName(fields, key.Value, false); ok {
+				msg = fmt.Sprintf("unknown field; keys are case-sensitive: want %s", meant)
+			}
+			c.fail(join(path, key.Value), key.Line, msg)
 			continue
 		}
 		if n > 0 {
@@ -546,7 +607,7 @@ func (c *converter) mapping(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type
 		return
 	}
 	buf.WriteByte('{')
-	for i, p := range c.pairs(node, path, asWritten) {
+	for i, p := range c.pairs(node, t, path, asWritten) {
 		key, val := p[0], p[1]
 		if key.Kind != yamlv3.ScalarNode {
 			c.fail(path, key.Line, "a key that is not a scalar: want a string")
