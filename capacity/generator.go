@@ -8,8 +8,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // ErrInvalidConfig is wrapped by every Validate violation.
@@ -168,9 +172,14 @@ type Window struct {
 	MeanLatency, P50, P95, P99, PSLO float64
 	// TTFTP50 and TTFTP99 of the time to first token (streamed responses only); 0 when none.
 	TTFTP50, TTFTP99 float64
-	latencies        []float64
-	ttft             []float64
-	seconds          float64
+	// Rejected of the Errors had a code RejectedCode reports true for.
+	Rejected int
+	// codes counts the window's errors by code; messages holds the first message of each.
+	codes     map[string]int
+	messages  map[string]string
+	latencies []float64
+	ttft      []float64
+	seconds   float64
 }
 
 // Level is one offered rate and what it came to. Figures (throughput, quantiles, success
@@ -201,6 +210,12 @@ type Level struct {
 	// ClientBound: the generator could not offer the rate; ClientBoundReason says why.
 	ClientBound       bool
 	ClientBoundReason string
+	// Rejected: every request completed in a window failed with a code that says the
+	// request itself is refused (RejectedCode: NotFound, InvalidArgument, http 404, …), which
+	// ends the level at that window: no rate, lower or higher, would pass. RejectedReason
+	// says which window, the codes by count and a sample message.
+	Rejected       bool
+	RejectedReason string
 	// ThroughputRPS is successes per second; P50…P99 and PSLO (the SLO quantile) latency
 	// quantiles and TTFTP50/TTFTP99 time-to-first-token quantiles, seconds; SuccessRate
 	// successes ÷ completed: all over the last StableWindows windows.
@@ -311,6 +326,13 @@ func (g *Generator) Measure(ctx context.Context, rateRPS float64) (Level, error)
 		}
 		g.closeWindow(&cur, winStart, winEnd, lvl.ErrorsByCode)
 		lvl.Windows = append(lvl.Windows, cur)
+		if cur.Completed > 0 && cur.Rejected == cur.Completed {
+			// A model that is not loaded, a request it refuses: halving the rate down to
+			// --min-rate took 40 minutes to say nothing more.
+			lvl.Rejected = true
+			lvl.RejectedReason = rejectedReason(cur, len(lvl.Windows))
+			break
+		}
 		cur = Window{}
 		winStart, winEnd = winEnd, winEnd.Add(win)
 		if len(lvl.Windows) > StableWindows && g.stable(lvl.Windows[len(lvl.Windows)-StableWindows:]) {
@@ -427,9 +449,18 @@ func (g *Generator) closeWindow(w *Window, from, to time.Time, byCode map[string
 	w.seconds = to.Sub(from).Seconds()
 	for _, r := range done {
 		w.Completed++
-		if r.out.Code != "" {
+		if c := r.out.Code; c != "" {
 			w.Errors++
-			byCode[r.out.Code]++
+			byCode[c]++
+			if w.codes == nil {
+				w.codes, w.messages = map[string]int{}, map[string]string{}
+			}
+			if w.codes[c]++; w.codes[c] == 1 {
+				w.messages[c] = r.out.Message
+			}
+			if RejectedCode(c) {
+				w.Rejected++
+			}
 			continue
 		}
 		lat := r.out.Done.Sub(r.scheduled)
@@ -568,4 +599,38 @@ func Quantile(sorted []float64, q float64) float64 {
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// RejectedCode reports whether an Outcome.Code says the request itself is refused, so that
+// the same request fails at any rate: a gRPC NotFound (the model is not loaded),
+// InvalidArgument, Unimplemented, PermissionDenied, Unauthenticated, FailedPrecondition or
+// OutOfRange, or an HTTP 4xx other than 408 (a timeout) and 429 (overload). Timeouts,
+// overload (Unavailable, ResourceExhausted, http 429, 503) and transport errors are not: a
+// lower rate may pass.
+func RejectedCode(code string) bool {
+	switch code {
+	case "NotFound", "InvalidArgument", "Unimplemented", "PermissionDenied", "Unauthenticated", "FailedPrecondition", "OutOfRange":
+		return true
+	}
+	if s, ok := strings.CutPrefix(code, "http "); ok {
+		n, err := strconv.Atoi(s)
+		return err == nil && n >= 400 && n < 500 && n != 408 && n != 429
+	}
+	return false
+}
+
+// rejectedReason words a window whose every completed request was rejected: its number, the
+// codes by count and the most frequent code's first message.
+func rejectedReason(w Window, n int) string {
+	top := ""
+	for c, k := range w.codes {
+		if top == "" || k > w.codes[top] || k == w.codes[top] && c < top {
+			top = c
+		}
+	}
+	sample := ""
+	if m := w.messages[top]; m != "" {
+		sample = fmt.Sprintf(" (%s: %s)", top, errtext.Quote(m, 200))
+	}
+	return fmt.Sprintf("all %d requests completed in window %d failed: %s%s", w.Completed, n, countByCode(w.codes), sample)
 }

@@ -18,11 +18,14 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/internal/errtext"
@@ -300,7 +303,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	if cfg.Trace != "" {
 		l, err := replay.Load(cfg.Trace, "", cfg.Seed)
 		if err != nil {
-			return Written{}, fmt.Errorf("%w: --trace: %w", ErrInvalidConfig, err)
+			return Written{}, traceError(cfg.Trace, err)
 		}
 		if l.Trace == nil {
 			return Written{}, fmt.Errorf("%w: --trace %s: a %s trace has no per-request arrival times", ErrInvalidConfig, cfg.Trace, l.Format)
@@ -319,8 +322,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	note("the server's version is not readable through inferscale's Triton protocol subset (no ServerMetadata)")
 
 	mem := memSource{metricsURL: cfg.MetricsURL, client: &http.Client{Timeout: cfg.ConnectTimeout}}
+	// Without a load there are no memory figures at all, the server's or any other.
+	memFrom := "; memory from the server's own figures"
+	if cfg.SkipMemory || cfg.Protocol == ProtocolOpenAI {
+		memFrom = ""
+	}
 	if cfg.NVML == "off" {
-		note("--nvml=off: no GPU product, driver or CUDA version; memory from the server's own figures")
+		note("--nvml=off: no GPU product, driver or CUDA version%s", memFrom)
 	} else {
 		dev, closeDev, err := gpu.System(os.Getenv("NVIDIA_VISIBLE_DEVICES"))
 		switch {
@@ -338,7 +346,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		case cfg.NVML == "on":
 			return Written{}, fmt.Errorf("--nvml=on: %w", err)
 		default:
-			note("NVML not available (%v): no GPU product, driver or CUDA version; memory from the server's own figures", err)
+			note("NVML not available (%v): no GPU product, driver or CUDA version%s", err, memFrom)
 		}
 	}
 	if cfg.BudgetBytes == 0 {
@@ -370,8 +378,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 		live, err := tc.ServerLive(cctx)
 		cancel()
-		if err != nil || !live {
-			return Written{}, fmt.Errorf("%w: --target %s: Triton's ServerLive did not answer true within %v: %v", ErrUnreachable, cfg.Target, cfg.ConnectTimeout, err)
+		if err := liveError(cctx, live, err, cfg.ConnectTimeout); err != nil {
+			return Written{}, fmt.Errorf("%w: --target %s: %w", ErrUnreachable, cfg.Target, err)
 		}
 		req := cfg.Request
 		if req == nil {
@@ -405,7 +413,6 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		}
 		target = o
 		cfg.SkipMemory = true
-		note("OpenAI-compatible endpoint: no repository API, so load time and swap peak are not measured")
 	}
 	rec.LoadShape.Request = target.Describe()
 
@@ -442,7 +449,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		rec.LoadShape.Arrivals = "trace " + l.Name
 		if o, ok := target.(OpenAITarget); ok && len(pairs) > 0 {
 			if o.Lengths, err = NewTokenLengths(pairs, cfg.Seed); err != nil {
-				return Written{}, fmt.Errorf("--trace %s: %w", cfg.Trace, err)
+				return Written{}, traceError(cfg.Trace, err)
 			}
 			target = o
 			rec.LoadShape.Request = o.Describe()
@@ -460,7 +467,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	}
 	if trace != nil {
 		if err := gen.UseTraceShape(trace); err != nil {
-			return Written{}, fmt.Errorf("--trace %s: %w", cfg.Trace, err)
+			return Written{}, traceError(cfg.Trace, err)
 		}
 	}
 	peak := startSampler(ctx, &mem)
@@ -502,7 +509,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 			note("device memory did not return to its level before the load within 10 s of the unload")
 		}
 	}
-	rec.Verdict = Verdict(rec, cfg.BudgetBytes, cfg.ReserveBytes)
+	unmeasured := ""
+	switch {
+	case cfg.Protocol == ProtocolOpenAI:
+		unmeasured = "OpenAI-compatible endpoint: no repository API"
+	case cfg.SkipMemory:
+		unmeasured = "--skip-memory"
+	}
+	rec.Verdict = Verdict(rec, cfg.BudgetBytes, cfg.ReserveBytes, unmeasured)
 	rec.Verdict.Limits = append(limits, rec.Verdict.Limits...)
 
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
@@ -522,6 +536,55 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	}
 	return out, nil
 }
+
+// liveError says why Triton's ServerLive (called under ctx, bounded by timeout) did not
+// answer true: nil when it did. A refused connection fails at once and is said as such (it
+// was reported as "did not answer true within 5s").
+func liveError(ctx context.Context, live bool, err error, timeout time.Duration) error {
+	switch {
+	case err == nil && live:
+		return nil
+	case err == nil:
+		return errors.New("Triton's ServerLive answered false: the server is not live")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("Triton's ServerLive did not answer within --connect-timeout %v: %w", timeout, err)
+	case strings.Contains(err.Error(), "connection refused"):
+		return fmt.Errorf("connection refused (nothing listens there; want Triton's gRPC endpoint, port 8001 by default): %w", err)
+	}
+	return fmt.Errorf("Triton's ServerLive failed: %w", err)
+}
+
+// traceError is an error of --trace: bad input, ErrInvalidConfig once at the front (it came
+// after "--trace <path>:" from the generator's errors), and in capacity's words where
+// package replay's name a flag of cmd/replay that capacity does not have.
+func traceError(path string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), ErrInvalidConfig.Error()+": ")
+	switch {
+	case errors.Is(err, replay.ErrUnknownFormat):
+		if i := strings.Index(msg, "; pass --format"); i >= 0 {
+			msg = msg[:i] + fmt.Sprintf("; capacity detects the format from the header, and reads %v", replay.Formats())
+		}
+	case errors.Is(err, replay.ErrNotRequests):
+		if i := strings.Index(msg, ": pass it as --cold-start"); i >= 0 {
+			msg = msg[:i] + " (cmd/replay's --cold-start), not a request trace; --trace wants a request trace"
+		}
+	}
+	if !strings.HasPrefix(msg, path) {
+		msg = path + ": " + msg
+	}
+	return &traceErr{msg: fmt.Sprintf("%v: --trace %s", ErrInvalidConfig, msg), err: err}
+}
+
+// traceErr keeps the wrapped error (replay's sentinels) under traceError's rewording.
+type traceErr struct {
+	msg string
+	err error
+}
+
+func (e *traceErr) Error() string { return e.msg }
+
+// Unwrap returns ErrInvalidConfig and the original error.
+func (e *traceErr) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
 
 // checkModelList checks the answer to GET /v1/models: any status but 200 (a wrong base URL,
 // a server that is not OpenAI-compatible) was taken as reachable, and every completion then
@@ -596,8 +659,22 @@ func nonEmpty(m map[string]int) map[string]int {
 // Verdict judges rec against the profile's budget: allowed when μ > 0 and both the peak and
 // the swap peak, plus the reserve, fit budgetBytes; headroom = budget − reserve −
 // max(peak, swap peak).
-func Verdict(rec record.Record, budgetBytes, reserveBytes int64) record.Verdict {
+//
+// unmeasured, when not "", says why the memory and the load time were not measured
+// (--skip-memory, or an OpenAI endpoint): the record's zero figures are then no measurement,
+// so the verdict claims no headroom (HeadroomBytes 0, not the whole budget), judges allowed
+// on μ alone, and a limit says so.
+func Verdict(rec record.Record, budgetBytes, reserveBytes int64, unmeasured string) record.Verdict {
 	v := record.Verdict{BudgetBytes: budgetBytes, ReserveBytes: reserveBytes, Allowed: true}
+	if unmeasured != "" {
+		v.Limits = append(v.Limits, fmt.Sprintf("memory and load time not measured (%s): peakBytes, swapPeakBytes and loadTimeSeconds are 0 for unknown, "+
+			"headroomBytes is not computed (0), and allowed is judged on the SLO alone; do not take memory or load time from this record", unmeasured))
+		if rec.SLOThroughputRPS <= 0 {
+			v.Allowed = false
+			v.Limits = append(v.Limits, "refused: no rate met the SLO")
+		}
+		return v
+	}
 	need := max(rec.Memory.PeakBytes, rec.Memory.SwapPeakBytes)
 	v.HeadroomBytes = budgetBytes - reserveBytes - need
 	if rec.Memory.PeakBytes+reserveBytes > budgetBytes {
@@ -651,11 +728,26 @@ func (m *memSource) used(ctx context.Context) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("--metrics-url %s: no nv_gpu_memory_used_bytes (is Triton's GPU metrics collection on?)", m.metricsURL)
 	}
+	// Triton exports a gauge; a text exposition without a TYPE line parses as untyped. Any
+	// other type has no gauge value: GetGauge().GetValue() read it as 0 bytes, which made the
+	// model's peak 0 bytes and admitted it.
+	var value func(*dto.Metric) float64
+	switch f.GetType() {
+	case dto.MetricType_GAUGE:
+		value = func(mt *dto.Metric) float64 { return mt.GetGauge().GetValue() }
+	case dto.MetricType_UNTYPED:
+		value = func(mt *dto.Metric) float64 { return mt.GetUntyped().GetValue() }
+	default:
+		return 0, fmt.Errorf("--metrics-url %s: nv_gpu_memory_used_bytes is of type %s, want a gauge (as Triton exports it) or untyped", m.metricsURL, strings.ToLower(f.GetType().String()))
+	}
+	if len(f.GetMetric()) == 0 {
+		return 0, fmt.Errorf("--metrics-url %s: nv_gpu_memory_used_bytes has no samples (is Triton's GPU metrics collection on?)", m.metricsURL)
+	}
 	// Each value and the sum are checked before the conversion: int64(1e30) and int64(NaN)
 	// are math.MinInt64 on amd64, which made the model's peak 0 bytes and admitted it.
 	var sum float64
 	for _, mt := range f.GetMetric() {
-		v := mt.GetGauge().GetValue()
+		v := value(mt)
 		if !(v >= 0 && v <= float64(plan.MaxMemoryBytes)) {
 			return 0, fmt.Errorf("--metrics-url %s: nv_gpu_memory_used_bytes %v is outside [0, %d]", m.metricsURL, v, plan.MaxMemoryBytes)
 		}

@@ -12,6 +12,11 @@ import (
 // the generator could not offer the rate, so no capacity is claimed.
 var ErrClientBound = errors.New("client-bound: the load generator could not offer the rate")
 
+// ErrRejected is returned by Search when every request completed in a window of a level
+// failed with a code that says the request itself is refused (Level.Rejected, RejectedCode):
+// the same request fails at every rate, so the search stops there.
+var ErrRejected = errors.New("every request rejected")
+
 // errStop ends a search early without an error (a client-bound level after a passing one).
 var errStop = errors.New("stop")
 
@@ -19,7 +24,7 @@ var errStop = errors.New("stop")
 type SearchConfig struct {
 	// StartRPS is the first rate tried. Range: > 0.
 	StartRPS float64
-	// StepFactor multiplies the rate while levels pass. Range: > 1.
+	// StepFactor multiplies the rate while levels pass. Range: (1, 100].
 	StepFactor float64
 	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range:
 	// [MinPrecision, 1).
@@ -123,6 +128,11 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 			return false, err
 		}
 		res.Curve = append(res.Curve, l)
+		// Before client-bound: a level ended at its first window of NotFound may also have
+		// lagged, and the error then blamed the generator instead of the model.
+		if l.Rejected {
+			return false, fmt.Errorf("%w at %.4g req/s: %s", ErrRejected, rate, l.RejectedReason)
+		}
 		if l.ClientBound {
 			if res.MuRPS > 0 {
 				res.ClientBound = &l

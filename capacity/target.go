@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,8 +17,9 @@ import (
 
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/proto/inference"
 )
 
@@ -31,7 +33,13 @@ type Outcome struct {
 	// FirstToken is when the first streamed token arrived (OpenAITarget with streaming); the
 	// zero time otherwise.
 	FirstToken time.Time
+	// Message is an error's own words (the gRPC status message, or the start of the HTTP
+	// response body), at most maxMessageBytes; "" for a success.
+	Message string
 }
+
+// maxMessageBytes bounds Outcome.Message: a sample for an error message, not a body.
+const maxMessageBytes = 512
 
 // Target sends one request of the measured load. now is the generator's clock: Send stamps
 // Outcome.Done (and FirstToken) with it. Send must be safe for concurrent use.
@@ -54,7 +62,7 @@ func (t TritonTarget) Send(ctx context.Context, now func() time.Time) Outcome {
 	done := now()
 	if err != nil {
 		if st, ok := status.FromError(err); ok {
-			return Outcome{Code: st.Code().String(), Done: done}
+			return Outcome{Code: st.Code().String(), Done: done, Message: errtext.Cut(st.Message(), maxMessageBytes)}
 		}
 		return Outcome{Code: "transport", Done: done}
 	}
@@ -85,30 +93,100 @@ func InferRequest(model, sampleFile string, inputs []string) (*inference.ModelIn
 		}
 	}
 	req.ModelName = model
+	total := int64(proto.Size(req))
+	if total > maxRequestBytes {
+		return nil, fmt.Errorf("--input-data %s: the request is %d bytes, over the %d-byte bound on one request (64 MiB of tensors + 1 MiB)", sampleFile, total, int64(maxRequestBytes))
+	}
+	// Checked before each tensor is allocated: 30 × --input=X:FP64:8388608, each within
+	// its own bound, made 2 GB requests and 6 GB of RSS before the server refused them.
 	for _, spec := range inputs {
-		in, raw, err := parseInput(spec)
+		in, n, err := parseInput(spec)
 		if err != nil {
 			return nil, err
 		}
+		if total += n; total > maxRequestBytes {
+			what := "the --input tensors"
+			if sampleFile != "" {
+				what = "--input-data and the --input tensors"
+			}
+			return nil, fmt.Errorf("--input %q: %s come to %d bytes of request with it, over the %d-byte bound on one request (64 MiB of tensors + 1 MiB, all inputs together)", spec, what, total, int64(maxRequestBytes))
+		}
 		req.Inputs = append(req.Inputs, in)
-		req.RawInputContents = append(req.RawInputContents, raw)
+		req.RawInputContents = append(req.RawInputContents, make([]byte, n))
 	}
 	return req, nil
 }
+
+// maxRequestBytes bounds one request (its protobuf size), all its tensors together: the
+// same 64 MiB as one tensor, plus 1 MiB for names, shapes and parameters. Each in-flight
+// send holds its own marshalled copy, so a request of Triton's own 2 GiB message bound would
+// cost gigabytes per request in flight.
+const maxRequestBytes = maxTensorBytes + 1<<20
 
 // maxInputDataBytes bounds the --input-data file: maxTensorBytes of tensor content, which
 // protobuf JSON spells in base64 (4/3) or as numbers (more), with room for the rest. A 2 GB
 // file was read whole before the JSON was refused.
 const maxInputDataBytes = 4 * maxTensorBytes
 
-// readBounded reads the file at path, refusing one longer than limit bytes without reading
-// past it.
+// readBounded reads the file at path, refusing one longer than limit bytes. A regular file's
+// size and a device's mode are checked before anything is read (/dev/zero, read to its
+// limit by io.ReadAll's doubling buffer, peaked at 607 MB of RSS before the refusal); anything
+// else (a pipe) is read through an io.LimitReader of limit+1 bytes, in chunks, so that a
+// stream past the limit costs limit+1 bytes and is refused there.
 func readBounded(path string, limit int64) ([]byte, error) {
-	data, err := boundedfile.Read(path, limit)
-	if errors.Is(err, boundedfile.ErrTooLarge) {
-		return nil, fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
+	tooLarge := fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	return data, err
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch mode := st.Mode(); {
+	case mode.IsDir():
+		return nil, fmt.Errorf("%s is a directory; want a file holding a ModelInferRequest in protobuf JSON", path)
+	case mode&os.ModeDevice != 0:
+		return nil, fmt.Errorf("%s is a device (%v); want a file or a pipe holding a ModelInferRequest in protobuf JSON", path, mode)
+	case mode.IsRegular() && st.Size() > limit:
+		return nil, tooLarge
+	}
+	data, over, err := readLimited(f, limit)
+	if err != nil {
+		return nil, err
+	}
+	if over {
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
+// readChunkBytes is the piece readLimited reads at a time: memory grows by it, not by
+// doubling.
+const readChunkBytes = 1 << 20
+
+// readLimited reads r to its end or to limit+1 bytes, whichever comes first, and reports
+// whether it had more than limit (then the data is nil). It reads at most limit+1 bytes.
+func readLimited(r io.Reader, limit int64) (data []byte, over bool, err error) {
+	lr := io.LimitReader(r, limit+1)
+	var chunks [][]byte
+	var n int64
+	for n <= limit {
+		c := make([]byte, min(readChunkBytes, limit+1-n))
+		k, err := io.ReadFull(lr, c)
+		chunks, n = append(chunks, c[:k]), n+int64(k)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if n > limit {
+		return nil, true, nil
+	}
+	return bytes.Join(chunks, nil), false, nil
 }
 
 // datatypeBytes is the element size of each KServe v2 tensor datatype of fixed size.
@@ -121,29 +199,31 @@ var datatypeBytes = map[string]int64{
 // limit is 2 GiB but a load generator has no business sending more per request).
 const maxTensorBytes = 64 << 20
 
-func parseInput(spec string) (*inference.ModelInferRequest_InferInputTensor, []byte, error) {
+// parseInput returns the tensor spec describes and its size in bytes (at most
+// maxTensorBytes); the caller allocates the zero-filled content.
+func parseInput(spec string) (*inference.ModelInferRequest_InferInputTensor, int64, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) != 3 || parts[0] == "" {
-		return nil, nil, fmt.Errorf("--input %q: want NAME:DATATYPE:DIM,DIM,… (e.g. INPUT0:FP32:1,16)", spec)
+		return nil, 0, fmt.Errorf("--input %q: want NAME:DATATYPE:DIM,DIM,… (e.g. INPUT0:FP32:1,16)", spec)
 	}
 	size, ok := datatypeBytes[strings.ToUpper(parts[1])]
 	if !ok {
-		return nil, nil, fmt.Errorf("--input %q: datatype %q is not a fixed-size KServe v2 type (BOOL, UINT8…UINT64, INT8…INT64, FP16, BF16, FP32, FP64)", spec, parts[1])
+		return nil, 0, fmt.Errorf("--input %q: datatype %q is not a fixed-size KServe v2 type (BOOL, UINT8…UINT64, INT8…INT64, FP16, BF16, FP32, FP64)", spec, parts[1])
 	}
 	in := &inference.ModelInferRequest_InferInputTensor{Name: parts[0], Datatype: strings.ToUpper(parts[1])}
 	n := size
 	for _, d := range strings.Split(parts[2], ",") {
 		v, err := strconv.ParseInt(d, 10, 64)
 		if err != nil || v < 1 || v > maxTensorBytes {
-			return nil, nil, fmt.Errorf("--input %q: dimension %q is not an integer in [1, %d]", spec, d, maxTensorBytes)
+			return nil, 0, fmt.Errorf("--input %q: dimension %q is not an integer in [1, %d]", spec, d, maxTensorBytes)
 		}
 		n *= v
 		if n > maxTensorBytes {
-			return nil, nil, fmt.Errorf("--input %q: %d bytes or more, want at most %d", spec, n, maxTensorBytes)
+			return nil, 0, fmt.Errorf("--input %q: %d bytes or more, want at most %d", spec, n, maxTensorBytes)
 		}
 		in.Shape = append(in.Shape, v)
 	}
-	return in, make([]byte, n), nil
+	return in, n, nil
 }
 
 // OpenAITarget sends POST {BaseURL}/v1/completions to an OpenAI-compatible server (vLLM),
@@ -232,8 +312,9 @@ func (t OpenAITarget) Send(ctx context.Context, now func() time.Time) Outcome {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxMessageBytes))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		return Outcome{Code: "http " + strconv.Itoa(resp.StatusCode), Done: now()}
+		return Outcome{Code: "http " + strconv.Itoa(resp.StatusCode), Done: now(), Message: strings.TrimSpace(errtext.Cut(string(head), maxMessageBytes))}
 	}
 	var out Outcome
 	sc := bufio.NewScanner(resp.Body)

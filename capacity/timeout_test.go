@@ -90,6 +90,17 @@ func hungTriton(t *testing.T) string {
 // read as a wrong --model ("11 × DeadlineExceeded … check --model"), a stream stalled after
 // its headers as "transport", and a load that timed out throughout as a model that met no
 // SLO; GET /v1/models did not say which timeout ran out.
+// closedPort returns host:port of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
 func TestHungServerEndsTheRun(t *testing.T) {
 	const requestTimeout = 100 * time.Millisecond
 	tests := []struct {
@@ -105,7 +116,11 @@ func TestHungServerEndsTheRun(t *testing.T) {
 			"target unreachable: --target TARGET: GET /v1/models did not answer within --connect-timeout 300ms"},
 		{"triton-grpc: no answer to the first contact", capacity.ProtocolTriton,
 			silentListener, false, capacity.ErrUnreachable,
-			"target unreachable: --target TARGET: Triton's ServerLive did not answer true within 300ms: "},
+			"target unreachable: --target TARGET: Triton's ServerLive did not answer within --connect-timeout 300ms: "},
+		// Refused in milliseconds, this was said as "did not answer true within 300ms".
+		{"triton-grpc: connection refused", capacity.ProtocolTriton,
+			closedPort, false, capacity.ErrUnreachable,
+			"target unreachable: --target TARGET: connection refused (nothing listens there; want Triton's gRPC endpoint, port 8001 by default): "},
 		{"openai: completions never answered", capacity.ProtocolOpenAI,
 			func(t *testing.T) string { return hungOpenAI(t, false) }, false, capacity.ErrUnreachable,
 			"target unreachable: probe: 11 of 11 requests timed out: POST /v1/completions did not answer within --request-timeout 100ms"},

@@ -5,7 +5,8 @@
 //	  --mig-profile=1g.10gb --slo-latency=500ms --out=records/
 //
 // writes records/classifier-v5.1g.10gb.yaml and prints the ScaledObject metadata
-// (replicaConcurrency, replicaThroughput) for the chart's values. It exits 1 when the verdict
+// (replicaConcurrency, replicaThroughput) for the chart's values (not for a refused record:
+// a line says why instead). It exits 1 when the verdict
 // is refused (the record is written and says why), when the generator was client-bound, or on
 // any error; 2 on bad flags.
 package main
@@ -66,19 +67,19 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.Float64Var(&cfg.Measure.SLO.MaxErrorRate, "max-error-rate", cfg.Measure.SLO.MaxErrorRate, "ceiling on failed ÷ completed requests, [0, 1)")
 	fs.DurationVar(&cfg.Measure.Window, "window", cfg.Measure.Window, "shortest measurement window")
 	fs.IntVar(&cfg.Measure.MinWindowRequests, "min-window-requests", cfg.Measure.MinWindowRequests, "stretch windows to hold at least this many arrivals")
-	fs.IntVar(&cfg.Measure.MaxWindows, "max-windows", cfg.Measure.MaxWindows, "windows after which an unstable level ends (the first is warm-up)")
+	fs.IntVar(&cfg.Measure.MaxWindows, "max-windows", cfg.Measure.MaxWindows, "windows after which an unstable level ends (the first is warm-up), 4..1000")
 	fs.Float64Var(&cfg.Measure.Stability, "stability", cfg.Measure.Stability, "allowed spread of the last 3 windows (perf_analyzer's rule), (0, 1]")
 	fs.IntVar(&cfg.Measure.MaxInFlight, "max-in-flight", cfg.Measure.MaxInFlight, "the generator's own concurrency bound (reaching it: client-bound)")
 	fs.DurationVar(&cfg.Measure.MaxLag, "max-lag", cfg.Measure.MaxLag, "sends later than this after their schedule (over 1 %): client-bound; 0: a tenth of --slo-latency")
 	fs.DurationVar(&cfg.Measure.RequestTimeout, "request-timeout", cfg.Measure.RequestTimeout, "per-request timeout [--slo-latency, 1h]; a request past it counts as an error, not as late")
 	fs.Float64Var(&cfg.Search.StartRPS, "start-rate", 0, "first rate (req/s); 0: half of one execution slot's rate, probed")
-	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, > 1")
+	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, (1, 100]")
 	fs.Float64Var(&cfg.Search.Precision, "precision", cfg.Search.Precision, "bisection ends when (fail − pass) ÷ pass ≤ this")
 	fs.Float64Var(&cfg.Search.MaxRPS, "max-rate", cfg.Search.MaxRPS, "highest rate tried (req/s)")
 	fs.Float64Var(&cfg.Search.MinRPS, "min-rate", cfg.Search.MinRPS, "lowest rate tried when stepping down (req/s)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the Poisson arrival schedule")
 	fs.StringVar(&cfg.Trace, "trace", "", "a request trace (formats of cmd/replay) whose inter-arrival shape replaces Poisson arrivals, scaled to each rate")
-	fs.Var(&inputs, "input", "triton-grpc input tensor NAME:DATATYPE:DIM,DIM (zero-filled); repeat per input")
+	fs.Var(&inputs, "input", "triton-grpc input tensor NAME:DATATYPE:DIM,DIM (zero-filled, at most 64 MiB; all inputs of a request together at most 64 MiB); repeat per input")
 	fs.StringVar(&inputData, "input-data", "", "triton-grpc: a ModelInferRequest in protobuf JSON to send")
 	fs.IntVar(&cfg.OpenAI.PromptTokens, "prompt-tokens", cfg.OpenAI.PromptTokens, "openai: prompt length in tokens")
 	fs.IntVar(&cfg.OpenAI.MaxTokens, "max-tokens", cfg.OpenAI.MaxTokens, "openai: max_tokens")
@@ -142,7 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if note := out.LowerBoundNote(); note != "" {
 			fmt.Fprintln(stdout, note)
 		}
-		fmt.Fprint(stdout, capacity.ScaledObjectMetadata(out.Record))
+		if out.Record.Verdict.Allowed {
+			fmt.Fprint(stdout, capacity.ScaledObjectMetadata(out.Record))
+		} else {
+			// A refused record's μ (0 when no rate met the SLO) is no throughput to scale on.
+			fmt.Fprintf(stdout, "no ScaledObject trigger metadata: the record refuses %s on %s (verdict.allowed false; its verdict.limits say why)\n", out.Record.Model, out.Record.Profile)
+		}
 	}
 	if errors.Is(err, capacity.ErrInvalidConfig) {
 		// Bad input found by Run (an unreadable --trace, an unwritable --out, a profile

@@ -285,7 +285,7 @@ func TestBadInputRefusedBeforeMeasuring(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"junk trace", []string{"--trace=" + junk, "--out=" + dir}, "capacity: invalid config: --trace: " + junk + ": unknown trace format"},
+		{"junk trace", []string{"--trace=" + junk, "--out=" + dir}, "capacity: invalid config: --trace " + junk + ": unknown trace format"},
 		{"out is a file", []string{"--out=" + filepath.Join(notDir, "records")}, "capacity: invalid config: --out: mkdir " + notDir + ": not a directory"},
 		{"2 GiB input data", []string{"--input-data=" + huge, "--out=" + dir}, "--input-data: " + huge + " is over 268435456 bytes"},
 		// 1e-300 bisected for ever (adjacent floats never get within it).
