@@ -121,3 +121,38 @@ func TestCatalogAbsoluteRecordAsWritten(t *testing.T) {
 		t.Errorf("peaks alpha %d, beta %d; want 1 GiB and 2 GiB, each from its own record", a.PeakMemoryBytes["1g.10gb"], b.PeakMemoryBytes["1g.10gb"])
 	}
 }
+
+// TestCatalogUnmeasuredRecord: a record cmd/capacity wrote with --skip-memory (memorySource
+// none; peak, swap peak and load time 0 for unknown) gives the model no memory figures. With a
+// typed peak and load time the entry keeps them; without a typed peak the error says the record
+// measured no memory (it said "peakMemoryBytes["1g.10gb"]: 0 out of range", or with a typed
+// peak "1073741824 typed, record measured 0; remove one").
+func TestCatalogUnmeasuredRecord(t *testing.T) {
+	dir := t.TempDir()
+	b, err := record.Marshal(record.Record{Model: "embedding-v3", Digest: dgA, Profile: "1g.10gb", SLOThroughputRPS: 40, SuccessRate: 1,
+		Runtime: record.Runtime{MemorySource: "none"}, Verdict: record.Verdict{Allowed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "records"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref := "records/" + record.FileName("embedding-v3", "1g.10gb")
+	if err := os.WriteFile(filepath.Join(dir, ref), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := "models:\n  - {name: embedding-v3, digest: " + dgA + ", tier: P1, record: " + ref
+	c, err := ParseCatalog([]byte(entry+", peakMemoryBytes: {1g.10gb: 1Gi}, loadTime: 4s}\n"), record.Reader(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := c.Model("embedding-v3")
+	if m.PeakMemoryBytes["1g.10gb"] != 1<<30 || m.SwapOverheadBytes != 0 || m.LoadTime != 4*time.Second {
+		t.Errorf("model = %+v, want the typed peak 1 GiB, swap overhead 0, load time 4s", m)
+	}
+	_, err = ParseCatalog([]byte(entry+"}\n"), record.Reader(dir))
+	want := "models[0].record: " + ref + " measured no memory (memorySource none: cmd/capacity --skip-memory or an OpenAI-compatible server), so it gives no peak for profile 1g.10gb"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("no typed peak: err = %v, want it to contain %q", err, want)
+	}
+}

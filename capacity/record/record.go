@@ -350,7 +350,8 @@ func (r Record) Admission(ref string) plan.Admission {
 	return plan.Admission{
 		Record: ref, Model: r.Model, Digest: r.Digest, Profile: r.Profile, Allowed: r.Verdict.Allowed,
 		PeakBytes: r.Memory.PeakBytes, SwapOverheadBytes: max(0, r.Memory.SwapPeakBytes-r.Memory.PeakBytes),
-		LoadTime: time.Duration(r.LoadTimeSeconds * float64(time.Second)),
+		LoadTime:         time.Duration(r.LoadTimeSeconds * float64(time.Second)),
+		MemoryUnmeasured: r.Runtime.MemorySource == "none",
 	}
 }
 

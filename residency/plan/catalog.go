@@ -315,6 +315,11 @@ type Admission struct {
 	// reload keeps two copies (swap peak − peak, ≥ 0); LoadTime the measured load time.
 	PeakBytes, SwapOverheadBytes int64
 	LoadTime                     time.Duration
+	// MemoryUnmeasured: the record measured no memory (its runtime.memorySource is "none":
+	// cmd/capacity --skip-memory, an OpenAI-compatible server, or no reading at all), so its
+	// PeakBytes and SwapOverheadBytes of 0 stand for unknown, not for a model that takes no
+	// memory. Admit then takes the peak and the swap overhead from the catalog entry.
+	MemoryUnmeasured bool
 }
 
 // AdmissionReader reads the admission record a catalog entry references.
@@ -327,7 +332,9 @@ type Typed struct{ Peak, SwapOverhead, LoadTime bool }
 // Admit returns m with a's figures: the peak for a.Profile, the swap overhead and the load
 // time. A record beats a hand-typed value, but a hand-typed value that differs is an error
 // naming both (field is m's path in the catalog, e.g. models[2]); so is a record for another
-// model, another digest, or with verdict refused.
+// model, another digest, or with verdict refused. A record that measured no memory
+// (a.MemoryUnmeasured) gives no peak or swap overhead: the entry's typed peak for a.Profile is
+// kept (an error when there is none), and a record's load time of 0 is none measured.
 func (m Model) Admit(field string, typed Typed, a Admission) (Model, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -341,25 +348,31 @@ func (m Model) Admit(field string, typed Typed, a Admission) (Model, error) {
 		bad("%s.record: %s refuses the model on profile %s (verdict allowed: false)", field, a.Record, a.Profile)
 	}
 	peak := m.PeakMemoryBytes[a.Profile]
-	if typed.Peak && peak != a.PeakBytes {
+	switch {
+	case a.MemoryUnmeasured && !typed.Peak:
+		bad("%s.record: %s measured no memory (memorySource none: cmd/capacity --skip-memory or an OpenAI-compatible server), so it gives no peak for profile %s; measure it again without --skip-memory, or type peakMemoryBytes[%q]", field, a.Record, a.Profile, a.Profile)
+	case !a.MemoryUnmeasured && typed.Peak && peak != a.PeakBytes:
 		bad("%s.peakMemoryBytes[%q]: %d typed, record %s measured %d; remove one", field, a.Profile, peak, a.Record, a.PeakBytes)
 	}
-	if typed.SwapOverhead && m.SwapOverheadBytes != a.SwapOverheadBytes {
+	if !a.MemoryUnmeasured && typed.SwapOverhead && m.SwapOverheadBytes != a.SwapOverheadBytes {
 		bad("%s.swapOverheadBytes: %d typed, record %s measured %d (swap peak − peak); remove one", field, m.SwapOverheadBytes, a.Record, a.SwapOverheadBytes)
 	}
-	if typed.LoadTime && m.LoadTime != a.LoadTime {
+	// A load time of 0 is none measured (the record's loadTimeSeconds with --skip-memory).
+	if typed.LoadTime && a.LoadTime > 0 && m.LoadTime != a.LoadTime {
 		bad("%s.loadTime: %s typed, record %s measured %s; remove one", field, m.LoadTime, a.Record, a.LoadTime)
 	}
 	if len(errs) > 0 {
 		return m, errors.Join(errs...)
 	}
 	out := m
-	out.PeakMemoryBytes = make(map[string]int64, len(m.PeakMemoryBytes)+1)
-	for k, v := range m.PeakMemoryBytes {
-		out.PeakMemoryBytes[k] = v
+	if !a.MemoryUnmeasured {
+		out.PeakMemoryBytes = make(map[string]int64, len(m.PeakMemoryBytes)+1)
+		for k, v := range m.PeakMemoryBytes {
+			out.PeakMemoryBytes[k] = v
+		}
+		out.PeakMemoryBytes[a.Profile] = a.PeakBytes
+		out.SwapOverheadBytes = a.SwapOverheadBytes
 	}
-	out.PeakMemoryBytes[a.Profile] = a.PeakBytes
-	out.SwapOverheadBytes = a.SwapOverheadBytes
 	if a.LoadTime > 0 {
 		out.LoadTime = a.LoadTime
 	}
