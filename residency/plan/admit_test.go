@@ -57,11 +57,11 @@ func TestAdmit(t *testing.T) {
 		// unknown: admitted, they made the model take no memory (the catalog then refused
 		// "peakMemoryBytes: 0 out of range", or a typed peak "1073741824 typed, record measured 0").
 		{name: "unmeasured memory keeps the typed peak", typed: plan.Typed{Peak: true, LoadTime: true},
-			m: with(func(m *plan.Model) { m.PeakMemoryBytes["1g.10gb"] = gib; m.LoadTime = 3 * time.Second }),
-			a: plan.Admission{Record: "r.yaml", Model: "m", Digest: plantest.DigestA, Profile: "1g.10gb", Allowed: true, MemoryUnmeasured: true},
+			m:    with(func(m *plan.Model) { m.PeakMemoryBytes["1g.10gb"] = gib; m.LoadTime = 3 * time.Second }),
+			a:    plan.Admission{Record: "r.yaml", Model: "m", Digest: plantest.DigestA, Profile: "1g.10gb", Allowed: true, MemoryUnmeasured: true},
 			want: with(func(m *plan.Model) { m.PeakMemoryBytes["1g.10gb"] = gib; m.LoadTime = 3 * time.Second })},
 		{name: "unmeasured memory without a typed peak", m: base,
-			a: plan.Admission{Record: "r.yaml", Model: "m", Digest: plantest.DigestA, Profile: "1g.10gb", Allowed: true, MemoryUnmeasured: true},
+			a:       plan.Admission{Record: "r.yaml", Model: "m", Digest: plantest.DigestA, Profile: "1g.10gb", Allowed: true, MemoryUnmeasured: true},
 			wantErr: []string{`models[4].record: r.yaml measured no memory (memorySource none: cmd/capacity --skip-memory or an OpenAI-compatible server), so it gives no peak for profile 1g.10gb; measure it again without --skip-memory, or type peakMemoryBytes["1g.10gb"]`}},
 		{name: "another model, digest, refused", m: base,
 			a: plan.Admission{Record: "r.yaml", Model: "n", Digest: plantest.DigestB, Profile: "1g.10gb"},
