@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/inferscale/inferscale/capacity/record"
 	"github.com/inferscale/inferscale/internal/errtext"
@@ -166,9 +167,21 @@ func (c Config) Validate() error {
 	if c.ConnectTimeout <= 0 || c.ConnectTimeout > MaxConnectTimeout {
 		bad("--connect-timeout %v: want (0, %v]", c.ConnectTimeout, MaxConnectTimeout)
 	}
+	// Each request in flight holds its own encoded copy until it is sent: a 65 MiB request at
+	// the default --max-in-flight of 4096 is 260 GiB.
+	if c.Request != nil && c.Measure.MaxInFlight > 0 {
+		if n := int64(proto.Size(c.Request)); n*int64(c.Measure.MaxInFlight) > MaxInFlightBytes {
+			bad("--max-in-flight %d × a %d-byte request (--input, --input-data) is %d bytes in flight, over the %d-byte (4 GiB) bound; want --max-in-flight at most %d, or a smaller request",
+				c.Measure.MaxInFlight, n, n*int64(c.Measure.MaxInFlight), int64(MaxInFlightBytes), max(1, MaxInFlightBytes/n))
+		}
+	}
 	// StartRPS 0 is probed by Run.
 	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0))...)
 }
+
+// MaxInFlightBytes bounds --max-in-flight × the request's encoded size (bytes): the memory the
+// generator's requests in flight may hold at once.
+const MaxInFlightBytes = 4 << 30
 
 // probeRequests is how many requests, one at a time, estimate the service time when
 // Search.StartRPS is 0.

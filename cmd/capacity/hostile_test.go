@@ -176,6 +176,9 @@ func TestHugeRequestIsABadFlag(t *testing.T) {
 		want string
 	}{
 		{"30 tensors of 64 MiB", args, `capacity: --input "X1:FP64:8388608": the --input tensors come to 134217731 bytes of request with it, over the 68157440-byte bound on one request (64 MiB of tensors + 1 MiB, all inputs together)` + "\n"},
+		// One 32 MiB tensor fits one request, but 4096 of them in flight would hold 128 GiB.
+		{"request × --max-in-flight", []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--out=" + t.TempDir(), "--input=X:FP64:4194304"},
+			"capacity: invalid config: --max-in-flight 4096 × a 33554457-byte request (--input, --input-data) is 137439055872 bytes in flight, over the 4294967296-byte (4 GiB) bound; want --max-in-flight at most 127, or a smaller request\n"},
 		{"input data from a device", []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--input-data=/dev/zero"},
 			"capacity: --input-data: /dev/zero is a device (Dcrw-rw-rw-); want a file or a pipe holding a ModelInferRequest in protobuf JSON\n"},
 	}
