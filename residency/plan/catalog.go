@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/inferscale/inferscale/internal/errtext"
 )
 
 // ErrCatalog is wrapped by every error ParseCatalog, LoadCatalog and Catalog.Validate return.
@@ -55,6 +57,17 @@ const (
 	// maxNameLen is Triton's practical limit: a model name is a directory name.
 	maxNameLen = 255
 )
+
+// maxEcho bounds, in bytes, a value a catalog error repeats (a 1 MB model name made a 3 MB
+// error, which the sidecar logs and writes into its CatalogRejected event); maxListed bounds
+// the model names one error lists.
+const (
+	maxEcho   = 64
+	maxListed = 20
+)
+
+// quote is v quoted, cut to maxEcho bytes with its length said (errtext.Quote).
+func quote(v string) string { return errtext.Quote(v, maxEcho) }
 
 var (
 	// Triton model names are repository directory names.
@@ -183,22 +196,22 @@ func (c Catalog) Violations() error {
 		case m.Name == "":
 			add("%s.name: empty; want a Triton model name ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most %d bytes)", p, maxNameLen)
 		case len(m.Name) > maxNameLen || !modelNameRE.MatchString(m.Name):
-			add("%s.name: %q is not a Triton model name ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most %d bytes)", p, m.Name, maxNameLen)
+			add("%s.name: %s is not a Triton model name ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most %d bytes)", p, quote(m.Name), maxNameLen)
 		}
 		if j, dup := seen[m.Name]; dup && m.Name != "" {
-			add("%s.name: %q duplicates models[%d].name; names must be unique", p, m.Name, j)
+			add("%s.name: %s duplicates models[%d].name; names must be unique", p, quote(m.Name), j)
 		} else {
 			seen[m.Name] = i
 		}
 		if m.Digest == "" {
 			add("%s.digest: empty; want algorithm:hex, e.g. sha256:<64 hex digits>", p)
 		} else if err := digest.Digest(m.Digest).Validate(); err != nil {
-			add("%s.digest: %q: %v; want algorithm:hex, e.g. sha256:<64 hex digits>", p, m.Digest, err)
+			add("%s.digest: %s: %v; want algorithm:hex, e.g. sha256:<64 hex digits>", p, quote(m.Digest), err)
 		}
 		switch m.Tier {
 		case TierP0, TierP1, TierP2:
 		default:
-			add("%s.tier: %q; want one of P0, P1, P2", p, string(m.Tier))
+			add("%s.tier: %s; want one of P0, P1, P2", p, quote(string(m.Tier)))
 		}
 		if len(m.PeakMemoryBytes) == 0 {
 			add("%s.peakMemoryBytes: empty; want at least one MIG profile -> bytes entry", p)
@@ -206,10 +219,10 @@ func (c Catalog) Violations() error {
 		for _, prof := range sortedKeys(m.PeakMemoryBytes) {
 			b := m.PeakMemoryBytes[prof]
 			if !profileRE.MatchString(prof) {
-				add("%s.peakMemoryBytes: profile %q is not a profile name (lower case, e.g. 1g.10gb or h100-80gb)", p, prof)
+				add("%s.peakMemoryBytes: profile %s is not a profile name (lower case, e.g. 1g.10gb or h100-80gb)", p, quote(prof))
 			}
 			if b < 1 || b > MaxMemoryBytes {
-				add("%s.peakMemoryBytes[%q]: %d out of range [1, %d]", p, prof, b, MaxMemoryBytes)
+				add("%s.peakMemoryBytes[%s]: %d out of range [1, %d]", p, quote(prof), b, MaxMemoryBytes)
 			}
 		}
 		if m.SwapOverheadBytes < 0 || m.SwapOverheadBytes > MaxMemoryBytes {
@@ -290,8 +303,12 @@ func (c Catalog) CheckPinned(b Budget) error {
 		}
 	}
 	if len(errs) == 0 && len(names) > 1 && sum > b.TotalBytes-reserve {
+		list := strings.Join(names[:min(len(names), maxListed)], ", ")
+		if len(names) > maxListed {
+			list += fmt.Sprintf(" and %d more", len(names)-maxListed)
+		}
 		errs = append(errs, fmt.Errorf("P0 models %s together: peaks %s + reserve %s = %s exceed the budget %s of profile %s; they can never all be loaded and the pod would never be ready",
-			strings.Join(names, ", "), FormatBytes(sum), FormatBytes(reserve), FormatBytes(sum+reserve), FormatBytes(b.TotalBytes), b.Profile))
+			list, FormatBytes(sum), FormatBytes(reserve), FormatBytes(sum+reserve), FormatBytes(b.TotalBytes), b.Profile))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrNeverFits, errors.Join(errs...))

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,43 @@ func TestUnfitAndCheckPinned(t *testing.T) {
 				t.Errorf("CheckPinned = %v, want ErrNeverFits containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestCatalogErrorsBounded: a catalog error repeats at most 64 bytes of a value, saying its
+// length (two 1,000,000-byte names made a 3 MB error, logged and written into the
+// CatalogRejected event), and lists at most 20 model names (9,000 P0 names made 62 KB).
+func TestCatalogErrorsBounded(t *testing.T) {
+	long := strings.Repeat("ä", 500000) // 1,000,000 bytes
+	cat := plan.Catalog{IdleTimeout: time.Minute, Models: []plan.Model{
+		{Name: long, Digest: "sha256:" + long, Tier: plan.Tier(long), LoadTime: time.Second, PeakMemoryBytes: map[string]int64{long: 0}},
+	}}
+	err := cat.Violations()
+	if err == nil {
+		t.Fatal("Violations = nil")
+	}
+	cut := `"` + strings.Repeat("ä", 32) + `"… (1000000 bytes)`
+	for _, want := range []string{
+		"models[0].name: " + cut + " is not a Triton model name",
+		"models[0].tier: " + cut + "; want one of P0, P1, P2",
+		"models[0].peakMemoryBytes: profile " + cut + " is not a profile name",
+		"models[0].peakMemoryBytes[" + cut + "]: 0 out of range",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Violations lacks %q", want)
+		}
+	}
+	if n := len(err.Error()); n > 2000 {
+		t.Errorf("Violations is %d bytes, want at most 2000", n)
+	}
+
+	var models []plan.Model
+	for i := range 30 {
+		models = append(models, model(fmt.Sprintf("p%02d", i), plan.TierP0, 1, time.Second))
+	}
+	err = plan.Catalog{IdleTimeout: time.Minute, Models: models}.CheckPinned(plan.Budget{Profile: prof, TotalBytes: 9856 << 20})
+	want := "P0 models p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19 and 10 more together: peaks 30.00GiB"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckPinned = %v, want it to contain %q", err, want)
 	}
 }
