@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
@@ -94,11 +95,33 @@ func (e *FieldError) Error() string {
 // second non-empty document is an error (*FieldError naming its line), never ignored.
 func Unmarshal(data []byte, out any) error { return UnmarshalWith(data, out, Options{}) }
 
+// checkUTF8 names the line and byte of the first byte that is not UTF-8 (yaml.v3 says only
+// "yaml: invalid leading UTF-8 octet", with no line); a file that starts with a UTF-16 byte
+// order mark is left to yaml.v3, which reads UTF-16.
+func checkUTF8(data []byte) error {
+	if utf8.Valid(data) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
+		return nil
+	}
+	off := 0
+	for off < len(data) {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		off += n
+	}
+	return &FieldError{Line: 1 + bytes.Count(data[:off], []byte{'\n'}),
+		Msg: fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8; want a UTF-8 file", data[off], off)}
+}
+
 // UnmarshalWith is Unmarshal with keys matched as opts says.
 func UnmarshalWith(data []byte, out any, opts Options) error {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("strictyaml: Unmarshal needs a non-nil pointer, got %T", out)
+	}
+	if err := checkUTF8(data); err != nil {
+		return err
 	}
 	var root yamlv3.Node
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))

@@ -226,3 +226,20 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// TestNotUTF8NamesLine: a byte that is not UTF-8 is named with its line and offset (yaml.v3
+// said only "yaml: invalid leading UTF-8 octet").
+func TestNotUTF8NamesLine(t *testing.T) {
+	var v struct {
+		A string `json:"a"`
+		B string `json:"b"`
+	}
+	err := Unmarshal([]byte("a: x\nb: caf\xe9\n"), &v)
+	const want = "byte 0xe9 at offset 11 is not UTF-8; want a UTF-8 file (line 2)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+	if err := Unmarshal([]byte("a: \xef\xbf\xbd\n"), &v); err != nil || v.A != "\ufffd" {
+		t.Errorf("an encoded U+FFFD: err = %v, a = %q; want it read", err, v.A)
+	}
+}
