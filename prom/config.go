@@ -26,8 +26,12 @@ type PollerConfig struct {
 	// QueryTimeout bounds one query evaluation (sent to Prometheus as its timeout too).
 	// Default 10s, range [100ms, 5m].
 	QueryTimeout time.Duration
-	// Concurrency is how many queries are in flight at once during a refresh. Default 8,
-	// range [1, 256].
+	// Concurrency is how many queries are in flight at once to one Prometheus address. Each
+	// distinct address has its own Concurrency slots, so a slow or hung address delays only
+	// its own queries, never another address's. Default 8, range [1, 256]. Across addresses
+	// at most Concurrency × the distinct addresses are in flight, and never more than the
+	// distinct queries; the scaler bounds the addresses by its triggers (--max-triggers, each
+	// names one prometheusAddress, plus its own --prometheus-address).
 	Concurrency int
 	// ForgetAfter drops a subscription that nobody has subscribed to or read for this long,
 	// so deleted ScaledObjects stop costing queries. Default 10m, at least RefreshInterval.

@@ -303,7 +303,7 @@ func BenchmarkResponseDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			client := p.subs[k].q.client
+			client := p.subs[k].q.ep.client
 			var retained float64
 			for b.Loop() {
 				runtime.GC()

@@ -47,6 +47,14 @@ func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
 			Name: "inferscale_scaler_prom_subscriptions",
 			Help: "Signals (ScaledObject triggers x kinds) the poller currently serves.",
 		}, func() float64 { return float64(p.Subscriptions()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_prom_queries_waiting",
+			Help: "Distinct queries due but waiting for a concurrency slot of their Prometheus address (it has --query-concurrency queries in flight: slow or hung).",
+		}, func() float64 { return float64(p.waitingQueries()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "inferscale_scaler_prom_addresses",
+			Help: "Distinct Prometheus addresses the subscribed queries name; each has its own --query-concurrency slots.",
+		}, func() float64 { return float64(p.addresses()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -110,6 +110,12 @@ type Result struct {
 	// SampleTime is the timestamp Prometheus gave the sample (for an instant query, the
 	// evaluation time); zero when Empty or Err is set.
 	SampleTime time.Time
+	// Waiting is true while the key's query is due but waits for one of its address's
+	// [PollerConfig.Concurrency] slots: that address already has Concurrency queries in
+	// flight (a slow or hung Prometheus), and this one has not been sent. The other fields
+	// are the last evaluation's; with a zero EvaluatedAt there is none yet, which is neither
+	// Empty (Prometheus answered no series) nor Err (it failed).
+	Waiting bool
 }
 
 type sample struct {
@@ -125,7 +131,7 @@ type query struct {
 	grouped    bool
 	bundle     bool // a PresetBundle: series are split by SignalLabel too
 	modelLabel string
-	client     v1.API
+	ep         *endpoint
 
 	subs        int
 	evaluatedAt time.Time
@@ -136,8 +142,21 @@ type query struct {
 	empty       bool             // custom queries
 	failing     bool             // for logging state changes only
 	invalid     bool             // likewise, for invalid values (ErrInvalidValue)
-	inflight    bool             // an evaluation is running
+	inflight    bool             // an evaluation is waiting for a slot or running
+	waiting     bool             // inflight and still waiting for a slot of ep
+	cancel      func()           // ends the running evaluation (nil: none)
 	first       chan struct{}    // closed when the first evaluation is stored
+	dropped     chan struct{}    // closed when the last subscriber is gone
+}
+
+// endpoint is one Prometheus address's API client and its Concurrency slots, shared by the
+// queries naming the address and forgotten with the last of them. Slots per address keep a
+// slow or hung address from delaying the queries of any other: its evaluations wait only
+// for its own slots.
+type endpoint struct {
+	client  v1.API
+	sem     chan struct{} // Concurrency slots
+	queries int           // live queries naming the address (guarded by Poller.mu)
 }
 
 type subscription struct {
@@ -163,7 +182,6 @@ type Poller struct {
 	budget, tenantBudget *respBudget
 	now                  func() time.Time
 	kick                 chan struct{}
-	sem                  chan struct{} // Concurrency slots
 
 	warnMu   sync.Mutex
 	replaced map[[2]string]struct{} // (namespace, query) whose namespace matchers were replaced: warned once
@@ -172,7 +190,7 @@ type Poller struct {
 	reqs       map[Request]*subscription
 	subs       map[Key]*subscription
 	queries    map[queryID]*query
-	clients    map[string]v1.API
+	endpoints  map[string]*endpoint // by address; one per address some live query names
 	perRefresh int
 }
 
@@ -202,11 +220,10 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 		tenantBudget: &respBudget{max: maxResp},
 		now:          time.Now,
 		kick:         make(chan struct{}, 1),
-		sem:          make(chan struct{}, cfg.Concurrency),
 		reqs:         map[Request]*subscription{},
 		subs:         map[Key]*subscription{},
 		queries:      map[queryID]*query{},
-		clients:      map[string]v1.API{},
+		endpoints:    map[string]*endpoint{},
 		replaced:     map[[2]string]struct{}{},
 	}
 	m, err := newMetrics(reg, p)
@@ -254,17 +271,19 @@ func (p *Poller) Subscribe(r Request) (Key, error) {
 	}
 	q, ok := p.queries[key.q]
 	if !ok {
-		client, ok := p.clients[key.q.address]
+		ep, ok := p.endpoints[key.q.address]
 		if !ok {
 			c, err := api.NewClient(api.Config{Address: key.q.address, RoundTripper: &limitedTransport{base: p.transport, budget: p.budgetFor(key.q.address)}})
 			if err != nil {
 				return Key{}, fmt.Errorf("%w: prometheusAddress %s: %w", ErrBadRequest, quoteAddr(key.q.address), RedactURLError(err))
 			}
-			client = v1.NewAPI(c)
-			p.clients[key.q.address] = client
+			ep = &endpoint{client: v1.NewAPI(c), sem: make(chan struct{}, p.cfg.Concurrency)}
+			p.endpoints[key.q.address] = ep
 		}
-		spec.client = client
+		ep.queries++
+		spec.ep = ep
 		spec.first = make(chan struct{})
+		spec.dropped = make(chan struct{})
 		q = spec
 		p.queries[key.q] = q
 		select {
@@ -297,9 +316,21 @@ func (p *Poller) dropLocked(s *subscription) {
 	for _, r := range s.reqs {
 		delete(p.reqs, r)
 	}
-	s.q.subs--
-	if s.q.subs == 0 {
-		delete(p.queries, s.q.id)
+	q := s.q
+	q.subs--
+	if q.subs > 0 {
+		return
+	}
+	delete(p.queries, q.id)
+	// Its evaluation, waiting or running, ends now: a forgotten query holds no slot, no
+	// connection and no goroutine.
+	close(q.dropped)
+	if q.cancel != nil {
+		q.cancel()
+	}
+	q.ep.queries--
+	if q.ep.queries == 0 {
+		delete(p.endpoints, q.id.address)
 	}
 }
 
@@ -400,7 +431,13 @@ func (p *Poller) Result(k Key) Result {
 		return Result{Err: ErrNotSubscribed}
 	}
 	s.touch(p.now())
-	q := s.q
+	r := snapshot(s.q, k.group)
+	r.Waiting = s.q.waiting
+	return r
+}
+
+// snapshot is the result of g in q's last evaluation; the caller holds Poller.mu.
+func snapshot(q *query, g group) Result {
 	switch {
 	case q.evaluatedAt.IsZero():
 		return Result{}
@@ -413,11 +450,11 @@ func (p *Poller) Result(k Key) Result {
 		return Result{Value: q.total.value, SampleTime: q.total.ts, EvaluatedAt: q.evaluatedAt}
 	}
 	if q.bad != nil {
-		if err, ok := q.bad[k.group]; ok {
+		if err, ok := q.bad[g]; ok {
 			return Result{Err: err, EvaluatedAt: q.evaluatedAt}
 		}
 	}
-	smp, ok := q.series[k.group]
+	smp, ok := q.series[g]
 	if !ok {
 		return Result{Empty: true, EvaluatedAt: q.evaluatedAt}
 	}
@@ -451,7 +488,8 @@ func (p *Poller) Subscriptions() int {
 // Run refreshes at once and then every RefreshInterval, and evaluates newly subscribed
 // queries as soon as they appear, until ctx is done. Each query is evaluated independently:
 // a query still in flight from an earlier refresh (a slow or hung Prometheus) is skipped, not
-// waited for, so one slow address never delays the others. Run returns nil after ctx is done,
+// waited for, and each address has its own Concurrency slots, so one slow address never
+// delays the others. Run returns nil after ctx is done,
 // once every evaluation it started has ended and idle connections are closed.
 func (p *Poller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
@@ -475,7 +513,8 @@ func (p *Poller) Run(ctx context.Context) error {
 }
 
 // Refresh forgets unread subscriptions, evaluates every distinct query not already in
-// flight once (up to Concurrency at a time, each bounded by QueryTimeout) and waits for
+// flight once (up to Concurrency at a time per address, each bounded by QueryTimeout) and
+// waits for
 // those evaluations. Run does the same on its ticker without waiting; tests call Refresh to
 // step the poller without a clock.
 func (p *Poller) Refresh(ctx context.Context) {
@@ -503,7 +542,7 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 		if q.inflight || (!all && !q.evaluatedAt.IsZero()) {
 			continue
 		}
-		q.inflight = true
+		q.inflight, q.waiting = true, true
 		todo = append(todo, q)
 	}
 	perRefresh := p.perRefresh
@@ -512,18 +551,38 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 		p.m.perRefresh.Set(float64(perRefresh))
 	}
 	for _, q := range todo {
-		wg.Go(func() {
-			select {
-			case p.sem <- struct{}{}:
-				p.evaluate(ctx, q, now)
-				<-p.sem
-			case <-ctx.Done():
-			}
-			p.mu.Lock()
-			q.inflight = false
-			p.mu.Unlock()
-		})
+		wg.Go(func() { p.slot(ctx, q, now) })
 	}
+}
+
+// slot evaluates q at now once a slot of q's address is free, unless ctx ends or q is
+// forgotten first; a forgotten query's running evaluation is cancelled (dropLocked).
+func (p *Poller) slot(ctx context.Context, q *query, now time.Time) {
+	defer func() {
+		p.mu.Lock()
+		q.inflight, q.waiting, q.cancel = false, false, nil
+		p.mu.Unlock()
+	}()
+	select {
+	case q.ep.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	case <-q.dropped:
+		return
+	}
+	defer func() { <-q.ep.sem }()
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.mu.Lock()
+	select {
+	case <-q.dropped: // forgotten while the slot was taken
+		p.mu.Unlock()
+		return
+	default:
+	}
+	q.waiting, q.cancel = false, cancel
+	p.mu.Unlock()
+	p.evaluate(qctx, q, now)
 }
 
 // budgetFor is the response budget of address: the default address's own, or the one every
@@ -544,11 +603,11 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	defer c.release() // also on shutdown's early return
 	qctx = withCharge(qctx, c)
 	start := time.Now()
-	v, _, _, err := q.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
+	v, _, _, err := q.ep.client.Query(qctx, q.id.promql, now, v1.WithTimeout(p.cfg.QueryTimeout))
 	err = RedactURLError(boundedAPIError(err))
 	p.m.duration.WithLabelValues(string(q.kind)).Observe(time.Since(start).Seconds())
 	if ctx.Err() != nil {
-		return // shutting down: keep the snapshot as it was
+		return // shutting down or forgotten: keep the snapshot as it was
 	}
 	var (
 		series map[group]sample
@@ -748,6 +807,26 @@ func (p *Poller) snapshotAge() time.Duration {
 		return 0
 	}
 	return p.now().Sub(oldest)
+}
+
+// waitingQueries is the number of queries waiting for a slot of their address.
+func (p *Poller) waitingQueries() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n := 0
+	for _, q := range p.queries {
+		if q.waiting {
+			n++
+		}
+	}
+	return n
+}
+
+// addresses is the number of distinct Prometheus addresses live queries name.
+func (p *Poller) addresses() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.endpoints)
 }
 
 // Queries returns the number of distinct queries currently subscribed; the next full refresh

@@ -28,7 +28,9 @@ type Config struct {
 	RefreshInterval time.Duration
 	// QueryTimeout bounds one Prometheus query. Default 10s, range [100ms, 5m].
 	QueryTimeout time.Duration
-	// QueryConcurrency is how many queries run at once. Default 8, range [1, 256].
+	// QueryConcurrency is how many queries run at once to each Prometheus address (every
+	// address has its own slots, so a slow one delays only its own queries). Default 8, range
+	// [1, 256].
 	QueryConcurrency int
 	// QueryMaxResponseBytes bounds the Prometheus answers held at once, in bytes
 	// (prom.PollerConfig.MaxResponseBytes: one answer, and all in flight

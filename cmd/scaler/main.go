@@ -49,7 +49,7 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.StringVar(&c.PrometheusAddress, "prometheus-address", c.PrometheusAddress, "default Prometheus base URL for ScaledObjects without prometheusAddress; not given: $"+envflag.PrometheusAddress+" (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
 	fs.DurationVar(&c.RefreshInterval, "refresh-interval", c.RefreshInterval, "how often queries are evaluated and decisions refreshed [100ms, 10m]")
 	fs.DurationVar(&c.QueryTimeout, "query-timeout", c.QueryTimeout, "timeout of one Prometheus query [100ms, 5m]")
-	fs.IntVar(&c.QueryConcurrency, "query-concurrency", c.QueryConcurrency, "Prometheus queries in flight at once [1, 256]")
+	fs.IntVar(&c.QueryConcurrency, "query-concurrency", c.QueryConcurrency, "Prometheus queries in flight at once to each Prometheus address (every address has its own slots, so a slow one delays only its own queries) [1, 256]")
 	fs.Int64Var(&c.QueryMaxResponseBytes, "query-max-response-bytes", c.QueryMaxResponseBytes, "bytes of Prometheus answers held at once, one alone and all in flight together [65536, 1073741824]")
 	fs.DurationVar(&c.ForgetAfter, "forget-after", c.ForgetAfter, "drop a ScaledObject trigger KEDA has not called about for this long")
 	fs.StringVar(&c.NamespaceLabel, "namespace-label", c.NamespaceLabel, "series label carrying the Kubernetes namespace (query confinement)")
