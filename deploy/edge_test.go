@@ -695,3 +695,40 @@ func TestRootDefaultsNullRefused(t *testing.T) {
 		t.Errorf("scaler.config.opencostAddressSecret=null: %v", err)
 	}
 }
+
+// TestScalerBoundsAtRender: values the scaler refuses with InvalidArgument fail the render
+// instead — a staleAfter below 2 × scaler.config.refreshInterval (the trigger flapped between
+// a value and Unavailable), and replicaThroughput or drainSeconds below the scaler's lower
+// bounds (a denormal sized the pool to maxReplicas) — while the boundary values render.
+func TestScalerBoundsAtRender(t *testing.T) {
+	tests := []struct {
+		name    string
+		refresh string
+		scaling map[string]any
+		want    string // "" renders
+	}{
+		{"staleAfter below 2 × refresh", "40s", map[string]any{"staleAfter": "60s"},
+			"pools[p].scaling.staleAfter 60s is below 2 × scaler.config.refreshInterval (40s): the trigger would flap between a value and Unavailable, and the scaler refuses it; raise staleAfter to at least 80s"},
+		{"staleAfter exactly 2 × refresh", "30s", map[string]any{"staleAfter": "1m"}, ""},
+		{"replicaThroughput denormal", "5s", map[string]any{"replicaThroughput": 5e-324},
+			"pools[p].scaling.replicaThroughput 5e-324 is below 1e-06, the scaler's lower bound"},
+		{"replicaThroughput at the bound", "5s", map[string]any{"replicaThroughput": 1e-6}, ""},
+		{"drainSeconds below 0.1", "5s", map[string]any{"drainSeconds": 0.05},
+			"pools[p].scaling.drainSeconds 0.05 is below 0.1, the scaler's lower bound"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scaling := map[string]any{"engine": "custom", "queueQuery": "sum(q)", "replicaThroughput": 1}
+			maps.Copy(scaling, tt.scaling)
+			vals := map[string]any{"pools": []any{tritonPool("p", map[string]any{"scaling": scaling})},
+				"scaler": map[string]any{"config": map[string]any{"refreshInterval": tt.refresh, "forgetAfter": "10m"}}}
+			_, err := renderAs(t, "rel", namespace, vals)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("render: %v, want it to render", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("render: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

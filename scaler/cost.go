@@ -215,7 +215,8 @@ func (s *Server) pricedNamespaces(all []*trigger) map[string]struct{} {
 // it), not a bill: replicas still starting are billed and counted, nodes
 // and other pods are not, so nothing is counted twice. The cost per 1,000
 // is absent while the verified rate is missing, stale (older than
-// staleAfter), invalid or zero. Series follow the decision collector's
+// staleAfter), invalid or zero, and while the result does not fit a float64
+// (costNotFiniteStep logs that once per episode). Series follow the decision collector's
 // perObject and maxTriggers.
 type costCollector struct {
 	dc                                      *decisionCollector
@@ -231,7 +232,7 @@ func newCostCollector(dc *decisionCollector) *costCollector {
 			"Price of one replica-hour in use: the gpuHourPrice metadata, or without it OpenCost's Σ totalCost ÷ (Σ minutes ÷ 60) of the scale target's pods (absent without either; never both).",
 			append(append([]string(nil), triggerLabels...), "source"), nil),
 		costRate:    d("cost_per_hour", "Desired replicas × replica_hour_price: the pool's cost rate per hour (absent without a price)."),
-		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate)."),
+		perVerified: d("cost_per_thousand_verified_results", "Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate, and while the result is not a finite number, logged once)."),
 		verifiedR:   d("verified_results_rate", "Verified results per second: verifiedQuery's value, or on vLLM without it the requests that waited at most sloWaitSeconds (absent without a fresh valid value)."),
 	}
 }
@@ -265,10 +266,28 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		rate := costRate(rec.Replicas, price)
 		ch <- prometheus.MustNewConstMetric(c.costRate, prometheus.GaugeValue, rate, l...)
-		if v, ok := costPer1kVerified(rate, verified); vok && ok {
+		v, ok := costPer1kVerified(rate, verified)
+		if vok && ok {
 			ch <- prometheus.MustNewConstMetric(c.perVerified, prometheus.GaugeValue, v, l...)
 		}
+		s.costNotFiniteStep(tr, vok && verified > 0 && rate > 0 && !ok, rate, verified)
 	})
+}
+
+// costNotFiniteStep logs, once per episode per trigger, that the cost per 1,000 verified
+// results is not exported because it does not fit a float64 (a verified rate of 1e-300 with a
+// price of 1e9 is +Inf): a Prometheus user reads +Inf as "no verified results", and a
+// saturated 1.8e308 as a real cost that sums and averages into nonsense, so the series is
+// absent instead, and this line says why. The episode ends (INFO) when the ratio fits again.
+func (s *Server) costNotFiniteStep(tr *trigger, notFinite bool, ratePerHour, verifiedPerSecond float64) {
+	attrs := []any{"namespace", tr.namespace, "scaledObject", tr.name, "metric", tr.metric}
+	switch {
+	case notFinite && tr.costNotFinite.CompareAndSwap(false, true):
+		s.log.Warn("cost per 1,000 verified results not exported: cost_per_hour ÷ (verified rate × 3600) × 1000 is not a finite number",
+			append(attrs, "costPerHour", ratePerHour, "verifiedResultsRate", verifiedPerSecond)...)
+	case !notFinite && tr.costNotFinite.CompareAndSwap(true, false):
+		s.log.Info("cost per 1,000 verified results exported again", attrs...)
+	}
 }
 
 // costRate is replicas × price per hour, saturating at the largest float.

@@ -1,10 +1,12 @@
 package scaler
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,5 +88,26 @@ func TestDocsBenchCommands(t *testing.T) {
 				t.Errorf("-bench %s ./%s: %q matches none of %v", pattern, pkg, alt, benches)
 			}
 		}
+	}
+}
+
+// TestDocsEchoExample: the cut-value example in docs/scaler.md is the real format: the first
+// 64 bytes quoted, then "…" and the length outside the quotes (the doc showed `"999…" (1048576
+// bytes)`, the ellipsis inside the quotes, for a value no trigger can carry).
+func TestDocsEchoExample(t *testing.T) {
+	md, err := os.ReadFile("../docs/scaler.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`got \"(9+)…(9+)\"… \\((\\d+) bytes\\)`, the quotes holding (\\d+) nines").FindSubmatch(md)
+	if m == nil {
+		t.Fatal("docs/scaler.md has no echo example `got \"9…9\"… (N bytes)`, the quotes holding N nines")
+	}
+	n, _ := strconv.Atoi(string(m[3]))
+	held, _ := strconv.Atoi(string(m[4]))
+	_, err = ParseMetadata(queueMeta(KeySLOWaitSeconds, strings.Repeat("9", n)), testDefaults)
+	want := fmt.Sprintf(`got "%s"… (%d bytes)`, strings.Repeat("9", held), n)
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("sloWaitSeconds of %d nines: error %v, want it to end %q as the doc says", n, err, want)
 	}
 }

@@ -129,7 +129,28 @@ var plainInteger = regexp.MustCompile(`^[+-]?[0-9]+$`)
 type Defaults struct {
 	// PrometheusAddress is the scaler's --prometheus-address flag.
 	PrometheusAddress string
+	// RefreshInterval is the scaler's --refresh-interval; when > 0, staleAfter must be at
+	// least StaleAfterRefreshes times it, and an absent staleAfter defaults to the larger of
+	// DefaultPolicy's 60s and that floor. 0: no floor (callers other than the server).
+	RefreshInterval time.Duration
 }
+
+// StaleAfterRefreshes is how many refresh intervals staleAfter must span at least. The poller
+// evaluates each query once per --refresh-interval and the decisions run at the same period,
+// not in phase, so a good value is up to one interval old (plus the query's own time) when it
+// is used: a staleAfter below one interval went out between two polls and flapped the trigger
+// between a value and Unavailable (staleAfter 4s at a 5s refresh), and 1ns read every valid
+// value as "never". Two intervals leave one whole interval of margin.
+const StaleAfterRefreshes = 2
+
+// Lower bounds of replicaThroughput and drainSeconds: they divide, so a denormal (5e-324)
+// answered maxReplicas without a word. 10⁻⁶ requests/s (one request per 11.6 days) is below any
+// replica that serves, and 0.1 s is shorter than the shortest --refresh-interval, the scaler's
+// own reaction time.
+const (
+	minReplicaThroughput = 1e-6
+	minDrainSeconds      = 0.1
+)
 
 // rangeError formats one violation: the key, the accepted range, what was given.
 func rangeError(key, accepted, got string) error {
@@ -146,6 +167,8 @@ func rangeError(key, accepted, got string) error {
 func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, error) {
 	p := decision.DefaultPolicy()
 	p.PrometheusAddress = defaults.PrometheusAddress
+	staleFloor := StaleAfterRefreshes * defaults.RefreshInterval
+	p.StaleAfter = max(p.StaleAfter, staleFloor)
 	var errs []error
 
 	known := map[string]bool{}
@@ -233,7 +256,6 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 		}
 		*dst = d
 	}
-	positive := func(f float64) bool { return f > 0 }
 	unit := func(f float64) bool { return f > 0 && f <= 1 }
 	nonNeg := func(f float64) bool { return f >= 0 }
 
@@ -256,8 +278,9 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			p.Model = s
 		}
 	}
+	addressEmpty := false
 	if s, ok := get(KeyPrometheusAddress); ok {
-		p.PrometheusAddress = s
+		p.PrometheusAddress, addressEmpty = s, s == ""
 	}
 	for _, q := range []struct {
 		key string
@@ -295,9 +318,9 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
 	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number in (0, 1e9] (price of one replica-hour)", func(f float64) bool { return f > 0 && f <= maxGPUHourPrice })
 	float(KeyRetryBudget, &p.RetryBudget, "a number in [1, 10] (rate ÷ unique rate)", func(f float64) bool { return f >= 1 && f <= 10 })
-	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number > 0 (requests per second)", positive)
+	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number ≥ 1e-6 (requests per second)", func(f float64) bool { return f >= minReplicaThroughput })
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)
-	float(KeyDrainSeconds, &p.DrainSeconds, "a number of seconds > 0", positive)
+	float(KeyDrainSeconds, &p.DrainSeconds, "a number of seconds ≥ 0.1", func(f float64) bool { return f >= minDrainSeconds })
 	float(KeyActivityTarget, &p.ActivityTarget, "a number in (0, 1]", unit)
 	float(KeyActivityCeiling, &p.ActivityCeiling, "a number in (0, 1]", unit)
 	integer(KeyWarmReplicas, &p.WarmReplicas, fmt.Sprintf("an integer in [0, %d]", maxReplicasLimit), func(n int64) bool { return n >= 0 && n <= maxReplicasLimit })
@@ -311,7 +334,13 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	float(KeyActivationQueue, &p.ActivationQueue, "a number ≥ 0", nonNeg)
 	float(KeyActivationRate, &p.ActivationRate, "a number ≥ 0 (requests per second)", nonNeg)
 	float(KeyActivationActivity, &p.ActivationActivity, "a number in [0, 1]", func(f float64) bool { return f >= 0 && f <= 1 })
-	duration(KeyStaleAfter, &p.StaleAfter, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
+	if staleFloor > 0 {
+		duration(KeyStaleAfter, &p.StaleAfter,
+			fmt.Sprintf("a duration in [%v, 1h] (at least %d × the scaler's --refresh-interval %v)", staleFloor, StaleAfterRefreshes, defaults.RefreshInterval),
+			func(d time.Duration) bool { return d >= staleFloor && d <= maxWindow })
+	} else {
+		duration(KeyStaleAfter, &p.StaleAfter, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
+	}
 	if s, ok := get(KeyZeroWhenAbsent); ok && s != "" {
 		for _, name := range strings.Split(s, ",") {
 			name = strings.TrimSpace(name)
@@ -330,11 +359,18 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	if p.HasPreset() && p.Model == "" && !modelRefused { // a refused model has its own error
 		errs = append(errs, fmt.Errorf("%w: %s is required with %s %q (the model label value)", ErrInvalidMetadata, KeyModel, KeyEngine, p.Engine))
 	}
-	if p.PrometheusAddress == "" {
+	switch {
+	case addressEmpty && defaults.PrometheusAddress != "":
+		errs = append(errs, fmt.Errorf("%w: %s is empty: remove the key to use the scaler's --prometheus-address, or give an http or https URL", ErrInvalidMetadata, KeyPrometheusAddress))
+	case addressEmpty:
+		errs = append(errs, fmt.Errorf("%w: %s is empty: give an http or https URL (the scaler has no --prometheus-address)", ErrInvalidMetadata, KeyPrometheusAddress))
+	case p.PrometheusAddress == "":
 		errs = append(errs, fmt.Errorf("%w: %s is required (an http or https URL) when the scaler has no --prometheus-address", ErrInvalidMetadata, KeyPrometheusAddress))
-	} else if err := prom.CheckAddress(p.PrometheusAddress); err != nil {
-		// Redacted by CheckAddress: the error reaches KEDA's status and the ScaledObject's events.
-		errs = append(errs, fmt.Errorf("%w: %s must be %s, got %w", ErrInvalidMetadata, KeyPrometheusAddress, prom.AddressRule, err))
+	default:
+		if err := prom.CheckAddress(p.PrometheusAddress); err != nil {
+			// Redacted by CheckAddress: the error reaches KEDA's status and the ScaledObject's events.
+			errs = append(errs, fmt.Errorf("%w: %s must be %s, got %w", ErrInvalidMetadata, KeyPrometheusAddress, prom.AddressRule, err))
+		}
 	}
 	// A demand query given but refused above has its own error; "required" would send the user
 	// looking for a key they wrote.

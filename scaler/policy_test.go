@@ -114,7 +114,7 @@ func TestParseMetadataErrors(t *testing.T) {
 	}{
 		{"utilization above 1", base("targetUtilization", "1.5"), testDefaults, []string{"targetUtilization must be a number in (0, 1]"}},
 		{"utilization zero", base("targetUtilization", "0"), testDefaults, []string{"targetUtilization must be a number in (0, 1]"}},
-		{"NaN throughput", base("replicaThroughput", "NaN"), testDefaults, []string{"replicaThroughput must be a number > 0"}},
+		{"NaN throughput", base("replicaThroughput", "NaN"), testDefaults, []string{"replicaThroughput must be a number ≥ 1e-6"}},
 		{"negative warm", base("warmReplicas", "-1"), testDefaults, []string{"warmReplicas must be an integer in [0, 100000]"}},
 		{"bad window", base("scaleDownWindow", "5 minutes"), testDefaults, []string{`scaleDownWindow must be a duration in [0s, 1h]`}},
 		{"burst below 1", base("burstFactor", "0.5"), testDefaults, []string{"burstFactor must be a number ≥ 1"}},
@@ -137,8 +137,8 @@ func TestParseMetadataErrors(t *testing.T) {
 		{"bad running promql", base("runningQuery", "x[1m]"), testDefaults, []string{"runningQuery must be a PromQL expression of instant-vector or scalar type"}},
 		{"bad dispersion promql", base("dispersionQuery", "x +"), testDefaults, []string{"dispersionQuery must be a PromQL expression"}},
 		// Issue 12: numbers are plain decimal or exponent notation, not Go literals.
-		{"Go digit separator", base("replicaThroughput", "1_000"), testDefaults, []string{`replicaThroughput must be a number > 0 (requests per second), got "1_000"`}},
-		{"hex float", base("replicaThroughput", "0x1p4"), testDefaults, []string{`replicaThroughput must be a number > 0`}},
+		{"Go digit separator", base("replicaThroughput", "1_000"), testDefaults, []string{`replicaThroughput must be a number ≥ 1e-6 (requests per second), got "1_000"`}},
+		{"hex float", base("replicaThroughput", "0x1p4"), testDefaults, []string{`replicaThroughput must be a number ≥ 1e-6`}},
 		{"infinity spelled out", base("sloWaitSeconds", "Infinity"), testDefaults, []string{`sloWaitSeconds must be a number of seconds`}},
 		{"integer separator", base("maxReplicas", "1_0"), testDefaults, []string{`maxReplicas must be an integer in [1, 100000], got "1_0"`}},
 		{"hex integer", base("warmReplicas", "0x2"), testDefaults, []string{`warmReplicas must be an integer in [0, 100000]`}},
@@ -154,7 +154,7 @@ func TestParseMetadataErrors(t *testing.T) {
 			"every violation reported",
 			base("targetUtilization", "2", "drainSeconds", "-1", "activityTarget", "x", "staleAfter", "0s", "scaleDownMaxFraction", "0"),
 			testDefaults,
-			[]string{"targetUtilization", "drainSeconds must be a number of seconds > 0", "activityTarget", "staleAfter must be a duration in (0s, 1h]", "scaleDownMaxFraction must be a number in (0, 1]"},
+			[]string{"targetUtilization", "drainSeconds must be a number of seconds ≥ 0.1", "activityTarget", "staleAfter must be a duration in (0s, 1h]", "scaleDownMaxFraction must be a number in (0, 1]"},
 		},
 	}
 	for _, tt := range tests {

@@ -102,7 +102,7 @@ func TestCostMetricsThroughServer(t *testing.T) {
 	}
 	name := MetricName("team-a", "pool", meta)
 	want := fmt.Sprintf(`
-# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate).
+# HELP inferscale_scaler_cost_per_thousand_verified_results Cost per 1,000 verified results: cost_per_hour ÷ (verified rate × 3600) × 1000 (absent without a price or a positive, fresh verified rate, and while the result is not a finite number, logged once).
 # TYPE inferscale_scaler_cost_per_thousand_verified_results gauge
 inferscale_scaler_cost_per_thousand_verified_results{metric=%[1]q,namespace="team-a",scaledobject="pool"} 19.444444444444446
 # HELP inferscale_scaler_cost_per_hour Desired replicas × replica_hour_price: the pool's cost rate per hour (absent without a price).

@@ -113,7 +113,9 @@ type ServerConfig struct {
 	FirstEvaluationWait time.Duration
 	// MaxTriggers bounds the triggers registered at once (Config's
 	// MaxTriggers, --max-triggers): a new trigger past it is answered
-	// ResourceExhausted and costs nothing, so a caller inventing
+	// ResourceExhausted once its metadata has parsed (bad metadata is
+	// InvalidArgument, full or not) and keeps no memory and subscribes no
+	// query, so a caller inventing
 	// ScaledObjects or metadata cannot grow memory and the queries sent to
 	// Prometheus without end. 0: no bound.
 	MaxTriggers int
@@ -163,6 +165,7 @@ type trigger struct {
 	waited                  atomic.Bool  // an RPC waited for the first evaluation (FirstEvaluationWait)
 	verified                SignalHandle // verifiedQuery (cost per verified result); nil without
 	retry                   retryEpisode // retry amplification episodes (cost.go)
+	costNotFinite           atomic.Bool  // the cost per 1,000 verified results overflowed (logged once; cost.go)
 
 	mu      sync.Mutex
 	state   decision.State
@@ -258,9 +261,6 @@ func (s *Server) ensure(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger,
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	if err := s.full(ref); err != nil { // before any parsing or subscribing
-		return nil, err
-	}
 	select {
 	case s.registering <- struct{}{}:
 	case <-ctx.Done():
@@ -335,10 +335,23 @@ func checkRef(ref *pb.ScaledObjectRef) error {
 
 // register parses ref's metadata, subscribes its signals and evaluates it
 // once; see ensure.
+//
+// The metadata is parsed before MaxTriggers is checked, so that a bad trigger
+// is answered InvalidArgument naming its keys even when the scaler is full
+// (a typo reported as ResourceExhausted was never seen to be a typo). That
+// costs a full scaler nothing it does not already spend: parsing is bounded
+// by MaxMetadataBytes and prom.CheckBudget and runs on the registering
+// workers, and a bad trigger, never registered, is parsed on every call
+// whether or not the scaler is full. Nothing is subscribed past the limit.
 func (s *Server) register(ref *pb.ScaledObjectRef, name string, now time.Time) (*trigger, error) {
-	p, err := ParseMetadata(ref.GetScalerMetadata(), s.cfg.Defaults)
+	defaults := s.cfg.Defaults
+	defaults.RefreshInterval = s.cfg.RefreshInterval // the staleAfter floor
+	p, err := ParseMetadata(ref.GetScalerMetadata(), defaults)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: %v", ref.GetNamespace(), ref.GetName(), err)
+	}
+	if err := s.full(ref); err != nil { // before any subscribing
+		return nil, err
 	}
 	tr := &trigger{namespace: ref.GetNamespace(), name: ref.GetName(), metric: name, policy: p, metadataBytes: metadataBytes(ref)}
 	for _, sig := range decision.AllSignals() {

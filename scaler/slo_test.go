@@ -38,7 +38,7 @@ func TestSLOKeysBadValuesAreInvalidArgument(t *testing.T) {
 		{KeyRunningQuery, "x[5m]", "runningQuery must be a PromQL expression of instant-vector or scalar type"},
 		{KeyDispersionQuery, "", "dispersionQuery must be a PromQL expression"},
 		{KeyTargetUtilization, "0", "targetUtilization must be a number in (0, 1]"},
-		{KeyReplicaThroughput, "0x10", "replicaThroughput must be a number > 0"},
+		{KeyReplicaThroughput, "0x10", "replicaThroughput must be a number ≥ 1e-6"},
 		{KeyRetryBudget, "0.9", "retryBudget must be a number in [1, 10]"},
 		{KeyRetryBudget, "11", "retryBudget must be a number in [1, 10]"},
 		{KeyUniqueRateQuery, "sum(rate(x[1m])", "uniqueRateQuery must be a PromQL expression"},

@@ -307,7 +307,20 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 
 	// Ready replicas: Kubernetes first, then readyQuery.
 	rKnown, r := obs.ReadyKnown, obs.ReadyReplicas
-	rec.Status[SignalReady], rec.Values[SignalReady] = evalSignal(p, SignalReady, obs.Samples[SignalReady], &st, false, now)
+	// notes say why a sample that was a number was not used (evalSignal); nil on the usual path.
+	var notes []string
+	note := func(n string) {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	var n string
+	rec.Status[SignalReady], rec.Values[SignalReady], n = evalSignal(p, SignalReady, obs.Samples[SignalReady], &st, false, now)
+	if !obs.ReadyKnown {
+		note(n) // with Kubernetes' R the ready query is not used
+	}
+	// A fractional ready count (an average over series) is rounded to the nearest replica:
+	// the status shows the value read (ready=2.5) and the reason the count used (R=3).
 	if !rKnown && rec.Status[SignalReady].Usable() {
 		rKnown, r = true, int32(math.Min(math.Round(rec.Values[SignalReady]), math.MaxInt32))
 	}
@@ -320,7 +333,8 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	noneReady := rKnown && r == 0
 	for _, s := range AllSignals() {
 		if s != SignalReady {
-			rec.Status[s], rec.Values[s] = evalSignal(p, s, obs.Samples[s], &st, noneReady, now)
+			rec.Status[s], rec.Values[s], n = evalSignal(p, s, obs.Samples[s], &st, noneReady, now)
+			note(n)
 		}
 	}
 
@@ -529,7 +543,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	}
 
 	if !haveDemand {
-		summary := signalSummary(rec) + pollErrors(rec, obs)
+		summary := signalSummary(rec) + notesText(notes) + pollErrors(rec, obs)
 		rec.Err = fmt.Errorf("%w: %s", ErrNoData, summary)
 		if activityOK && !rKnown {
 			// Activity sizes the pool as R·A/A_target: a fresh activity alone read as
@@ -543,7 +557,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		case st.Seeded:
 			rec.Replicas = min(max(st.SeedReplicas, lo), hi)
 		}
-		rec.Reason = "no usable signal: " + signalSummary(rec)
+		rec.Reason = "no usable signal: " + signalSummary(rec) + notesText(notes)
 		if len(outs) > 0 {
 			rec.Reason += "; out past staleAfter " + p.StaleAfter.String() + ": " + strings.Join(outs, ",")
 		}
@@ -651,7 +665,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	} else {
 		st.History = append(st.History, Point{AtUnixNano: now.UnixNano(), Raw: raw, Result: desired})
 	}
-	rec.Reason = reason(p, rec, slo, lo, hi, activeWhy, outs, nevers)
+	rec.Reason = reason(p, rec, slo, lo, hi, activeWhy, outs, nevers) + notesText(notes)
 	st.LastReplicas, st.LastActive, st.HasLast = rec.Replicas, rec.Active, true
 	return rec, st
 }
@@ -705,12 +719,20 @@ func appendRate(prev []RatePoint, status SignalStatus, smp Sample, now time.Time
 // measured is StatusNever, even when a zero inferred at R = 0 stood in
 // before (DESIGN.md "Missing and bad data": a signal that has never produced
 // a valid sample is reported and left out).
-func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (SignalStatus, float64) {
+//
+// note, empty but for two cases, says why a sample that was a number was not
+// used, for the reason and the no-data error: a value above the signal's bound
+// (maxValue: a ready count past MaxReadyReplicas, an activity above 1), and a
+// value older than staleAfter of a signal never measured (its status alone,
+// "never", would read as if no value had ever come).
+func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (status SignalStatus, v float64, note string) {
 	if !p.Configured(s) {
-		return StatusUnconfigured, 0
+		return StatusUnconfigured, 0, ""
 	}
-	valid := smp.Err == nil && !smp.EvaluatedAt.IsZero() && now.Sub(smp.EvaluatedAt) <= p.StaleAfter
-	status, v, inferred := StatusFresh, smp.Value, false
+	read := smp.Err == nil && !smp.EvaluatedAt.IsZero()
+	valid := read && now.Sub(smp.EvaluatedAt) <= p.StaleAfter
+	status, v = StatusFresh, smp.Value
+	inferred := false
 	if valid && smp.Empty {
 		switch {
 		case p.ZeroWhenAbsent.Has(s): // the user declared that empty means zero: a reading
@@ -724,6 +746,10 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 	if valid && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
 		valid = false
 	}
+	if valid && v > maxValue[s] {
+		valid = false
+		note = s.String() + "=" + strconv.FormatFloat(v, 'g', 4, 64) + " refused: " + maxValueWhy[s]
+	}
 	if valid {
 		if smp.EvaluatedAt.After(st.Good[s].At) || st.Good[s].At.IsZero() {
 			st.Good[s] = LastGood{Value: v, At: smp.EvaluatedAt}
@@ -731,16 +757,54 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 		if !inferred {
 			st.Measured[s] = true
 		}
-		return status, v
+		return status, v, ""
 	}
 	g := st.Good[s]
 	switch {
 	case g.At.IsZero() || !st.Measured[s]:
-		return StatusNever, 0
+		if note == "" && read && !smp.Empty && now.Sub(smp.EvaluatedAt) > p.StaleAfter {
+			note = s.String() + " stale: its last value was read " + now.Sub(smp.EvaluatedAt).String() + " ago, past staleAfter " + p.StaleAfter.String()
+		}
+		return StatusNever, 0, note
 	case now.Sub(g.At) <= p.StaleAfter:
-		return StatusHeld, g.Value
+		return StatusHeld, g.Value, note
 	}
-	return StatusOut, 0
+	return StatusOut, 0, note
+}
+
+// MaxReadyReplicas bounds a ready count read from readyQuery: a larger value is an invalid
+// sample, like NaN or a negative one, never a replica count. 10⁶ is ten times the largest
+// maxReplicas the metadata accepts (100,000) and more than six times the pods Kubernetes
+// supports in one cluster (150,000, its documented scalability limit), so no real pool reaches
+// it; before, readyQuery vector(1e308) read as 2,147,483,647 ready replicas, became the restart
+// seed and held the pool at maxReplicas for a whole down-window.
+const MaxReadyReplicas = 1e6
+
+// MaxActivity bounds an engine activity sample: activity is a fraction of time (DCGM's
+// DCGM_FI_PROF_GR_ENGINE_ACTIVE is in [0, 1]), so a larger value is an invalid sample (a
+// percentage, or a wrong query), never clamped to 1. The 10⁻⁹ above 1 lets through the
+// rounding of a mean of values at 1.
+const MaxActivity = 1 + 1e-9
+
+// maxValue is each signal's largest valid sample (+Inf: no bound but finiteness), and
+// maxValueWhy the note's explanation of it.
+var (
+	maxValue = [NumSignals]float64{
+		SignalQueue: math.Inf(1), SignalRate: math.Inf(1), SignalActivity: MaxActivity, SignalReady: MaxReadyReplicas,
+		SignalRunning: math.Inf(1), SignalServiceTime: math.Inf(1), SignalDispersion: math.Inf(1), SignalUniqueRate: math.Inf(1),
+	}
+	maxValueWhy = [NumSignals]string{
+		SignalActivity: "above 1 (decision.MaxActivity): engine activity is a fraction of time in [0, 1]",
+		SignalReady:    "above 1e6 (decision.MaxReadyReplicas): not a replica count",
+	}
+)
+
+// notesText is "; note; note" for evalSignal's notes, "" without any.
+func notesText(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(notes, "; ")
 }
 
 func signalSummary(rec Recommendation) string {

@@ -255,7 +255,7 @@ func TestColdStartHorizon(t *testing.T) {
 }
 
 // FuzzRecommendMonotone asserts, over the whole input space, that more
-// queue, more rate, more running requests and more activity never yield
+// queue, more rate, more running requests and more activity (within [0, 1]) never yield
 // fewer replicas, all else (history included) equal; that a huge value
 // saturates at maxReplicas (raw at once; the answer too unless an
 // up-window delays it); and that no answer is NaN-driven (within bounds,
@@ -278,6 +278,7 @@ func FuzzRecommendMonotone(f *testing.F) {
 			return math.Min(x, math.MaxFloat64)
 		}
 		q, r, run, a, s, disp, dq, dr = nonneg(q), nonneg(r), nonneg(run), nonneg(a), nonneg(s), nonneg(disp), nonneg(dq), nonneg(dr)
+		a = math.Min(a, 1) // activity is a fraction of time: above 1 is an invalid sample (MaxActivity)
 		obs := func(at time.Time, q, r, run, a float64) Observation {
 			var o Observation
 			o.Samples[SignalQueue] = val(q, at)
@@ -308,7 +309,7 @@ func FuzzRecommendMonotone(f *testing.F) {
 			{"more queue", obs(now, up(q, dq), r, run, a)},
 			{"more rate", obs(now, q, up(r, dr), run, a)},
 			{"more running", obs(now, q, r, up(run, dq), a)},
-			{"more activity", obs(now, q, r, run, up(a, dr))},
+			{"more activity", obs(now, q, r, run, math.Min(up(a, dr), 1))},
 		} {
 			got, _ := Recommend(p, tt.o, st, now)
 			if got.Replicas < base.Replicas {
