@@ -459,7 +459,7 @@ func (s *Server) observe(tr *trigger) (decision.Observation, Workload) {
 			continue
 		}
 		r := h.Result()
-		o.Samples[sig] = decision.Sample{Value: r.Value, Empty: r.Empty, Err: r.Err, EvaluatedAt: r.EvaluatedAt}
+		o.Samples[sig] = decision.Sample{Value: r.Value, Empty: r.Empty, Err: r.Err, EvaluatedAt: r.EvaluatedAt, Waiting: r.Waiting}
 	}
 	if s.targets != nil {
 		if t, ok := s.targets.Lookup(tr.namespace, tr.name); ok {

@@ -33,6 +33,10 @@ type Sample struct {
 	Err error
 	// EvaluatedAt is when the query was evaluated; zero means never polled.
 	EvaluatedAt time.Time
+	// Waiting is true while the query is due but waits for a slot of its Prometheus address
+	// (prom.Result.Waiting: --query-concurrency queries to that address in flight); a signal
+	// not usable then says so in the reason.
+	Waiting bool
 }
 
 // Observation is everything Recommend sees of the world at one instant.
@@ -758,6 +762,9 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 			st.Measured[s] = true
 		}
 		return status, v, ""
+	}
+	if note == "" && smp.Waiting {
+		note = s.String() + " waiting for a query slot: --query-concurrency queries to its prometheusAddress are in flight"
 	}
 	g := st.Good[s]
 	switch {

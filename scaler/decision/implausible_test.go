@@ -115,3 +115,22 @@ func TestNeverMeasuredStaleNamed(t *testing.T) {
 		t.Errorf("error %q does not contain %q", rec.Err, want)
 	}
 }
+
+// A query waiting for a slot of its Prometheus address (prom.Result.Waiting) says so in the
+// no-data error, rather than only "queue never".
+func TestWaitingQueryNamed(t *testing.T) {
+	p := DefaultPolicy()
+	p.PrometheusAddress = "http://prometheus:9090"
+	p.QueueQuery, p.ReplicaThroughput = "q", 1
+	var o Observation
+	o.Samples[SignalQueue] = Sample{Waiting: true}
+	rec, _ := Recommend(p, o, State{}, t0)
+	const want = "queue waiting for a query slot: --query-concurrency queries to its prometheusAddress are in flight"
+	if !errors.Is(rec.Err, ErrNoData) || !strings.Contains(rec.Err.Error(), want) {
+		t.Errorf("err %v, want ErrNoData containing %q", rec.Err, want)
+	}
+	o.Samples[SignalQueue] = Sample{}
+	if rec, _ := Recommend(p, o, State{}, t0); rec.Err == nil || strings.Contains(rec.Err.Error(), "waiting") {
+		t.Errorf("not waiting: err %v, want no-data without 'waiting'", rec.Err)
+	}
+}
