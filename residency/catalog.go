@@ -126,7 +126,9 @@ func ReadCatalog(path string) (plan.Catalog, []byte, error) {
 // is an error naming both (plan.Model.Admit).
 func ParseCatalog(data []byte, readRecord ...plan.AdmissionReader) (plan.Catalog, error) {
 	var f catalogFile
-	if err := strictyaml.Unmarshal(data, &f); err != nil {
+	// A null is refused: idleTimeout: null took the 10m default without a word, and
+	// peakMemoryBytes {1g.10gb: null} read as a 0 nobody wrote.
+	if err := strictyaml.UnmarshalWith(data, &f, strictyaml.Options{RefuseNull: true}); err != nil {
 		return plan.Catalog{}, catalogError(err)
 	}
 	// Refused before any record is read: each model may name one (Violations says the same).

@@ -156,3 +156,26 @@ func TestCatalogUnmeasuredRecord(t *testing.T) {
 		t.Errorf("no typed peak: err = %v, want it to contain %q", err, want)
 	}
 }
+
+// TestCatalogNullRefused: a null is refused naming its path and line (idleTimeout: null took
+// the 10m default without a word; peakMemoryBytes {1g.10gb: null} was "0 out of range", a 0
+// nobody wrote).
+func TestCatalogNullRefused(t *testing.T) {
+	model := "models:\n  - name: a\n    digest: " + dgA + "\n    tier: P1\n"
+	tests := []struct{ name, yaml, want string }{
+		{"idleTimeout", "idleTimeout: null\n" + model + "    peakMemoryBytes: {1g.10gb: 1Gi}\n",
+			"idleTimeout: null: remove the key to take its default, or give a value (line 1)"},
+		{"a peak", model + "    peakMemoryBytes: {1g.10gb: ~}\n",
+			`models[0].peakMemoryBytes["1g.10gb"]: null: remove the key to take its default, or give a value (line 5)`},
+		{"loadTime", model + "    peakMemoryBytes: {1g.10gb: 1Gi}\n    loadTime:\n",
+			"models[0].loadTime: null: remove the key to take its default, or give a value (line 6)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseCatalog([]byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

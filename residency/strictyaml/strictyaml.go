@@ -61,6 +61,10 @@ type Options struct {
 	// is an unknown field, its message naming the field meant. Without it a key matches
 	// case-insensitively, as encoding/json matches keys.
 	ExactKeys bool
+	// RefuseNull makes a null value (null, ~ or nothing after the colon) of any field, map
+	// entry or list element an error naming its path and line; without it a null leaves the
+	// field at its zero value or default, as encoding/json does, without a word.
+	RefuseNull bool
 }
 
 // FieldError is one field that does not decode.
@@ -223,6 +227,9 @@ func (c *converter) value(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, 
 		node = node.Content[0]
 	}
 	if node.Kind == yamlv3.ScalarNode && node.Tag == "!!null" {
+		if c.opts.RefuseNull && path != "" {
+			c.fail(path, node.Line, "null: remove the key to take its default, or give a value")
+		}
 		buf.WriteString("null")
 		return
 	}

@@ -243,3 +243,23 @@ func TestNotUTF8NamesLine(t *testing.T) {
 		t.Errorf("an encoded U+FFFD: err = %v, a = %q; want it read", err, v.A)
 	}
 }
+
+// TestRefuseNull: with Options.RefuseNull a null field, map entry or list element is an error
+// naming its path; without it a null leaves the zero value, as encoding/json does.
+func TestRefuseNull(t *testing.T) {
+	type doc struct {
+		A string         `json:"a"`
+		M map[string]int `json:"m"`
+		L []int          `json:"l"`
+	}
+	var v doc
+	err := UnmarshalWith([]byte("a: null\nm: {x: ~}\nl: [1, null]\n"), &v, Options{RefuseNull: true})
+	for _, want := range []string{"a: null: remove the key", `m["x"]: null: remove the key`, "l[1]: null: remove the key"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+	if err := Unmarshal([]byte("a: null\n"), &v); err != nil || v.A != "" {
+		t.Errorf("without RefuseNull: err = %v, a = %q; want nil and empty", err, v.A)
+	}
+}
