@@ -64,16 +64,8 @@ func TestMetricsTypeIsRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startFake(t, tritontest.Model{Name: "m", MemoryBytes: 1 << 30, LoadTime: 10 * time.Millisecond, ServiceTime: 5 * time.Millisecond, Concurrency: 4})
 			dir := t.TempDir()
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + rewrittenMetrics(t, srv.MetricsURL(), tt.edit), "--model=m", "--mig-profile=1g.10gb",
-				"--slo-latency=500ms", "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...)
-			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr.String())
-			}
-			rec, err := record.Read(filepath.Join(dir, "m.1g.10gb.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec := measureRecord(t, dir, append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + rewrittenMetrics(t, srv.MetricsURL(), tt.edit), "--model=m", "--mig-profile=1g.10gb",
+				"--slo-latency=500ms", "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...))
 			limits := strings.Join(rec.Verdict.Limits, "; ")
 			if rec.Memory.SteadyBytes != 1<<30 || rec.Memory.PeakBytes != 1<<30 || rec.Runtime.MemorySource != tt.wantSource ||
 				(tt.wantLimit != "") != strings.Contains(limits, "no device memory reading") || !strings.Contains(limits, tt.wantLimit) {

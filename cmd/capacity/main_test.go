@@ -411,16 +411,8 @@ func TestMetricsOutOfRange(t *testing.T) {
 			}))
 			defer metrics.Close()
 			dir := t.TempDir()
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + metrics.URL + "/metrics", "--model=m", "--mig-profile=1g.10gb",
-				"--slo-latency=500ms", "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...)
-			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr.String())
-			}
-			rec, err := record.Read(filepath.Join(dir, "m.1g.10gb.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec := measureRecord(t, dir, append([]string{"--target=" + srv.GRPCAddr(), "--metrics-url=" + metrics.URL + "/metrics", "--model=m", "--mig-profile=1g.10gb",
+				"--slo-latency=500ms", "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...))
 			value := map[string]string{"1e30": "1e+30", "NaN": "NaN", "-5e9": "-5e+09"}[v]
 			want := "no device memory reading (--metrics-url " + metrics.URL + "/metrics: nv_gpu_memory_used_bytes " + value +
 				" is outside [0, 1125899906842624]): steady and peak memory come from Triton's memory_usage statistics at load (memorySource triton-statistics)," +
@@ -489,4 +481,19 @@ func TestOpenAIEndpointAnswersWrongly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// measureRecord runs cmd/capacity with args, which must succeed, and returns the record it
+// wrote for model m on 1g.10gb under dir.
+func measureRecord(t *testing.T, dir string, args []string) record.Record {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	rec, err := record.Read(filepath.Join(dir, "m.1g.10gb.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
