@@ -153,3 +153,52 @@ func TestForgottenAddressEndsItsEvaluations(t *testing.T) {
 		t.Errorf("endpoints = %d after every query was forgotten, want 0", got)
 	}
 }
+
+// TestTenantAddressesShareSlots: the addresses ScaledObjects name themselves share
+// TenantSlotsPerConcurrency × Concurrency slots on top of their own, so one tenant naming many
+// hung addresses holds at most that many queries in flight (before, Concurrency × addresses:
+// 80,000 at --max-triggers 10,000), while the default address keeps its own slots.
+func TestTenantAddressesShareSlots(t *testing.T) {
+	srv := promtest.Start(t)
+	cfg := DefaultConfig()
+	cfg.DefaultAddress = srv.URL()
+	cfg.Concurrency = 1
+	cfg.QueryTimeout = 5 * time.Minute
+	p, err := NewPoller(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	slots := TenantSlotsPerConcurrency * cfg.Concurrency
+	nHung := slots + 8
+	var servers []*hangServer
+	for i := range nHung {
+		h := newHangServer(t)
+		servers = append(servers, h)
+		subscribe(t, p, Request{Address: h.URL, Namespace: "evil", Kind: KindQueue, Query: fmt.Sprintf("vector(%d)", i)})
+	}
+	held := func() (n int64) {
+		for _, h := range servers {
+			n += h.held.Load()
+		}
+		return n
+	}
+	p.launch(ctx, &wg, true)
+	waitFor(t, func() bool { return held() == int64(slots) && p.waitingQueries() == nHung-slots })
+	good := subscribe(t, p, Request{Namespace: "good", Kind: KindQueue, Query: "vector(7)"})
+	rctx, rcancel := context.WithTimeout(ctx, waitTimeout)
+	p.Refresh(rctx)
+	rcancel()
+	wantValue(t, p, good, 7)
+	if got, want := held(), int64(slots); got != want {
+		t.Errorf("queries held by the hung tenant addresses: %d, want %d (the shared slots)", got, want)
+	}
+	if got, want := p.waitingQueries(), nHung-slots; got != want {
+		t.Errorf("waiting queries: %d, want %d", got, want)
+	}
+}

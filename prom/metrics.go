@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer, p *Poller) (*metrics, error) {
 		}, func() float64 { return float64(p.Subscriptions()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_queries_waiting",
-			Help: "Distinct queries due but waiting for a concurrency slot of their Prometheus address (it has --query-concurrency queries in flight: slow or hung).",
+			Help: "Distinct queries due but waiting for a concurrency slot: of their Prometheus address (it has --query-concurrency queries in flight: slow, hung, or more distinct queries than slots), or of those all ScaledObject-named addresses share.",
 		}, func() float64 { return float64(p.waitingQueries()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_prom_addresses",

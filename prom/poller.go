@@ -111,8 +111,10 @@ type Result struct {
 	// evaluation time); zero when Empty or Err is set.
 	SampleTime time.Time
 	// Waiting is true while the key's query is due but waits for one of its address's
-	// [PollerConfig.Concurrency] slots: that address already has Concurrency queries in
-	// flight (a slow or hung Prometheus), and this one has not been sent. The other fields
+	// [PollerConfig.Concurrency] slots (that address already has Concurrency queries in
+	// flight: a slow or hung Prometheus, or more distinct queries than slots) or, for an
+	// address a ScaledObject names, for one of the [TenantSlotsPerConcurrency] × Concurrency
+	// slots all such addresses share; it has not been sent. The other fields
 	// are the last evaluation's; with a zero EvaluatedAt there is none yet, which is neither
 	// Empty (Prometheus answered no series) nor Err (it failed).
 	Waiting bool
@@ -180,8 +182,13 @@ type Poller struct {
 	// tenant then can at worst fail queries to other tenant-named servers, never to the
 	// operator's Prometheus that the presets and most ScaledObjects read.
 	budget, tenantBudget *respBudget
-	now                  func() time.Time
-	kick                 chan struct{}
+	// tenantSlots bounds the queries in flight to every address a ScaledObject names itself,
+	// together (TenantSlotsPerConcurrency × Concurrency), on top of each address's own slots:
+	// one tenant naming thousands of hung addresses holds at most that many goroutines and
+	// connections, and never a slot of the default address.
+	tenantSlots chan struct{}
+	now         func() time.Time
+	kick        chan struct{}
 
 	warnMu   sync.Mutex
 	replaced map[[2]string]struct{} // (namespace, query) whose namespace matchers were replaced: warned once
@@ -218,6 +225,7 @@ func NewPoller(cfg PollerConfig, reg prometheus.Registerer, log *slog.Logger) (*
 		transport:    tr,
 		budget:       &respBudget{max: maxResp},
 		tenantBudget: &respBudget{max: maxResp},
+		tenantSlots:  make(chan struct{}, TenantSlotsPerConcurrency*cfg.Concurrency),
 		now:          time.Now,
 		kick:         make(chan struct{}, 1),
 		reqs:         map[Request]*subscription{},
@@ -542,7 +550,7 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 		if q.inflight || (!all && !q.evaluatedAt.IsZero()) {
 			continue
 		}
-		q.inflight, q.waiting = true, true
+		q.inflight = true
 		todo = append(todo, q)
 	}
 	perRefresh := p.perRefresh
@@ -557,20 +565,43 @@ func (p *Poller) launch(ctx context.Context, wg *sync.WaitGroup, all bool) {
 
 // slot evaluates q at now once a slot of q's address is free, unless ctx ends or q is
 // forgotten first; a forgotten query's running evaluation is cancelled (dropLocked).
+// acquire takes a slot of sem for q: at once when one is free, else marking q waiting (a
+// saturated address, or all tenant-named ones) until one is, ctx ends or q is forgotten
+// (false).
+func (p *Poller) acquire(ctx context.Context, q *query, sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	p.mu.Lock()
+	q.waiting = true
+	p.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-q.dropped:
+	}
+	return false
+}
+
 func (p *Poller) slot(ctx context.Context, q *query, now time.Time) {
 	defer func() {
 		p.mu.Lock()
 		q.inflight, q.waiting, q.cancel = false, false, nil
 		p.mu.Unlock()
 	}()
-	select {
-	case q.ep.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	case <-q.dropped:
+	if !p.acquire(ctx, q, q.ep.sem) {
 		return
 	}
 	defer func() { <-q.ep.sem }()
+	if q.id.address != p.cfg.DefaultAddress {
+		if !p.acquire(ctx, q, p.tenantSlots) {
+			return
+		}
+		defer func() { <-p.tenantSlots }()
+	}
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.mu.Lock()
@@ -584,6 +615,11 @@ func (p *Poller) slot(ctx context.Context, q *query, now time.Time) {
 	p.mu.Unlock()
 	p.evaluate(qctx, q, now)
 }
+
+// TenantSlotsPerConcurrency × [PollerConfig.Concurrency] queries may be in flight to all the
+// addresses ScaledObjects name themselves together (256 at the default 8), besides each such
+// address's own Concurrency: without it the bound was Concurrency × --max-triggers addresses.
+const TenantSlotsPerConcurrency = 32
 
 // budgetFor is the response budget of address: the default address's own, or the one every
 // other address shares.
