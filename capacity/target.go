@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/proto/inference"
 )
@@ -128,65 +129,24 @@ const maxRequestBytes = maxTensorBytes + 1<<20
 // file was read whole before the JSON was refused.
 const maxInputDataBytes = 4 * maxTensorBytes
 
-// readBounded reads the file at path, refusing one longer than limit bytes. A regular file's
-// size and a device's mode are checked before anything is read (/dev/zero, read to its
-// limit by io.ReadAll's doubling buffer, peaked at 607 MB of RSS before the refusal); anything
-// else (a pipe) is read through an io.LimitReader of limit+1 bytes, in chunks, so that a
-// stream past the limit costs limit+1 bytes and is refused there.
+// readBounded reads the file at path, refusing one longer than limit bytes, a directory, and a
+// device before anything is read (/dev/zero, read to its limit, peaked at 607 MB of RSS before
+// the refusal); a regular file or a pipe is read by boundedfile.Read, which refuses a regular
+// file by its size and reads a pipe in chunks to at most limit+1 bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
-	tooLarge := fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	switch mode := st.Mode(); {
-	case mode.IsDir():
-		return nil, fmt.Errorf("%s is a directory; want a file holding a ModelInferRequest in protobuf JSON", path)
-	case mode&os.ModeDevice != 0:
-		return nil, fmt.Errorf("%s is a device (%v); want a file or a pipe holding a ModelInferRequest in protobuf JSON", path, mode)
-	case mode.IsRegular() && st.Size() > limit:
-		return nil, tooLarge
-	}
-	data, over, err := readLimited(f, limit)
-	if err != nil {
-		return nil, err
-	}
-	if over {
-		return nil, tooLarge
-	}
-	return data, nil
-}
-
-// readChunkBytes is the piece readLimited reads at a time: memory grows by it, not by
-// doubling.
-const readChunkBytes = 1 << 20
-
-// readLimited reads r to its end or to limit+1 bytes, whichever comes first, and reports
-// whether it had more than limit (then the data is nil). It reads at most limit+1 bytes.
-func readLimited(r io.Reader, limit int64) (data []byte, over bool, err error) {
-	lr := io.LimitReader(r, limit+1)
-	var chunks [][]byte
-	var n int64
-	for n <= limit {
-		c := make([]byte, min(readChunkBytes, limit+1-n))
-		k, err := io.ReadFull(lr, c)
-		chunks, n = append(chunks, c[:k]), n+int64(k)
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, false, err
+	if st, err := os.Stat(path); err == nil {
+		switch mode := st.Mode(); {
+		case mode.IsDir():
+			return nil, fmt.Errorf("%s is a directory; want a file holding a ModelInferRequest in protobuf JSON", path)
+		case mode&os.ModeDevice != 0:
+			return nil, fmt.Errorf("%s is a device (%v); want a file or a pipe holding a ModelInferRequest in protobuf JSON", path, mode)
 		}
 	}
-	if n > limit {
-		return nil, true, nil
+	data, err := boundedfile.Read(path, limit)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s is over %d bytes (4 × the %d-byte tensor bound, in protobuf JSON); want a smaller request", path, limit, int64(maxTensorBytes))
 	}
-	return bytes.Join(chunks, nil), false, nil
+	return data, err
 }
 
 // datatypeBytes is the element size of each KServe v2 tensor datatype of fixed size.

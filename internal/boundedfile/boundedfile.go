@@ -4,6 +4,7 @@
 package boundedfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,11 @@ import (
 var ErrTooLarge = errors.New("file too large")
 
 // Read returns the contents of the file at path if it has at most limit bytes (limit ≥ 0).
-// It reads at most limit+1 bytes, whatever the file is (an endless device included).
+// A regular file larger than limit is refused by its size, before anything is read, and one
+// within it is read into a buffer of its size; anything else (a pipe, an endless device such
+// as /dev/zero) is read in chunks of [ChunkBytes] to at most limit+1 bytes, so memory grows by
+// the bytes read, not by io.ReadAll's doubling (which took /dev/zero at a 256 MiB limit to
+// 607 MB of RSS before the refusal).
 // Errors: os.Open's and the read's, unchanged; past limit, one wrapping [ErrTooLarge] that
 // says "<path>: larger than <limit> bytes". Callers add the flag or field that named the file.
 func Read(path string, limit int64) ([]byte, error) {
@@ -27,14 +32,59 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	tooLarge := fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
+	var first []byte
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if st.Size() > limit {
+			return nil, tooLarge
+		}
+		// Its size and one byte more: a file that grew since the stat reads on in chunks.
+		first = make([]byte, st.Size()+1)
+		n, err := io.ReadFull(f, first)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return first[:n], nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	rest, over, err := readChunks(f, limit-int64(len(first)))
+	switch {
+	case err != nil:
 		return nil, err
+	case over:
+		return nil, tooLarge
+	case first == nil:
+		return rest, nil
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
+	return append(first, rest...), nil
+}
+
+// ChunkBytes is the piece Read reads at a time from a file that is not regular.
+const ChunkBytes = 1 << 20
+
+// readChunks reads r to its end or past limit bytes (limit may be negative: then any byte is
+// past it), whichever comes first, and reports whether it had more than limit (then the data
+// is nil). It reads at most max(limit, 0)+1 bytes, holding them in chunks of ChunkBytes that
+// are joined once at the end: a refused stream costs what was read, an accepted one twice.
+func readChunks(r io.Reader, limit int64) (data []byte, over bool, err error) {
+	lr := io.LimitReader(r, max(limit, 0)+1)
+	var chunks [][]byte
+	var n int64
+	for {
+		c := make([]byte, min(ChunkBytes, max(limit, 0)+1-n))
+		k, err := io.ReadFull(lr, c)
+		chunks, n = append(chunks, c[:k]), n+int64(k)
+		if n > limit {
+			return nil, true, nil
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return bytes.Join(chunks, nil), false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
-	return data, nil
 }
 
 // MaxPEMBytes bounds each TLS file (certificate, key, CA bundle) a command reads: they are

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,46 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read(at, -1); err == nil || errors.Is(err, ErrTooLarge) {
 		t.Errorf("a negative limit: %v, want an error of its own", err)
+	}
+}
+
+// TestReadMemory: an endless device is read to limit+1 bytes in chunks and refused, costing
+// about the limit (io.ReadAll's doubling had cost more than twice it), and a regular file
+// past the limit is refused by its size without being read (a 1 TiB sparse file).
+func TestReadMemory(t *testing.T) {
+	const limit = 16 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Read("/dev/zero", limit)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) || err.Error() != "file too large: /dev/zero: larger than 16777216 bytes" {
+		t.Errorf("Read(/dev/zero) = %v, want ErrTooLarge naming the path and the limit", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > limit+2*ChunkBytes {
+		t.Errorf("Read(/dev/zero, %d) allocated %d bytes; want about the limit", limit, got)
+	}
+	huge := filepath.Join(t.TempDir(), "huge")
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&before)
+	_, err = Read(huge, limit)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Read(1 TiB sparse file) = %v, want ErrTooLarge", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("Read(1 TiB sparse file) allocated %d bytes; want nothing read", got)
+	}
+	// Exactly the limit, from a regular file: read whole.
+	exact := filepath.Join(t.TempDir(), "exact")
+	if err := os.WriteFile(exact, make([]byte, limit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := Read(exact, limit); err != nil || len(data) != limit {
+		t.Errorf("Read(exact) = %d bytes, %v; want %d", len(data), err, limit)
 	}
 }
