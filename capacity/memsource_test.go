@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferscale/inferscale/capacity/record"
 )
 
 // TestMemSourceReadsGaugeOrUntyped: Triton exports nv_gpu_memory_used_bytes as a gauge, and a
@@ -48,5 +51,32 @@ func TestMemSourceReadsGaugeOrUntyped(t *testing.T) {
 				t.Errorf("used() = %d, %q; want %d, %q", got, gotErr, tt.want, wantErr)
 			}
 		})
+	}
+}
+
+// TestVerdictUnmeasuredMemory: a record whose memory was not measured claims no headroom and
+// says which figures are unknown: with no load time either (--skip-memory) all three, with a
+// measured load time (no device memory reading) the two memory figures only. Before, a
+// Triton run with no memory reading (memorySource none) claimed the whole budget as headroom.
+func TestVerdictUnmeasuredMemory(t *testing.T) {
+	const budget, reserve = 10 << 30, 1 << 30
+	rec := record.Record{SLOThroughputRPS: 40}
+	v := Verdict(rec, budget, reserve, "--skip-memory")
+	want := "memory and load time not measured (--skip-memory): peakBytes, swapPeakBytes and loadTimeSeconds are 0 for unknown"
+	if !v.Allowed || v.HeadroomBytes != 0 || len(v.Limits) != 1 || !strings.HasPrefix(v.Limits[0], want) {
+		t.Errorf("--skip-memory: %+v, want allowed, no headroom, the limit %q", v, want)
+	}
+	rec.LoadTimeSeconds = 2.5
+	v = Verdict(rec, budget, reserve, "no device memory reading")
+	want = "memory not measured (no device memory reading): peakBytes and swapPeakBytes are 0 for unknown, headroomBytes is not computed (0), and allowed is judged on the SLO alone; do not take memory from this record"
+	if !v.Allowed || v.HeadroomBytes != 0 || len(v.Limits) != 1 || v.Limits[0] != want {
+		t.Errorf("no reading: %+v, want allowed, no headroom, the limit %q", v, want)
+	}
+	rec.SLOThroughputRPS = 0
+	if v := Verdict(rec, budget, reserve, "no device memory reading"); v.Allowed {
+		t.Errorf("μ 0: %+v, want refused", v)
+	}
+	if v := Verdict(record.Record{SLOThroughputRPS: 40}, budget, reserve, ""); v.HeadroomBytes != budget-reserve {
+		t.Errorf("measured 0 bytes: headroom %d, want %d", v.HeadroomBytes, budget-reserve)
 	}
 }

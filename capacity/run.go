@@ -528,6 +528,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 		unmeasured = "OpenAI-compatible endpoint: no repository API"
 	case cfg.SkipMemory:
 		unmeasured = "--skip-memory"
+	case rec.Runtime.MemorySource == "none":
+		unmeasured = "no device memory reading" // the limit above says why
 	}
 	rec.Verdict = Verdict(rec, cfg.BudgetBytes, cfg.ReserveBytes, unmeasured)
 	rec.Verdict.Limits = append(limits, rec.Verdict.Limits...)
@@ -673,15 +675,19 @@ func nonEmpty(m map[string]int) map[string]int {
 // the swap peak, plus the reserve, fit budgetBytes; headroom = budget − reserve −
 // max(peak, swap peak).
 //
-// unmeasured, when not "", says why the memory and the load time were not measured
-// (--skip-memory, or an OpenAI endpoint): the record's zero figures are then no measurement,
-// so the verdict claims no headroom (HeadroomBytes 0, not the whole budget), judges allowed
-// on μ alone, and a limit says so.
+// unmeasured, when not "", says why the memory (and, with no load time, the load time) was
+// not measured (--skip-memory, an OpenAI endpoint, or no device memory reading: memorySource
+// none): the record's zero figures are then no measurement, so the verdict claims no headroom
+// (HeadroomBytes 0, not the whole budget), judges allowed on μ alone, and a limit says so.
 func Verdict(rec record.Record, budgetBytes, reserveBytes int64, unmeasured string) record.Verdict {
 	v := record.Verdict{BudgetBytes: budgetBytes, ReserveBytes: reserveBytes, Allowed: true}
 	if unmeasured != "" {
-		v.Limits = append(v.Limits, fmt.Sprintf("memory and load time not measured (%s): peakBytes, swapPeakBytes and loadTimeSeconds are 0 for unknown, "+
-			"headroomBytes is not computed (0), and allowed is judged on the SLO alone; do not take memory or load time from this record", unmeasured))
+		what, fields, take := "memory and load time", "peakBytes, swapPeakBytes and loadTimeSeconds are", "memory or load time"
+		if rec.LoadTimeSeconds > 0 {
+			what, fields, take = "memory", "peakBytes and swapPeakBytes are", "memory"
+		}
+		v.Limits = append(v.Limits, fmt.Sprintf("%s not measured (%s): %s 0 for unknown, "+
+			"headroomBytes is not computed (0), and allowed is judged on the SLO alone; do not take %s from this record", what, unmeasured, fields, take))
 		if rec.SLOThroughputRPS <= 0 {
 			v.Allowed = false
 			v.Limits = append(v.Limits, "refused: no rate met the SLO")

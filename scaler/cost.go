@@ -270,7 +270,7 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 		if vok && ok {
 			ch <- prometheus.MustNewConstMetric(c.perVerified, prometheus.GaugeValue, v, l...)
 		}
-		s.costNotFiniteStep(tr, vok && verified > 0 && rate > 0 && !ok, rate, verified)
+		s.costNotFiniteStep(tr, vok && verified > 0 && rate > 0 && !ok, vok && ok, rate, verified)
 	})
 }
 
@@ -278,14 +278,15 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 // results is not exported because it does not fit a float64 (a verified rate of 1e-300 with a
 // price of 1e9 is +Inf): a Prometheus user reads +Inf as "no verified results", and a
 // saturated 1.8e308 as a real cost that sums and averages into nonsense, so the series is
-// absent instead, and this line says why. The episode ends (INFO) when the ratio fits again.
-func (s *Server) costNotFiniteStep(tr *trigger, notFinite bool, ratePerHour, verifiedPerSecond float64) {
+// absent instead, and this line says why. The episode ends (INFO) when the series is exported
+// again (exported), not while it is absent for another reason (a verified rate missing).
+func (s *Server) costNotFiniteStep(tr *trigger, notFinite, exported bool, ratePerHour, verifiedPerSecond float64) {
 	attrs := []any{"namespace", tr.namespace, "scaledObject", tr.name, "metric", tr.metric}
 	switch {
 	case notFinite && tr.costNotFinite.CompareAndSwap(false, true):
 		s.log.Warn("cost per 1,000 verified results not exported: cost_per_hour ÷ (verified rate × 3600) × 1000 is not a finite number",
 			append(attrs, "costPerHour", ratePerHour, "verifiedResultsRate", verifiedPerSecond)...)
-	case !notFinite && tr.costNotFinite.CompareAndSwap(true, false):
+	case exported && tr.costNotFinite.CompareAndSwap(true, false):
 		s.log.Info("cost per 1,000 verified results exported again", attrs...)
 	}
 }

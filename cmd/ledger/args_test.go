@@ -72,3 +72,25 @@ func TestMigConfigOutUnwritable(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d, %q", code, errb.String(), exitBad, want)
 	}
 }
+
+// TestLiveMissingPeakWithoutPrometheus: with --live but no --prometheus-address nothing can
+// fill a P0/P1 service's missing peakRPS, so it is bad input before the cluster is read (it was
+// let through, the cluster read, and the same error reported after).
+func TestLiveMissingPeakWithoutPrometheus(t *testing.T) {
+	data, err := os.ReadFile(testdata + "eight-whole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(strings.Replace(string(data), "peakRPS: 18, ", "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("INFERSCALE_PROMETHEUS_ADDRESS", "") // restored after the test
+	os.Unsetenv("INFERSCALE_PROMETHEUS_ADDRESS")
+	var out, errb bytes.Buffer
+	code := run([]string{"--spec=" + spec, "--live", "--kubeconfig=/nonexistent/kubeconfig", "--timeout=2s"}, &out, &errb)
+	if want := "peakRPS: required for P1 service"; code != exitBad || !strings.Contains(errb.String(), want) || strings.Contains(errb.String(), "kubeconfig") {
+		t.Errorf("exit %d, stderr %q; want %d naming %q before any kubeconfig is read", code, errb.String(), exitBad, want)
+	}
+}

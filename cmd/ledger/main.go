@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/envflag"
@@ -225,7 +226,7 @@ func build(c Config) (ledger.Report, error) {
 		var err error
 		// Live mode replaces the spec's nodes and placements, so errors
 		// about them do not count there.
-		if spec, err = specfile.Load(c.Spec); err != nil && (!c.Live || !onlyNodeErrors(err)) {
+		if spec, err = specfile.Load(c.Spec); err != nil && (!c.Live || !onlyNodeErrors(err, c.PrometheusAddress != "")) {
 			return ledger.Report{}, err
 		}
 	}
@@ -277,13 +278,18 @@ func fieldErrors(fe []ledger.FieldError) []error {
 	return out
 }
 
-// onlyNodeErrors is true when every joined error is about nodes[…] or a
-// service's placement (specfile.AboutNodes).
-func onlyNodeErrors(err error) bool {
+// onlyNodeErrors is true when every joined error is about nodes[…], a service's placement
+// or, when peaksLive (--prometheus-address), a P0/P1 peakRPS left out (specfile.AboutNodes):
+// what the live run replaces. Without --prometheus-address a missing peak is reported before
+// the cluster is read.
+func onlyNodeErrors(err error, peaksLive bool) bool {
 	var multi interface{ Unwrap() []error }
 	errs := []error{err}
 	if errors.As(err, &multi) {
 		errs = multi.Unwrap()
+	}
+	if !peaksLive && slices.ContainsFunc(errs, specfile.PeakMissing) {
+		return false
 	}
 	return specfile.AboutNodes(errs)
 }

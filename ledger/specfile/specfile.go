@@ -214,7 +214,7 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		s.SafeRPSPerReplica = rec.SLOThroughputRPS
 		s.Refused = !rec.Verdict.Allowed
 	}
-	reported := map[string]bool{} // fields numberFields already reported
+	reported := map[string]bool{} // fields numberWalk already reported
 	for _, err := range numErrs {
 		if fe, ok := err.(*FieldError); ok {
 			reported[fe.Field] = true
@@ -318,16 +318,18 @@ func boundYAML(err error) error {
 func AboutNodes(errs []error) bool {
 	for _, err := range errs {
 		var fe *FieldError
-		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") && !peakMissing(fe) {
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "nodes") && !strings.Contains(fe.Field, ".placement") && !PeakMissing(fe) {
 			return false
 		}
 	}
 	return true
 }
 
-// peakMissing reports whether fe is Validate's error for a P0/P1 peakRPS left out.
-func peakMissing(fe *FieldError) bool {
-	return strings.HasSuffix(fe.Field, ".peakRPS") && strings.HasPrefix(fe.Msg, ledger.PeakRequired)
+// PeakMissing reports whether err is (or wraps) Validate's error for a P0/P1 peakRPS left
+// out, which only `ledger --live --prometheus-address` can fill.
+func PeakMissing(err error) bool {
+	var fe *FieldError
+	return errors.As(err, &fe) && strings.HasSuffix(fe.Field, ".peakRPS") && strings.HasPrefix(fe.Msg, ledger.PeakRequired)
 }
 
 // counts reports a spec past ledger.MaxServices services, as Validate words it (with the node

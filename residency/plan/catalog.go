@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -382,10 +383,10 @@ func (m Model) Admit(field string, typed Typed, a Admission) (Model, error) {
 		return m, errors.Join(errs...)
 	}
 	out := m
+	out.PeakMemoryBytes = maps.Clone(m.PeakMemoryBytes) // the result shares no map with m
 	if !a.MemoryUnmeasured {
-		out.PeakMemoryBytes = make(map[string]int64, len(m.PeakMemoryBytes)+1)
-		for k, v := range m.PeakMemoryBytes {
-			out.PeakMemoryBytes[k] = v
+		if out.PeakMemoryBytes == nil {
+			out.PeakMemoryBytes = map[string]int64{}
 		}
 		out.PeakMemoryBytes[a.Profile] = a.PeakBytes
 		out.SwapOverheadBytes = a.SwapOverheadBytes

@@ -326,7 +326,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// A fractional ready count (an average over series) is rounded to the nearest replica:
 	// the status shows the value read (ready=2.5) and the reason the count used (R=3).
 	if !rKnown && rec.Status[SignalReady].Usable() {
-		rKnown, r = true, int32(math.Min(math.Round(rec.Values[SignalReady]), math.MaxInt32))
+		rKnown, r = true, int32(math.Round(rec.Values[SignalReady])) // at most MaxReadyReplicas
 	}
 	if rKnown {
 		if r < 0 {
@@ -724,11 +724,12 @@ func appendRate(prev []RatePoint, status SignalStatus, smp Sample, now time.Time
 // before (DESIGN.md "Missing and bad data": a signal that has never produced
 // a valid sample is reported and left out).
 //
-// note, empty but for two cases, says why a sample that was a number was not
-// used, for the reason and the no-data error: a value above the signal's bound
-// (maxValue: a ready count past MaxReadyReplicas, an activity above 1), and a
-// value older than staleAfter of a signal never measured (its status alone,
-// "never", would read as if no value had ever come).
+// note, empty but for three cases, says why a signal has no fresh value, for the
+// reason and the no-data error: a value above the signal's bound (maxValue: a
+// ready count past MaxReadyReplicas, an activity above 1), a query waiting for a
+// slot of its Prometheus address (Sample.Waiting), and a value older than
+// staleAfter of a signal never measured (its status alone, "never", would read as
+// if no value had ever come).
 func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now time.Time) (status SignalStatus, v float64, note string) {
 	if !p.Configured(s) {
 		return StatusUnconfigured, 0, ""
