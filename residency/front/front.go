@@ -132,7 +132,8 @@ type Front struct {
 	noHolds  bool // StartDrain: requests that would be held fail at once
 	draining bool // Drain: every new inference request fails at once
 	queues   map[string]*queue
-	reading  map[string]int64 // per model: bytes of chunked HTTP bodies being read to be held
+	reading  map[string]int64 // per model: bytes charged for HTTP bodies being read to be held
+	readers  map[string]int   // per model: HTTP requests whose bodies are being read to be held
 	// forwarding counts, per model, the unary and HTTP requests forwarded to Triton whose
 	// answer has not come; a model at 0 has no entry.
 	forwarding map[string]int
@@ -214,7 +215,7 @@ func New(cfg Config, deps Deps) (*Front, error) {
 		return nil, fmt.Errorf("front: upstream %q: %w", cfg.Upstream, err)
 	}
 	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
-		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}, forwarding: map[string]int{}}
+		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}, readers: map[string]int{}, forwarding: map[string]int{}}
 	// Requests are bounded by MaxRequestBytes: gRPC checks a message's length prefix before
 	// reading it, so a larger one costs no memory. Responses come from Triton and pass whole.
 	f.srv = grpc.NewServer(

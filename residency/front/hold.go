@@ -42,8 +42,9 @@ func (f *Front) hold(ctx context.Context, name string, size int64, arrived time.
 	if q != nil {
 		n, b = len(q.held), q.bytes
 	}
-	// Chunked bodies being read to be held count against the model's bound as they do in
-	// readHeldBody (their reader's own reservation has ended when it calls hold).
+	// HTTP requests whose bodies are being read to be held count against the model's bounds
+	// as they do in readHeldBody (their reader's own reservation has ended when it calls hold).
+	n += f.readers[name]
 	b += f.reading[name]
 	if n+1 > f.cfg.MaxHeldRequests || b+size > f.cfg.MaxHeldBytes {
 		f.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -100,15 +101,19 @@ func (f *Front) httpUpstreamError(w http.ResponseWriter, r *http.Request, upstre
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("no answer from Triton's HTTP endpoint %s: %v", upstream.Host, err)})
 }
 
-// isModelControl reports a KServe v2 repository extension load or unload: POST
-// /v2/repository/models/{model}/load or /unload.
+// modelControlPath is Triton's own route for the repository extension's load and unload, less
+// its index: modelcontrol_regex_ in its src/http_server.cc,
+// /v2/repository(?:/([^/]+))?/(index|models/([^/]+)/(load|unload)), which Triton full-matches
+// (RE2, as Go's regexp) against the raw path, not percent-decoded (libevhtp does not decode).
+var modelControlPath = regexp.MustCompile(`^/v2/repository(?:/[^/]+)?/models/[^/]+/(?:load|unload)$`)
+
+// isModelControl reports a KServe v2 repository extension load or unload as Triton routes one:
+// the path as the proxy forwards it (URL.EscapedPath) matching modelControlPath, whatever the
+// method (Triton answers a method other than POST there itself; refusing it costs nothing). A
+// match on the decoded path let /v2/repository/models/a%2Fx/load through: Triton loads a model
+// named "a%2Fx", and its load parameters can carry a whole model config and files.
 func isModelControl(r *http.Request) bool {
-	rest, ok := strings.CutPrefix(r.URL.Path, "/v2/repository/models/")
-	if r.Method != http.MethodPost || !ok {
-		return false
-	}
-	parts := strings.Split(rest, "/")
-	return len(parts) == 2 && (parts[1] == "load" || parts[1] == "unload")
+	return modelControlPath.MatchString(r.URL.EscapedPath())
 }
 
 // inferEndpoints are the last path segments of a request that runs a model: KServe v2's infer
@@ -171,7 +176,7 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		// hold timeout (a server without read deadlines leaves it open; then unbounded).
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(f.cfg.HoldTimeout))
-		body, rf := f.readHeldBody(name, r.Body)
+		body, rf := f.readHeldBody(name, r.Body, r.ContentLength)
 		_ = rc.SetReadDeadline(time.Time{})
 		if rf != nil {
 			// The rest of the body is not read: without Connection: close, net/http would
@@ -181,9 +186,9 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 			f.httpAnswer(w, rf)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		held, rf := f.hold(r.Context(), name, r.ContentLength, arrived)
+		r.Body = io.NopCloser(body.reader())
+		r.ContentLength = body.n
+		held, rf := f.hold(r.Context(), name, body.charge(), arrived)
 		if rf != nil {
 			f.httpAnswer(w, rf)
 			return
@@ -235,71 +240,142 @@ func (f *Front) httpAnswer(w http.ResponseWriter, r *refusal) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": r.msg})
 }
 
-// readChunk is the step in which readHeldBody reads and accounts a chunked body.
-const readChunk = 64 << 10
+// readChunk is the size of each buffer readHeldBody reads a held body into. A body is kept
+// in such buffers, each charged whole when it is allocated (the last one of a declared
+// Content-Length only as large as the bytes left), so a held body costs at most one readChunk
+// more than its bytes (a bytes.Buffer doubling as it grew had kept up to twice them),
+// and a connection that sends one byte and stalls costs one readChunk, charged.
+const readChunk = 16 << 10
+
+// readerOverhead is charged for each HTTP request while its body is read to be held and while it
+// is held, for what its connection costs the sidecar besides the body: net/http's per-connection
+// bufio.Reader and bufio.Writer (4 KiB each) and the serving goroutine's stack (8 KiB at least).
+// Measured: 1,000 connections stalled one byte into a chunked body grew the heap by 13.7 KiB
+// each beside their 64 KiB read buffer (a hostile trial, 2026-12-04).
+const readerOverhead = 16 << 10
+
+// heldBody is a request body read to be held: buffers of readChunk bytes (fewer for the last
+// of a declared Content-Length), each full but the last.
+type heldBody struct {
+	bufs [][]byte
+	n    int64 // bytes in bufs
+}
+
+// charge is what the body costs while held: its buffers' capacity and readerOverhead.
+func (b *heldBody) charge() int64 {
+	c := int64(readerOverhead)
+	for _, p := range b.bufs {
+		c += int64(cap(p))
+	}
+	return c
+}
+
+// reader returns the body's bytes in order, without copying them.
+func (b *heldBody) reader() io.Reader {
+	rs := make([]io.Reader, len(b.bufs))
+	for i, p := range b.bufs {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
+}
 
 // readHeldBody reads the body of a request about to be held, chunked or of a declared
-// length. The bytes read so far count against the model's hold bound and the pod's hold
-// budget together with the bytes held (Front.reading, Front.heldTotal), so memory stays within
-// MaxHeldBytes per model and MaxTotalHeldBytes in all however many connections send at once; a
-// request the queue cannot take (full in count, or its body passing the bound) is refused with
-// queue_full, before its body is read when the count is already full, one passing the budget
-// with hold_budget, a body over MaxRequestBytes (body is bounded by http.MaxBytesReader) with
-// too_large, one that stops arriving before the caller's read deadline with body_timeout.
-// The reservation ends when it returns: hold then accounts the request itself.
-func (f *Front) readHeldBody(name string, body io.Reader) ([]byte, *refusal) {
-	var buf bytes.Buffer
+// length. What the request costs so far — its buffers, each charged whole when allocated, and
+// readerOverhead — counts against the model's hold bound and the pod's hold budget together
+// with the bytes held (Front.reading, Front.heldTotal), and the request counts against the
+// model's MaxHeldRequests while it is read (Front.readers), so memory stays within
+// MaxHeldBytes per model and MaxTotalHeldBytes in all however many connections send at once,
+// stalled ones included; a request the queue cannot take (full in count, or its body passing
+// the bound) is refused with queue_full, before its body is read when the count is already
+// full, one passing the budget with hold_budget, a body over MaxRequestBytes (body is bounded
+// by http.MaxBytesReader) with too_large, one that stops arriving before the caller's read
+// deadline with body_timeout. The reservation ends when it returns: hold then accounts the
+// request itself, at heldBody.charge.
+func (f *Front) readHeldBody(name string, body io.Reader, declared int64) (*heldBody, *refusal) {
+	out := &heldBody{}
 	var reserved int64
+	counted := false
 	defer func() {
 		f.mu.Lock()
 		if f.reading[name] -= reserved; f.reading[name] <= 0 {
 			delete(f.reading, name)
 		}
 		f.heldTotal -= reserved
+		if counted {
+			if f.readers[name]--; f.readers[name] <= 0 {
+				delete(f.readers, name)
+			}
+		}
 		f.mu.Unlock()
 	}()
 	full := func(n int, b int64) *refusal {
 		return f.unavailable("queue_full", fmt.Sprintf("model %q is not ready and its hold queue is full (%d requests, %d bytes held or being read; bounds %d, %d)",
 			name, n, b, f.cfg.MaxHeldRequests, f.cfg.MaxHeldBytes))
 	}
-	chunk := make([]byte, readChunk)
-	for {
+	// reserve charges k more bytes of this request, or says why it may not have them.
+	reserve := func(k int64) *refusal {
 		f.mu.Lock()
+		defer f.mu.Unlock()
 		var n int
 		var held int64
 		if q := f.queues[name]; q != nil {
 			n, held = len(q.held), q.bytes
 		}
-		reading := f.reading[name]
-		f.mu.Unlock()
-		if n+1 > f.cfg.MaxHeldRequests {
-			return nil, full(n, held+reading)
+		n += f.readers[name]
+		if !counted {
+			if n+1 > f.cfg.MaxHeldRequests {
+				return full(n, held+f.reading[name])
+			}
 		}
-		k, err := body.Read(chunk)
-		if k > 0 {
-			f.mu.Lock()
-			held = 0
-			if q := f.queues[name]; q != nil {
-				held = q.bytes
+		if held+f.reading[name]+k > f.cfg.MaxHeldBytes {
+			return full(n, held+f.reading[name])
+		}
+		if f.heldTotal+k > f.cfg.MaxTotalHeldBytes {
+			return f.holdBudgetFull(name, f.heldTotal, reserved+k)
+		}
+		if !counted {
+			f.readers[name]++
+			counted = true
+		}
+		f.reading[name] += k
+		f.heldTotal += k
+		reserved += k
+		return nil
+	}
+	if rf := reserve(readerOverhead); rf != nil {
+		return nil, rf
+	}
+	var probe [1]byte
+	for {
+		var k int
+		var err error
+		if declared >= 0 && out.n >= declared {
+			// All the declared bytes came: net/http's body ends there, so this read sees
+			// its EOF and allocates nothing.
+			if k, err = body.Read(probe[:]); k > 0 {
+				return nil, &refusal{code: codes.InvalidArgument, reason: "bad_request", msg: "reading the request body: more bytes than its Content-Length"}
 			}
-			if held+f.reading[name]+int64(k) > f.cfg.MaxHeldBytes {
-				b := held + f.reading[name]
-				f.mu.Unlock()
-				return nil, full(n, b)
+		} else {
+			if len(out.bufs) == 0 || len(out.bufs[len(out.bufs)-1]) == cap(out.bufs[len(out.bufs)-1]) {
+				size := int64(readChunk)
+				if declared >= 0 {
+					size = min(size, declared-out.n) // a Content-Length bounds what can come
+				}
+				if rf := reserve(size); rf != nil {
+					return nil, rf
+				}
+				out.bufs = append(out.bufs, make([]byte, 0, size))
 			}
-			if f.heldTotal+int64(k) > f.cfg.MaxTotalHeldBytes {
-				total := f.heldTotal
-				f.mu.Unlock()
-				return nil, f.holdBudgetFull(name, total, reserved+int64(k))
-			}
-			f.reading[name] += int64(k)
-			f.heldTotal += int64(k)
-			reserved += int64(k)
-			f.mu.Unlock()
-			buf.Write(chunk[:k])
+			last := out.bufs[len(out.bufs)-1]
+			k, err = body.Read(last[len(last):cap(last)])
+			out.bufs[len(out.bufs)-1] = last[:len(last)+k]
+			out.n += int64(k)
 		}
 		if errors.Is(err, io.EOF) {
-			return buf.Bytes(), nil
+			if len(out.bufs) > 0 && len(out.bufs[len(out.bufs)-1]) == 0 {
+				out.bufs = out.bufs[:len(out.bufs)-1] // allocated for bytes that did not come
+			}
+			return out, nil
 		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, f.tooLarge(-1)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/inferscale/inferscale/residency/front"
 )
 
 // postChunked sends an infer request whose body has no Content-Length (chunked) and returns
@@ -152,7 +154,8 @@ func TestHTTPChunkedBodyStalls(t *testing.T) {
 }
 
 // TestHTTPDeclaredLengthIsNotCharged: a request for a model that is not ready counts against
-// the hold budget by the bytes of its body that arrived, not by its Content-Length. A client
+// the hold budget by the buffer its arrived bytes are read into (one ReadChunk) and
+// ReaderOverhead, not by its Content-Length. A client
 // that declared the whole budget and sent nothing used to take it: every other cold model's
 // requests got 429 for the hold timeout.
 func TestHTTPDeclaredLengthIsNotCharged(t *testing.T) {
@@ -174,9 +177,10 @@ func TestHTTPDeclaredLengthIsNotCharged(t *testing.T) {
 	if _, err := io.WriteString(c, "POST /v2/models/a/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n{"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("a") != 1; time.Sleep(time.Millisecond) {
+	const want = front.ReadChunk + front.ReaderOverhead
+	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("a") != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the front counts %d bytes of a's body, want the 1 that arrived", h.front.ReadingBytes("a"))
+			t.Fatalf("the front counts %d bytes for a's body, want %d: one buffer for the 1 byte that arrived, and the connection", h.front.ReadingBytes("a"), want)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

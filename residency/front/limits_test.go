@@ -215,8 +215,9 @@ func TestHTTPMaxRequestBytes(t *testing.T) {
 }
 
 // TestHTTPHoldBudget: HTTP requests held for a model that is not ready count against
-// --hold-max-total-bytes by their Content-Length; within the budget they are held, past it the
-// front answers 429 with Retry-After at once.
+// --hold-max-total-bytes by their body's bytes (a declared Content-Length sizes the buffers
+// exactly) and ReaderOverhead each; within the budget they are held, past it the front answers
+// 429 with Retry-After at once.
 func TestHTTPHoldBudget(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxTotalHeldBytes = minBytes
@@ -228,7 +229,7 @@ func TestHTTPHoldBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	held := make(chan int, 2)
-	for i, size := range []int{3 << 20, 1 << 20} { // exactly the budget
+	for i, size := range []int{3<<20 - front.ReaderOverhead, 1<<20 - front.ReaderOverhead} { // exactly the budget
 		body := jsonBody("held", size)
 		go func() {
 			code, _, _ := postBody(t, ctx, srv.URL, "cold", body, false)

@@ -2,6 +2,7 @@ package front_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -222,7 +223,9 @@ func TestHoldCountsBodiesBeingRead(t *testing.T) {
 	pw, slow := readingChunked(t, ctx, h, srv.URL, "cold", 3<<20)
 	var tr metadata.MD
 	_, err := h.client.ModelInfer(ctx, sizedRequest(t, "cold", 2<<20), grpc.Trailer(&tr))
-	const wantMsg = `model "cold" is not ready and its hold queue is full (0 requests, 3145728 bytes held or being read; bounds 1000, 4194304)`
+	// The reader counts as a request, and is charged its buffers (3 MiB full, one more
+	// allocated for the bytes still to come) and ReaderOverhead.
+	wantMsg := fmt.Sprintf(`model "cold" is not ready and its hold queue is full (1 requests, %d bytes held or being read; bounds 1000, 4194304)`, 3<<20+front.ReadChunk+front.ReaderOverhead)
 	if status.Code(err) != codes.Unavailable || status.Convert(err).Message() != wantMsg || len(tr.Get(front.PushbackKey)) != 1 {
 		t.Errorf("2 MiB while 3 MiB are read: %v, trailer %v; want Unavailable %q with pushback", err, tr, wantMsg)
 	}
