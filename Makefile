@@ -41,7 +41,7 @@ demo: ## Replay the embedded Azure LLM code trace and print the comparison table
 	$(GO) run ./cmd/replay
 
 .PHONY: images
-images: ## OCI image archives (scaler residency tritonfake; amd64+arm64) in dist/images/, no daemon.
+images: ## OCI image archives (scaler residency tritonfake ledger; amd64+arm64) in dist/images/, no daemon.
 	$(GO) run ./hack/images --out dist/images --tag "$(IMAGE_TAG)" --platforms "$(IMAGE_PLATFORMS)" \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null)" \
 	  --source-date-epoch "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}"

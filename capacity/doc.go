@@ -21,7 +21,9 @@
 //   - Search steps the rate up geometrically, then bisects between the highest passing and
 //     the lowest failing level. A level passes when it is stable, keeps up (completions within
 //     the stability tolerance of arrivals), meets the latency quantile (requests still waiting
-//     past the limit count as late) and stays under the error-rate ceiling.
+//     past the limit count as late) and stays under the error-rate ceiling. μ is the highest
+//     passing level's served rate (successes per second, perf_analyzer's throughput), capped at
+//     its offered rate (MuFromLevel): never above what the replica completed there.
 //   - Probe reads memory and load time through Triton's own interfaces in EXPLICIT mode
 //     (RepositoryModelLoad/Unload, ModelStatistics memory_usage, nv_gpu_memory_used_bytes) and
 //     NVML where the process sees the device (residency/gpu).

@@ -282,6 +282,18 @@ type Written struct {
 	// ClientBound is the level that ended the search client-bound after an earlier level had
 	// passed (nil when none did): the record's μ is then a lower bound (LowerBoundNote).
 	ClientBound *Level
+	// Best is the highest passing level, whose served rate (capped at its offered rate) is the
+	// record's μ (Result.Best; zero when no level passed).
+	Best Level
+}
+
+// MuNote is what the command prints after μ: the offered and served rates of the level that
+// set it ("" when no level passed), so that a μ below the rate offered reads as measured.
+func (w Written) MuNote() string {
+	if w.Record.SLOThroughputRPS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (served at the highest passing level: %.4g req/s offered, %.4g served)", w.Best.OfferedRPS, w.Best.ThroughputRPS)
 }
 
 // LowerBoundNote is the line the command prints after the record's when a level turned
@@ -545,7 +557,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return Written{}, fmt.Errorf("--out: %w", err)
 	}
-	out := Written{Record: rec, Path: path, ClientBound: res.ClientBound}
+	out := Written{Record: rec, Path: path, ClientBound: res.ClientBound, Best: res.Best}
 	if !rec.Verdict.Allowed {
 		return out, fmt.Errorf("%w: %s on %s: %s", ErrRefused, cfg.Model, cfg.Profile, strings.Join(rec.Verdict.Limits, "; "))
 	}
@@ -646,7 +658,8 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// fillFromSearch puts μ, the figures at μ, the curve and the scaler's k and S in rec.
+// fillFromSearch puts μ (Result.MuRPS: the highest passing level's served rate, at most its
+// offered rate), the figures at μ, the curve and the scaler's k and S in rec.
 func fillFromSearch(rec *record.Record, res Result) {
 	rec.SLOThroughputRPS = res.MuRPS
 	rec.LatencySeconds = record.Latency{P50: res.Best.P50, P95: res.Best.P95, P99: res.Best.P99}

@@ -29,8 +29,8 @@ type SearchConfig struct {
 	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range:
 	// [MinPrecision, 1).
 	Precision float64
-	// MaxRPS caps the step-up; reaching it ends the search with μ = the highest passing rate
-	// (a limit the record notes). Range: [StartRPS, MaxRate].
+	// MaxRPS caps the step-up; reaching it ends the search with μ from the highest passing
+	// rate (a limit the record notes). Range: [StartRPS, MaxRate].
 	MaxRPS float64
 	// MinRPS ends a step-down (from a failing StartRPS) with μ = 0. Range: (0, StartRPS].
 	MinRPS float64
@@ -98,9 +98,11 @@ func (c SearchConfig) validate(probed bool) error {
 
 // Result is the outcome of a search.
 type Result struct {
-	// MuRPS is the highest passing rate (μ, req/s at the SLO); 0 when none passed.
+	// MuRPS is μ, req/s at the SLO: the served rate of the highest passing level, capped at
+	// its offered rate — min(Best.OfferedRPS, Best.ThroughputRPS), MuFromLevel — so never
+	// above what one replica completed there; 0 when none passed.
 	MuRPS float64
-	// Best is the level measured at MuRPS (zero when none passed).
+	// Best is the highest passing level, the one that set MuRPS (zero when none passed).
 	Best Level
 	// Curve holds every level measured, sorted by offered rate.
 	Curve []Level
@@ -111,17 +113,30 @@ type Result struct {
 	ClientBound *Level
 }
 
+// MuFromLevel is the μ a passing level supports: min(offered, served), served being its
+// successes per second over the counted windows (Level.ThroughputRPS). That is
+// perf_analyzer's throughput ("the total number of requests completed during a measurement,
+// divided by the duration of the measurement", Perf Analyzer docs, measurements_metrics.md,
+// "How Throughput is Calculated"), counting successes only. The offered rate alone is no
+// capacity: a level passes while its completions are within the keep-up tolerance of its
+// arrivals, so a level above what the replica completes (754 req/s offered, 730 served) could
+// pass and claim 754 — 3 % more than it served, sizing every pool too small. The cap at
+// offered keeps Poisson noise (a window with more arrivals than the rate) from raising μ.
+func MuFromLevel(l Level) float64 { return min(l.OfferedRPS, l.ThroughputRPS) }
+
 // Search finds μ with measure: it steps the rate up by StepFactor from StartRPS while levels
 // pass (Level.Passes), then bisects between the highest passing and the lowest failing rate
-// until they are within Precision; a failing StartRPS steps down instead. A client-bound level
+// until they are within Precision; a failing StartRPS steps down instead. μ is MuFromLevel of
+// the highest passing level (its served rate, at most its offered rate). A client-bound level
 // ends the search: with ErrClientBound (and the curve so far) when no level has passed yet,
-// else with μ the highest passing rate so far and a limit saying it is a lower bound. A
+// else with μ from the highest passing level so far and a limit saying it is a lower bound. A
 // measure error ends it with that error.
 func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Context, rateRPS float64) (Level, error)) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
 	var res Result
+	best := 0.0 // the highest passing rate offered: the bisection's bound, not μ
 	try := func(rate float64) (bool, error) {
 		l, err := measure(ctx, rate)
 		if err != nil {
@@ -134,15 +149,15 @@ func Search(ctx context.Context, cfg SearchConfig, measure func(ctx context.Cont
 			return false, fmt.Errorf("%w at %.4g req/s: %s", ErrRejected, rate, l.RejectedReason)
 		}
 		if l.ClientBound {
-			if res.MuRPS > 0 {
+			if best > 0 {
 				res.ClientBound = &l
-				res.Limits = append(res.Limits, fmt.Sprintf("client-bound at %.4g req/s (%s): μ is the highest rate measured before, a lower bound", rate, l.ClientBoundReason))
+				res.Limits = append(res.Limits, fmt.Sprintf("client-bound at %.4g req/s (%s): μ is from the highest rate measured before, a lower bound", rate, l.ClientBoundReason))
 				return false, errStop
 			}
 			return false, fmt.Errorf("%w at %.4g req/s: %s", ErrClientBound, rate, l.ClientBoundReason)
 		}
-		if l.Passes() && rate > res.MuRPS {
-			res.MuRPS, res.Best = rate, l
+		if l.Passes() && rate > best {
+			best, res.Best, res.MuRPS = rate, l, MuFromLevel(l)
 		}
 		return l.Passes(), nil
 	}

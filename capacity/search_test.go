@@ -21,7 +21,7 @@ import (
 func threshold(limit float64, tried *[]float64) func(context.Context, float64) (capacity.Level, error) {
 	return func(_ context.Context, r float64) (capacity.Level, error) {
 		*tried = append(*tried, r)
-		return capacity.Level{OfferedRPS: r, Stable: true, KeepsUp: true, MeetsSLO: r <= limit}, nil
+		return capacity.Level{OfferedRPS: r, ThroughputRPS: r, Stable: true, KeepsUp: true, MeetsSLO: r <= limit}, nil
 	}
 }
 
@@ -114,7 +114,7 @@ func TestClientBound(t *testing.T) {
 func TestSearchClientBoundAfterPass(t *testing.T) {
 	res, err := capacity.Search(context.Background(), capacity.SearchConfig{StartRPS: 10, StepFactor: 2, Precision: 0.05, MaxRPS: 1e5, MinRPS: 1},
 		func(_ context.Context, r float64) (capacity.Level, error) {
-			return capacity.Level{OfferedRPS: r, Stable: true, KeepsUp: true, MeetsSLO: true, ClientBound: r > 30, ClientBoundReason: "lagging"}, nil
+			return capacity.Level{OfferedRPS: r, ThroughputRPS: r, Stable: true, KeepsUp: true, MeetsSLO: true, ClientBound: r > 30, ClientBoundReason: "lagging"}, nil
 		})
 	if err != nil || res.MuRPS != 20 || len(res.Limits) != 1 || !strings.Contains(res.Limits[0], "client-bound at 40 req/s (lagging)") {
 		t.Errorf("μ %v, limits %q, err %v; want μ 20 with a client-bound limit", res.MuRPS, res.Limits, err)

@@ -201,7 +201,7 @@ func simMeasure() capacity.MeasureConfig {
 // TestSearchMatchesMDc: one model, 4 concurrent executions, 100 ms deterministic service,
 // SLO 1 s at the 0.99 quantile. Under Poisson arrivals that is an M/D/4 queue; its SLO capacity
 // λ* solves P(wait > 0.9 s) = 0.01. Computed here (Kiefer–Wolfowitz, 2·10⁶ customers): λ* ≈
-// 37.3 req/s, below the saturation rate c/d = 40 req/s. μ must land within 10 % of λ* and
+// 37.7 req/s, below the saturation rate c/d = 40 req/s. μ must land within 10 % of λ* and
 // never above 40.
 func TestSearchMatchesMDc(t *testing.T) {
 	if testing.Short() {

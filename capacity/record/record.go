@@ -48,7 +48,9 @@ type Record struct {
 	LatencySeconds Latency `json:"latencySeconds" yaml:"latencySeconds"`
 	// SuccessRate is successes ÷ completed requests at μ, 0..1.
 	SuccessRate float64 `json:"successRate" yaml:"successRate"`
-	// SLOThroughputRPS is μ: the highest offered rate (req/s) that passed.
+	// SLOThroughputRPS is μ, req/s: the rate served (successes per second) at the highest
+	// offered rate that passed, capped at that offered rate, so never above what one replica
+	// completed there (capacity.MuFromLevel).
 	SLOThroughputRPS float64 `json:"sloThroughputRPS" yaml:"sloThroughputRPS"`
 	// Memory is the model's device memory, bytes.
 	Memory Memory `json:"memory" yaml:"memory"`

@@ -137,8 +137,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := capacity.Run(ctx, cfg, stderr)
 	if out.Path != "" {
-		fmt.Fprintf(stdout, "wrote %s: μ %.4g req/s at p%g ≤ %v, peak %d bytes, swap peak %d bytes, load %.3gs, allowed %v\n",
-			out.Path, out.Record.SLOThroughputRPS, 100*cfg.Measure.SLO.Quantile, cfg.Measure.SLO.Latency,
+		fmt.Fprintf(stdout, "wrote %s: μ %.4g req/s at p%g ≤ %v%s, peak %d bytes, swap peak %d bytes, load %.3gs, allowed %v\n",
+			out.Path, out.Record.SLOThroughputRPS, 100*cfg.Measure.SLO.Quantile, cfg.Measure.SLO.Latency, out.MuNote(),
 			out.Record.Memory.PeakBytes, out.Record.Memory.SwapPeakBytes, out.Record.LoadTimeSeconds, out.Record.Verdict.Allowed)
 		if note := out.LowerBoundNote(); note != "" {
 			fmt.Fprintln(stdout, note)

@@ -356,10 +356,82 @@ func restConfig(c Config) (*rest.Config, error) {
 		}
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
+	switch {
+	case err == nil:
+		return cfg, nil
+	case clientcmd.IsEmptyConfig(err):
+		// client-go's own text ("no configuration has been provided, try setting
+		// KUBERNETES_MASTER environment variable") names a variable it has long stopped
+		// reading for this and none of the places it looked.
+		return nil, noKubeconfigError(c.Kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar), rules.Precedence,
+			fileState, inClusterMissing(os.Getenv, fileState))
+	case c.Kubeconfig != "":
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return cfg, nil
+	return nil, fmt.Errorf("kubeconfig: %w", err)
+}
+
+// serviceAccountToken is the file client-go's in-cluster configuration reads
+// (rest.InClusterConfig); with KUBERNETES_SERVICE_HOST and _PORT it is what makes
+// the in-cluster service account possible.
+const serviceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// fileState says what a kubeconfig path held when clientcmd found no configuration in it:
+// "does not exist", or, for a file that does, that it gave none.
+func fileState(path string) string {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return "does not exist"
+	}
+	return "gives no cluster (empty, or no server for its current context)"
+}
+
+// inClusterMissing says why the in-cluster service account is not usable, as client-go
+// decides it (clientcmd's inClusterClientConfig.Possible): the variables that are not set,
+// or the token file.
+func inClusterMissing(getenv func(string) string, state func(string) string) string {
+	var unset []string
+	for _, v := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		if getenv(v) == "" {
+			unset = append(unset, v)
+		}
+	}
+	switch len(unset) {
+	case 1:
+		return unset[0] + " is not set: not running in a pod"
+	case 2:
+		return unset[0] + " and " + unset[1] + " are not set: not running in a pod"
+	}
+	return fmt.Sprintf("token %q %s", serviceAccountToken, state(serviceAccountToken))
+}
+
+// noKubeconfigError is the error when client-go found no configuration
+// (clientcmd.ErrEmptyConfig). With --kubeconfig (flag) it names that file; else it
+// names each place looked at in client-go's order — $KUBECONFIG's files (env, split into
+// precedence) or, only when $KUBECONFIG is empty, ~/.kube/config, then the in-cluster service
+// account (inCluster says why it is not usable) — and how to pass one.
+func noKubeconfigError(flag, env string, precedence []string, state func(string) string, inCluster string) error {
+	if flag != "" {
+		return fmt.Errorf("--kubeconfig %q %s, and no in-cluster service account (%s)", flag, state(flag), inCluster)
+	}
+	var looked string
+	if env == "" {
+		home := clientcmd.RecommendedHomeFile
+		if len(precedence) == 1 {
+			home = precedence[0]
+		}
+		looked = fmt.Sprintf("$KUBECONFIG (not set), ~/.kube/config (%q %s)", home, state(home))
+	} else {
+		files := ""
+		for i, p := range precedence {
+			if i > 0 {
+				files += "; "
+			}
+			files += fmt.Sprintf("%q %s", p, state(p))
+		}
+		looked = fmt.Sprintf("$KUBECONFIG (%s; ~/.kube/config is read only when $KUBECONFIG is empty)", files)
+	}
+	return fmt.Errorf("no kubeconfig found: looked at %s and the in-cluster service account (%s); pass one with --kubeconfig=PATH (or set $KUBECONFIG)",
+		looked, inCluster)
 }
 
 // readPeaks reads each service's peak from the ScaledObject of the same

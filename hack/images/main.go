@@ -7,25 +7,59 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/imagebuild"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// names lists the names of imagebuild.Images, the one list of images, joined by ", " and, when
+// last is not "", the last one by " <last> ": "scaler, residency, tritonfake or ledger".
+func names(last string) string {
+	ns := make([]string, 0, len(imagebuild.Images))
+	for _, im := range imagebuild.Images {
+		ns = append(ns, im.Name)
+	}
+	if last == "" || len(ns) < 2 {
+		return strings.Join(ns, ", ")
+	}
+	return strings.Join(ns[:len(ns)-1], ", ") + " " + last + " " + ns[len(ns)-1]
+}
+
+// selectImages is imagebuild.Images, or only the one named only when it is not "".
+func selectImages(only string) ([]imagebuild.Image, error) {
+	if only == "" {
+		return imagebuild.Images, nil
+	}
+	for _, im := range imagebuild.Images {
+		if im.Name == only {
+			return []imagebuild.Image{im}, nil
+		}
+	}
+	return nil, fmt.Errorf("--only %q: want %s", only, names("or"))
+}
+
+// run builds the images args ask for; flag errors and usage go to stderr.
+func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	out := fs.String("out", "dist/images", "directory for <name>.tar")
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated linux/<arch> list")
 	repo := fs.String("repository", "ghcr.io/inferscale", "registry path the image references name")
@@ -34,8 +68,13 @@ func run(args []string) error {
 	revision := fs.String("revision", "", "VCS commit for org.opencontainers.image.revision")
 	epoch := fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix seconds for every timestamp (the commit time)")
 	caCerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the images; empty: none")
-	only := fs.String("only", "", "build only this image (scaler, residency, tritonfake)")
+	only := fs.String("only", "", "build only this image ("+names("")+")")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Before the files are read: a misspelt name is a bad flag, whatever the directory.
+	ims, err := selectImages(*only)
+	if err != nil {
 		return err
 	}
 	plats, err := imagebuild.ParsePlatforms(*platforms)
@@ -60,18 +99,6 @@ func run(args []string) error {
 	if *caCerts != "" {
 		if c.CACerts, err = os.ReadFile(*caCerts); err != nil {
 			return fmt.Errorf("--ca-certs: %w (apt-get install ca-certificates, or --ca-certs='')", err)
-		}
-	}
-	ims := imagebuild.Images
-	if *only != "" {
-		ims = nil
-		for _, im := range imagebuild.Images {
-			if im.Name == *only {
-				ims = append(ims, im)
-			}
-		}
-		if ims == nil {
-			return errors.New("--only: want scaler, residency or tritonfake")
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -37,7 +37,7 @@ const BinDir = "/usr/local/bin"
 
 // Image is one image to build: the command it runs.
 type Image struct {
-	// Name is the image's name and its binary's: "scaler", "residency", "tritonfake".
+	// Name is the image's name and its binary's, e.g. "scaler" (Images lists them all).
 	Name string
 	// Package is the Go package of the command, relative to the module root: "./cmd/scaler".
 	Package string
