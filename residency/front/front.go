@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,7 +141,8 @@ type Front struct {
 	// heldTotal is the bytes held for every model plus those being read to be held (the sum
 	// of queue.bytes and reading), bounded by MaxTotalHeldBytes.
 	heldTotal int64
-	active    int           // inference requests held or being forwarded
+	active    int           // inference requests held or being forwarded, and open streams
+	drained   chan struct{} // closed by Drain: idle streams end (streamQuiet)
 	idle      chan struct{} // closed when active drops to 0
 }
 
@@ -215,7 +217,7 @@ func New(cfg Config, deps Deps) (*Front, error) {
 		return nil, fmt.Errorf("front: upstream %q: %w", cfg.Upstream, err)
 	}
 	f := &Front{cfg: cfg, deps: deps, m: deps.Metrics, conn: conn, client: inference.NewGRPCInferenceServiceClient(conn),
-		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}, readers: map[string]int{}, forwarding: map[string]int{}}
+		done: make(chan struct{}), queues: map[string]*queue{}, reading: map[string]int64{}, readers: map[string]int{}, forwarding: map[string]int{}, drained: make(chan struct{})}
 	// Requests are bounded by MaxRequestBytes: gRPC checks a message's length prefix before
 	// reading it, so a larger one costs no memory. Responses come from Triton and pass whole.
 	f.srv = grpc.NewServer(
@@ -252,11 +254,17 @@ func (f *Front) Close() error {
 
 // Drain makes the front refuse every new inference request with UNAVAILABLE (and a pushback,
 // so the client's next attempt goes to another pod) and waits until no request is held or
-// being forwarded. When ctx ends first, the requests still held fail UNAVAILABLE and Drain
+// being forwarded and no ModelStreamInfer stream is open. A stream ends UNAVAILABLE once it is
+// idle — Triton has answered every request the client sent on it at least once, and nothing
+// has passed either way for streamQuiet — so a client that keeps a stream open between
+// requests reopens it on another pod instead of holding the drain to its deadline. When ctx ends first, the requests still held fail UNAVAILABLE and Drain
 // returns ctx's error; forwarded ones go on until Close. Call it once the pod's endpoints are
 // gone (after the propagation delay): until then clients still send here.
 func (f *Front) Drain(ctx context.Context) error {
 	f.mu.Lock()
+	if !f.draining {
+		close(f.drained)
+	}
 	f.noHolds, f.draining = true, true
 	f.kickLocked()
 	idle := f.idle
@@ -626,13 +634,25 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 		first.sent()
 		return status.Error(codes.Unavailable, "front is shutting down")
 	}
+	var st streamActivity
+	st.touch()
 	go func() {
 		defer f.wg.Done()
-		if err := f.clientToUpstream(ss, cs, first); status.Code(err) == codes.ResourceExhausted {
+		if err := f.clientToUpstream(ss, cs, first, &st); status.Code(err) == codes.ResourceExhausted {
 			refused <- err
 			cancel()
 		}
 	}()
+	idleEnded := make(chan struct{})
+	if f.track() {
+		go func() {
+			defer f.wg.Done()
+			if f.endWhenIdle(ctx, &st) {
+				close(idleEnded)
+				cancel()
+			}
+		}()
+	}
 	headerSent := false
 	for {
 		var resp frame
@@ -640,6 +660,8 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 			select {
 			case rerr := <-refused:
 				return rerr
+			case <-idleEnded:
+				return status.Error(codes.Unavailable, "pod is draining: this stream was idle and is closed; open it again on another replica")
 			default:
 			}
 			ss.SetTrailer(cs.Trailer())
@@ -659,9 +681,54 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 			}
 			headerSent = true
 		}
+		st.answered.Add(1)
+		st.touch()
 		if err := ss.SendMsg(&resp); err != nil {
 			resp.free()
 			return err
+		}
+	}
+}
+
+// streamQuiet is how long a ModelStreamInfer stream must have passed nothing either way, with
+// every request it carried answered at least once, before a drain ends it as idle. A decoupled
+// model may answer one request many times, and only its last answer ends it (Triton marks it
+// only when the client asks, triton_enable_empty_final_response), so the front cannot see a
+// request end: a request whose next answer comes more than streamQuiet after its last is
+// ended by a drain.
+const streamQuiet = 2 * time.Second
+
+// streamActivity counts a stream's traffic for the drain's idle test.
+type streamActivity struct {
+	sent, answered atomic.Int64 // client messages passed to Triton, Triton messages passed back
+	last           atomic.Int64 // unix nanoseconds of the last message either way
+}
+
+func (s *streamActivity) touch() { s.last.Store(time.Now().UnixNano()) }
+
+// idle reports whether every request sent has had an answer and nothing passed for streamQuiet.
+func (s *streamActivity) idle(now time.Time) bool {
+	return s.answered.Load() >= s.sent.Load() && now.Sub(time.Unix(0, s.last.Load())) >= streamQuiet
+}
+
+// endWhenIdle waits for a drain, then until the stream is idle (streamActivity.idle, checked
+// every streamQuiet/10), and reports true; false when ctx ends first.
+func (f *Front) endWhenIdle(ctx context.Context, st *streamActivity) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.drained:
+	}
+	t := time.NewTicker(streamQuiet / 10)
+	defer t.Stop()
+	for {
+		if st.idle(time.Now()) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
 		}
 	}
 }
@@ -679,9 +746,12 @@ func (f *Front) track() bool {
 	return true
 }
 
-// clientToUpstream copies the client's messages to Triton until the client half-closes.
-func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first sendFrame) error {
+// clientToUpstream copies the client's messages to Triton until the client half-closes,
+// counting them in st.
+func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first sendFrame, st *streamActivity) error {
 	if first.f != nil {
+		st.sent.Add(1)
+		st.touch()
 		err := cs.SendMsg(first.f)
 		first.sent()
 		first.f.free() // no-op once sent; a frame SendMsg refused before marshalling is freed here
@@ -697,6 +767,8 @@ func (f *Front) clientToUpstream(ss grpc.ServerStream, cs grpc.ClientStream, fir
 			}
 			return f.recvErr(err)
 		}
+		st.sent.Add(1)
+		st.touch()
 		if err := cs.SendMsg(&m); err != nil {
 			m.free()
 			return err

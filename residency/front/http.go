@@ -2,6 +2,7 @@ package front
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -51,6 +53,15 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok { // a chunked body passed the bound while forwarded
 			f.m.FastFailed.WithLabelValues("", "too_large").Inc()
 			f.httpAnswer(w, f.tooLarge(-1))
+			return
+		}
+		if db, ok := r.Context().Value(deadlineBodyKey{}).(*deadlineBody); ok && db.expired(time.Now()) {
+			// Its read deadline passed: net/http has cancelled r's context, so err may say
+			// only that. Connection: close, or net/http would wait to read the rest.
+			f.m.FastFailed.WithLabelValues("", "body_timeout").Inc()
+			w.Header().Set("Connection", "close")
+			f.httpAnswer(w, &refusal{code: codes.DeadlineExceeded, reason: "body_timeout",
+				msg: fmt.Sprintf("the request body did not arrive within the hold timeout %s (--hold-timeout)", f.cfg.HoldTimeout)})
 			return
 		}
 		f.httpUpstreamError(w, r, upstream, err)
@@ -193,10 +204,25 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 			f.httpAnswer(w, rf)
 			return
 		}
-		if held == nil { // the client went away
+		if held == nil {
+			// The request's context ended while it was held: the client went away, or only
+			// half-closed its connection, which net/http reports the same way. Either way it
+			// was not run; saying so (net/http would send a 200 with no body) is harmless to
+			// a client that left and true to one still reading.
+			f.httpAnswer(w, f.unavailable("cancelled", fmt.Sprintf("model %q was not ready and the request was cancelled while held (its client closed the connection, or its sending side): it was not run", name)))
 			return
 		}
 		held.markSent() // handed to the proxy
+	} else if r.ContentLength != 0 {
+		// A forwarded request counts as the model's work in flight (never a victim, and the
+		// drain waits for it) from now on, so its body must arrive within the hold timeout, as
+		// a held one must: a connection that declared a body and stopped sending had kept its
+		// model busy and the drain waiting for as long as it stayed open.
+		rc := http.NewResponseController(w)
+		db := &deadlineBody{ReadCloser: r.Body, deadline: time.Now().Add(f.cfg.HoldTimeout), clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		_ = rc.SetReadDeadline(db.deadline)
+		r.Body = db
+		r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, db))
 	}
 	f.m.Forwarded.WithLabelValues(name).Inc()
 	f.forwardStart(name)
@@ -389,6 +415,33 @@ func (f *Front) readHeldBody(name string, body io.Reader, declared int64) (*held
 		}
 	}
 }
+
+// deadlineBody is a forwarded request's body under a read deadline, which clear lifts once the
+// body has ended (EOF or an error), so a streamed answer (generate_stream) is not cut by it. A
+// body that has not ended keeps its deadline: net/http's read of the rest after the handler is
+// bounded by it too.
+type deadlineBody struct {
+	io.ReadCloser
+	deadline time.Time
+	clear    func()
+	ended    atomic.Bool // read by the proxy's ErrorHandler
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.ended.Load() && !errors.Is(err, os.ErrDeadlineExceeded) {
+		b.ended.Store(true)
+		b.clear()
+	}
+	return n, err
+}
+
+// expired reports a body that had not ended by its deadline.
+func (b *deadlineBody) expired(now time.Time) bool { return !b.ended.Load() && !now.Before(b.deadline) }
+
+// deadlineBodyKey is the request context key of a forwarded request's *deadlineBody, for the
+// proxy's ErrorHandler (it gets the outgoing request, whose body the proxy may have wrapped).
+type deadlineBodyKey struct{}
 
 // decimal reports a non-empty string of ASCII digits, Triton's [0-9]+.
 func decimal(s string) bool {

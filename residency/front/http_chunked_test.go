@@ -267,3 +267,71 @@ func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 		t.Errorf("%d upstream connections for 1,600 requests from 32 clients, want ≤ 64", n)
 	}
 }
+
+// TestHTTPForwardedBodyDeadline: a request forwarded to a READY model counts as its work in
+// flight, so its body must arrive within the hold timeout: one that declared 1,000 bytes and
+// sent one is answered 408 body_timeout and ends, and the model is no longer busy. Before, it
+// stayed forwarded for as long as the connection stayed open, which kept the model from ever
+// being a victim and the drain waiting.
+func TestHTTPForwardedBodyDeadline(t *testing.T) {
+	cfg := testConfig()
+	cfg.HoldTimeout = time.Second
+	tc := oneModel("hot", 0)
+	tc.StartupModels = []string{"hot"}
+	h := start(t, tc, cfg, false, "hot")
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST /v2/models/hot/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); h.front.Forwarding()["hot"] != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Forwarding = %v, want hot: 1 while its body arrives", h.front.Forwarding())
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 408") {
+		t.Errorf("stalled forwarded body: %q (%v), want 408 after the 1 s hold timeout", line, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(h.front.Forwarding()) != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Forwarding after the refusal = %v, want empty", h.front.Forwarding())
+		}
+	}
+	// A body that arrives in time is forwarded and answered, its deadline lifted.
+	if code, _, out := post(t, srv.URL, "hot", "ok"); code != http.StatusOK || out["id"] != "ok" {
+		t.Errorf("prompt request: %d %v, want 200 with its id", code, out)
+	}
+}
+
+// TestHTTPHeldHalfCloseNotOK: a held request whose client half-closes its connection (net/http
+// then cancels the request's context) is answered 503, never net/http's default 200 with no
+// body for an inference that never ran.
+func TestHTTPHeldHalfCloseNotOK(t *testing.T) {
+	h := start(t, oneModel("cold", 0), testConfig(), false, "cold") // never loaded
+	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST /v2/models/cold/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, h, "cold", 1)
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 503") {
+		t.Errorf("held request after the client's half-close: %q (%v), want 503", line, err)
+	}
+}

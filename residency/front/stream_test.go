@@ -20,17 +20,15 @@ import (
 
 const streamInfer = "/inference.GRPCInferenceService/ModelStreamInfer"
 
-// TestStreamInferHeld: a ModelStreamInfer whose first request is for a model that is not
-// loaded is held, then every message passes in both directions. The project's proto subset
-// and tritontest have no ModelStreamInfer, so the upstream here serves it by calling
-// tritontest's ModelInfer per message and answering with the ModelInferResponse (Triton wraps
-// it in a ModelStreamInferResponse, which the front never reads).
-func TestStreamInferHeld(t *testing.T) {
-	ts, err := tritontest.New(oneModel("stream", 0))
+// streamFront starts tritontest with tc, an upstream serving ModelStreamInfer from it (see
+// TestStreamInferHeld), and a front for the models of tc's catalog, all stopped at cleanup.
+func streamFront(t *testing.T, tc tritontest.Config) (*front.Front, *tritontest.Server, *grpc.ClientConn) {
+	t.Helper()
+	ts, err := tritontest.New(tc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ts.Close()
+	t.Cleanup(func() { _ = ts.Close() })
 	up := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, ss grpc.ServerStream) error {
 		if m, _ := grpc.MethodFromServerStream(ss); m != streamInfer {
 			return status.Error(codes.Unimplemented, m)
@@ -57,11 +55,15 @@ func TestStreamInferHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = up.Serve(uln) }()
-	defer up.Stop()
+	t.Cleanup(up.Stop)
 
 	cfg := testConfig()
 	cfg.Upstream = uln.Addr().String()
-	r := &readiness{triton: ts, fixed: map[string]front.Verdict{}, cat: map[string]bool{"stream": true}}
+	cat := map[string]bool{}
+	for _, m := range tc.Models {
+		cat[m.Name] = true
+	}
+	r := &readiness{triton: ts, fixed: map[string]front.Verdict{}, cat: cat}
 	f, err := front.New(cfg, front.Deps{Readiness: r})
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +74,20 @@ func TestStreamInferHeld(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- f.Serve(fln) }()
-	defer func() {
+	t.Cleanup(func() {
 		_ = f.Close()
 		<-served
-	}()
+	})
+	return f, ts, dial(t, fln.Addr().String())
+}
 
-	cc := dial(t, fln.Addr().String())
+// TestStreamInferHeld: a ModelStreamInfer whose first request is for a model that is not
+// loaded is held, then every message passes in both directions. The project's proto subset
+// and tritontest have no ModelStreamInfer, so the upstream here serves it by calling
+// tritontest's ModelInfer per message and answering with the ModelInferResponse (Triton wraps
+// it in a ModelStreamInferResponse, which the front never reads).
+func TestStreamInferHeld(t *testing.T) {
+	f, ts, cc := streamFront(t, oneModel("stream", 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cs, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, streamInfer)
@@ -121,5 +131,59 @@ func TestStreamInferHeld(t *testing.T) {
 	}
 	if diff := cmp.Diff(ids, got); diff != "" {
 		t.Errorf("responses (-want +got):\n%s", diff)
+	}
+}
+
+// TestDrainEndsIdleStream: a ModelStreamInfer stream that stays open after its answers does
+// not hold the drain to its deadline: once every request it carried is answered and nothing
+// has passed for the front's quiet time (2 s), the drain ends it UNAVAILABLE and reports
+// drained. A stream whose request is still executing is not idle: the drain waits for its
+// answer, which the client gets. Before, one idle stream made every drain run to its deadline.
+func TestDrainEndsIdleStream(t *testing.T) {
+	tc := oneModel("stream", 0)
+	tc.StartupModels = []string{"stream"}
+	tc.Models[0].ServiceTime = 3 * time.Second
+	f, _, cc := streamFront(t, tc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func(id string) grpc.ClientStream {
+		t.Helper()
+		cs, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, streamInfer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.SendMsg(&inference.ModelInferRequest{ModelName: "stream", Id: id}); err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	idle := open("idle")
+	var resp inference.ModelInferResponse
+	if err := idle.RecvMsg(&resp); err != nil || resp.GetId() != "idle" {
+		t.Fatalf("first answer: %v %q", err, resp.GetId())
+	}
+	busy := open("busy")  // executes for 3 s from now
+	for f.Active() != 2 { // both streams entered the front
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	f.StartDrain()
+	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer dcancel()
+	if err := f.Drain(dctx); err != nil {
+		t.Fatalf("drain with one idle stream and one executing: %v after %s, want drained", err, time.Since(start))
+	}
+	took := time.Since(start)
+	if took < 3*time.Second || took > 10*time.Second {
+		t.Errorf("drained after %s, want after the busy stream's 3 s request and its 2 s quiet, well before the 15 s deadline", took)
+	}
+	if err := idle.RecvMsg(&resp); status.Code(err) != codes.Unavailable {
+		t.Errorf("idle stream after the drain: %v, want UNAVAILABLE (reopen elsewhere)", err)
+	}
+	if err := busy.RecvMsg(&resp); err != nil || resp.GetId() != "busy" {
+		t.Errorf("busy stream's answer: %v %q, want its answer before the drain ended it", err, resp.GetId())
+	}
+	if n := f.Active(); n != 0 {
+		t.Errorf("Active after the drain = %d, want 0", n)
 	}
 }
