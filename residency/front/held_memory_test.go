@@ -1,10 +1,8 @@
 package front_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,22 +25,16 @@ func TestStalledReadersCountAsHeld(t *testing.T) {
 	h := start(t, oneModel("cold", 0), cfg, false, "cold") // never loaded
 	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
 	defer srv.Close()
+	// Closed before srv.Close (deferred above), which waits for active connections.
 	var conns []net.Conn
-	defer func() { // before srv.Close, which waits for active connections
+	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
 	stall := func() net.Conn {
-		t.Helper()
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := rawRequest(t, srv.Listener.Addr().String(), "POST /v2/models/cold/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
 		conns = append(conns, c)
-		if _, err := io.WriteString(c, "POST /v2/models/cold/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n"); err != nil {
-			t.Fatal(err)
-		}
 		return c
 	}
 	for range cfg.MaxHeldRequests {
@@ -56,9 +48,7 @@ func TestStalledReadersCountAsHeld(t *testing.T) {
 		}
 	}
 	for i := range 5 {
-		c := stall()
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		line, err := bufio.NewReader(c).ReadString('\n')
+		line, err := statusLine(stall())
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 503") {
 			t.Errorf("stalled reader %d past the bound of %d: %q (%v), want 503 at once", cfg.MaxHeldRequests+i+1, cfg.MaxHeldRequests, line, err)
 		}

@@ -59,6 +59,27 @@ func postChunked(t *testing.T, ctx context.Context, base, model string, body io.
 	return resp.StatusCode
 }
 
+// rawRequest opens a connection to addr and writes text on it (a request head, perhaps part of
+// a body), leaving the connection open; it is closed at cleanup.
+func rawRequest(t *testing.T, addr, text string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, text); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// statusLine reads the first line of the answer on c, waiting at most 10 s.
+func statusLine(c net.Conn) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return bufio.NewReader(c).ReadString('\n')
+}
+
 // rawChunkedStatus sends the head of a chunked infer request and no body, and returns the
 // status line the server answers within 10 s ("" when none).
 func rawChunkedStatus(t *testing.T, addr, model string) string {
@@ -168,15 +189,8 @@ func TestHTTPDeclaredLengthIsNotCharged(t *testing.T) {
 	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
 	defer srv.Close()
 
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	// 4 MiB declared, 1 byte sent, the connection kept open.
-	if _, err := io.WriteString(c, "POST /v2/models/a/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
+	rawRequest(t, srv.Listener.Addr().String(), "POST /v2/models/a/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n{")
 	const want = front.ReadChunk + front.ReaderOverhead
 	for deadline := time.Now().Add(10 * time.Second); h.front.ReadingBytes("a") != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -281,21 +295,13 @@ func TestHTTPForwardedBodyDeadline(t *testing.T) {
 	h := start(t, tc, cfg, false, "hot")
 	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "POST /v2/models/hot/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
+	c := rawRequest(t, srv.Listener.Addr().String(), "POST /v2/models/hot/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
 	for deadline := time.Now().Add(5 * time.Second); h.front.Forwarding()["hot"] != 1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Forwarding = %v, want hot: 1 while its body arrives", h.front.Forwarding())
 		}
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := statusLine(c)
 	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 408") {
 		t.Errorf("stalled forwarded body: %q (%v), want 408 after the 1 s hold timeout", line, err)
 	}
@@ -317,20 +323,12 @@ func TestHTTPHeldHalfCloseNotOK(t *testing.T) {
 	h := start(t, oneModel("cold", 0), testConfig(), false, "cold") // never loaded
 	srv := httptest.NewServer(h.front.HTTPHandler(httpUpstream(t, h)))
 	defer srv.Close()
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "POST /v2/models/cold/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-		t.Fatal(err)
-	}
+	c := rawRequest(t, srv.Listener.Addr().String(), "POST /v2/models/cold/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
 	waitHeld(t, h, "cold", 1)
 	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := statusLine(c)
 	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 503") {
 		t.Errorf("held request after the client's half-close: %q (%v), want 503", line, err)
 	}
