@@ -7,6 +7,9 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Instances is Alibaba's cluster-trace-gpu-v2025 DLRM instance lifecycle
@@ -18,7 +21,17 @@ type Instances struct {
 	// EndS is the trace's last timestamp, seconds.
 	EndS float64
 	Apps []AppTrajectory
+	// SkippedCN counts the CN (CPU node) instance rows left out: only HN
+	// (GPU) instances are replica trajectories of a GPU pool.
+	SkippedCN int
 }
+
+// Instance roles of the DLRM trace (its README: HN = heterogeneous GPU node
+// instance, CN = CPU node instance).
+const (
+	RoleHN = "HN"
+	RoleCN = "CN"
+)
 
 // AppTrajectory is one service's GPU (role HN) replicas over time.
 type AppTrajectory struct {
@@ -44,7 +57,10 @@ type Step struct {
 // ReadInstances reads disaggregated_DLRM_trace.csv: instance_sn, role
 // (HN = GPU instance, CN = CPU instance), app_name, gpu_request,
 // creation_time and deletion_time (seconds since trace start; empty means
-// before the start / after the end). Only HN rows count.
+// before the start / after the end). Only HN rows count; CN rows are
+// counted in SkippedCN. Any other role is a *ParseError naming the line,
+// the column and the accepted values; a trace without HN rows is
+// ErrEmptyTrace.
 func ReadInstances(r io.Reader) (*Instances, error) {
 	t, err := newTable(r, "instance_sn", "role", "app_name", "gpu_request", "creation_time", "deletion_time")
 	if err != nil {
@@ -62,14 +78,20 @@ func ReadInstances(r io.Reader) (*Instances, error) {
 		g          float64
 	}
 	end := 0.0
+	skippedCN := 0
 	for {
 		if err := t.next(); err == io.EOF {
 			break
 		} else if err != nil {
 			return nil, err
 		}
-		if t.str("role") != "HN" {
+		switch role := t.str("role"); role {
+		case RoleHN:
+		case RoleCN:
+			skippedCN++
 			continue
+		default:
+			return nil, t.fail("role", role, "want %s (GPU instance) or %s (CPU instance)", RoleHN, RoleCN)
 		}
 		app := t.str("app_name")
 		if app == "" {
@@ -111,7 +133,13 @@ func ReadInstances(r io.Reader) (*Instances, error) {
 			events[r.app] = append(events[r.app], ev{r.end, -1})
 		}
 	}
-	in := &Instances{EndS: end}
+	if len(rows) == 0 {
+		if skippedCN > 0 {
+			return nil, fmt.Errorf("%w: no %s (GPU instance) rows; all %d rows are %s (CPU instance) rows", ErrEmptyTrace, RoleHN, skippedCN, RoleCN)
+		}
+		return nil, fmt.Errorf("%w: the file has a header and no rows", ErrEmptyTrace)
+	}
+	in := &Instances{EndS: end, SkippedCN: skippedCN}
 	for app, evs := range events {
 		slices.SortStableFunc(evs, func(a, b ev) int { return cmp.Compare(a.t, b.t) })
 		at := AppTrajectory{App: app, GPUSeconds: gpus[app], Min: math.MaxInt}
@@ -157,7 +185,11 @@ func ReadInstances(r io.Reader) (*Instances, error) {
 func (in *Instances) WriteTable(w io.Writer, top int) error {
 	var b bytes.Buffer
 	hours := in.EndS / 3600
-	fmt.Fprintf(&b, "Recorded production autoscaler (Alibaba DLRM instance trace, %d GPU services, %.1f days). The trace has instance lifecycles but no requests: queue wait, SLO attainment and the policy comparison cannot be computed from it, so replay reports the recorded replica trajectories only.\n\n", len(in.Apps), hours/24)
+	fmt.Fprintf(&b, "Recorded production autoscaler (Alibaba DLRM instance trace, %d GPU services, %.1f days). The trace has instance lifecycles but no requests: queue wait, SLO attainment and the policy comparison cannot be computed from it, so replay reports the recorded replica trajectories only.", len(in.Apps), hours/24)
+	if in.SkippedCN > 0 {
+		fmt.Fprintf(&b, " %d %s (CPU instance) rows left out: only %s (GPU instance) rows are counted.", in.SkippedCN, RoleCN, RoleHN)
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| app | GPU-h recorded | GPU-h static at peak | recorded ÷ static | mean replicas | min | peak | changes/h |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var tot, totPeak float64
 	for i, a := range in.Apps {
@@ -174,10 +206,20 @@ func (in *Instances) WriteTable(w io.Writer, top int) error {
 			if peakH > 0 {
 				ratio = gh / peakH
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %s |\n", a.App, fnum(gh, 0), fnum(peakH, 0), fnum(ratio, 2), fnum(a.Mean, 1), a.Min, a.Peak, fnum(float64(a.Changes)/hours, 2))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %s |\n", mdCell(a.App), fnum(gh, 0), fnum(peakH, 0), fnum(ratio, 2), fnum(a.Mean, 1), a.Min, a.Peak, fnum(float64(a.Changes)/hours, 2))
 		}
 	}
 	fmt.Fprintf(&b, "| all %d apps | %s | %s | %s | | | | |\n", len(in.Apps), fnum(tot, 0), fnum(totPeak, 0), fnum(tot/totPeak, 2))
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// mdCell makes s safe in one Markdown table cell: a name with a control
+// character (a newline ends the row) is written quoted as Go writes it
+// (strconv.Quote), and | is written \| (splitRow reads it back).
+func mdCell(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		s = strconv.Quote(s)
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
 }

@@ -96,6 +96,9 @@ func ResolvePath(path string) (string, error) {
 		p, _, _ := strings.Cut(found[0], " (")
 		return p, nil
 	case 0:
+		if len(csvs) == 0 {
+			return "", noCSVFiles(path)
+		}
 		names := make([]string, len(csvs))
 		for i, p := range csvs {
 			names[i] = filepath.Base(p)
@@ -103,6 +106,33 @@ func ResolvePath(path string) (string, error) {
 		return "", fmt.Errorf("%s: no trace among its %d CSV files (%s); pass a trace file", path, len(csvs), strings.Join(names, ", "))
 	}
 	return "", fmt.Errorf("%s: %w (--trace=FILE):\n  %s", path, ErrAmbiguousFolder, strings.Join(found, "\n  "))
+}
+
+// maxListed bounds the subfolders noCSVFiles names.
+const maxListed = 10
+
+// noCSVFiles is ResolvePath's error for a folder without *.csv files,
+// naming at most maxListed of its subfolders (it said "no trace among its 0
+// CSV files ()").
+func noCSVFiles(path string) error {
+	entries, _ := os.ReadDir(path) // sorted by name; unreadable: no subfolders named
+	var dirs []string
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			if n++; len(dirs) < maxListed {
+				dirs = append(dirs, e.Name())
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: the folder has no CSV files; pass a trace file or a folder holding one", path)
+	}
+	more := ""
+	if n > len(dirs) {
+		more = fmt.Sprintf(" and %d more", n-len(dirs))
+	}
+	return fmt.Errorf("%s: the folder has no CSV files, only %d subfolders (%s%s); pass a trace file or the subfolder holding one", path, n, strings.Join(dirs, ", "), more)
 }
 
 // headerFormat detects the format of the file at p from its first line.

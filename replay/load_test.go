@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,9 +110,78 @@ func TestResolvePathFolders(t *testing.T) {
 		}
 	}
 
+	// Only subfolders: it said "no trace among its 0 CSV files ()".
+	nested := t.TempDir()
+	for i := range 12 {
+		if err := os.Mkdir(filepath.Join(nested, fmt.Sprintf("d%02d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, nested, "README.md", []byte("# not a csv\n"))
+	if _, err := ResolvePath(nested); err == nil || err.Error() != nested+": the folder has no CSV files, only 12 subfolders (d00, d01, d02, d03, d04, d05, d06, d07, d08, d09 and 2 more); pass a trace file or the subfolder holding one" {
+		t.Errorf("ResolvePath(subfolders only) = %v", err)
+	}
+	if empty := t.TempDir(); true {
+		if _, err := ResolvePath(empty); err == nil || err.Error() != empty+": the folder has no CSV files; pass a trace file or a folder holding one" {
+			t.Errorf("ResolvePath(empty folder) = %v", err)
+		}
+	}
+
 	none := t.TempDir()
 	writeFile(t, none, "qps.csv", mon)
 	if _, err := ResolvePath(none); err == nil || !strings.Contains(err.Error(), "no trace among its 1 CSV files (qps.csv)") {
 		t.Errorf("ResolvePath(no trace) = %v, want an error listing qps.csv", err)
+	}
+}
+
+// TestRunInstancesOutputs: the DLRM instance trace has no time series and
+// no summary. Its run names only table.md and report.html (it named all
+// four) and removes the timeseries.csv and summary.json an earlier run left
+// in --out, which a reader would have taken for this trace's results. An
+// app_name with | or a newline stays in its table cell.
+func TestRunInstancesOutputs(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "dlrm.csv", []byte("instance_sn,role,app_name,gpu_request,creation_time,deletion_time\n"+
+		"i0,HN,\"a|b\",1,,\n"+
+		"i1,HN,\"c\nd\",1,0,100\n"+
+		"i2,CN,a,0,,\n"))
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, out, "summary.json", []byte(`{"trace": "an earlier run"}`))
+	writeFile(t, out, "timeseries.csv", []byte("policy\n"))
+	cfg := DefaultRunConfig()
+	cfg.TracePath, cfg.OutDir = trace, out
+	var stdout, stderr bytes.Buffer
+	cfg.Stdout, cfg.Stderr = &stdout, &stderr
+	if err := Run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := func(f string) string { return filepath.Join(out, f) }
+	want := "wrote " + p("table.md") + " and " + p("report.html") + "\n" +
+		"removed " + p("timeseries.csv") + " and " + p("summary.json") + ", left by an earlier run (this trace has no time series or summary)\n"
+	if got := stderr.String(); got != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
+	}
+	for _, f := range []string{"summary.json", "timeseries.csv"} {
+		if _, err := os.Stat(p(f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still in --out (stat: %v)", f, err)
+		}
+	}
+	for _, row := range []string{"| a\\|b | 0 | 0 | 1.00 | 1.0 | 1 | 1 | 0.00 |", `| "c\nd" | 0 | 0 | 1.00 | 1.0 | 0 | 1 | 36.00 |`} {
+		if !strings.Contains(stdout.String(), "\n"+row+"\n") {
+			t.Errorf("table lacks the row %q:\n%s", row, stdout.String())
+		}
+	}
+	if !strings.Contains(stdout.String(), "1 CN (CPU instance) rows left out: only HN (GPU instance) rows are counted.") {
+		t.Errorf("table does not report the CN row left out:\n%s", stdout.String())
+	}
+	html, err := os.ReadFile(p("report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<td>a|b</td>") {
+		t.Errorf("report.html lacks the cell a|b")
 	}
 }

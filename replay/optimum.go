@@ -80,6 +80,19 @@ type Bound struct {
 	ReplicaSeconds, WorkReplicaSeconds, CoverReplicaSeconds float64
 	// Lambda is the dual's maximiser, replica-seconds per miss.
 	Lambda float64
+	// Unreachable is set when no schedule within the pool's bounds can meet
+	// the SLO: even with every window at its largest allowed count
+	// (MaxReplicas, and the initial pool before the first cold start ends)
+	// the isolated replays miss MinMisses > (1 − q)·N requests, a lower
+	// bound on any schedule's misses (fact 1). The constrained minimum is
+	// then over no schedule and the dual grows without limit, so the bound
+	// is the work bound alone (ReplicaSeconds = WorkReplicaSeconds,
+	// CoverReplicaSeconds 0). MissBudget is (1 − q)·N.
+	Unreachable           bool
+	MinMisses, MissBudget float64
+	// dual is the dual's best value, replica-seconds (CoverReplicaSeconds
+	// but when Unreachable); bestBound keeps the K with the largest.
+	dual   float64
 	tables []windowTable
 }
 
@@ -99,10 +112,14 @@ func boundWindow(cfg PoolConfig, k int) float64 {
 	return math.Min(60, math.Floor((coldMin(cfg)-cfg.SLO.Seconds())/float64(k+1)))
 }
 
-// bestBound computes the bound for K = 1, 2, 3 and keeps the largest.
+// bestBound computes the bound for K = 1, 2, 3 and keeps the largest. When
+// any K shows that the SLO cannot be met (Bound.Unreachable), the bound is
+// the work bound; the windows of the largest dual value are kept to seed
+// the optimum's search.
 func bestBound(cfg PoolConfig, windows func(L float64) (int, func(int) float64, missFunc), totalWorkS, requests float64) *Bound {
 	best := &Bound{WorkReplicaSeconds: totalWorkS / float64(cfg.Slots)}
 	best.ReplicaSeconds = best.WorkReplicaSeconds
+	var unreachable *Bound
 	for k := 1; k <= 3; k++ {
 		L := boundWindow(cfg, k)
 		if L < 1 {
@@ -113,9 +130,16 @@ func bestBound(cfg PoolConfig, windows func(L float64) (int, func(int) float64, 
 		if b == nil {
 			break
 		}
-		if b.CoverReplicaSeconds > best.CoverReplicaSeconds {
+		if b.Unreachable && (unreachable == nil || b.MinMisses > unreachable.MinMisses) {
+			unreachable = b
+		}
+		if b.dual > best.dual {
 			best = b
 		}
+	}
+	if unreachable != nil {
+		best.Unreachable, best.MinMisses, best.MissBudget = true, unreachable.MinMisses, unreachable.MissBudget
+		best.CoverReplicaSeconds, best.ReplicaSeconds = 0, best.WorkReplicaSeconds
 	}
 	return best
 }
@@ -175,6 +199,17 @@ func computeBound(cfg PoolConfig, k int, L float64, nWin int, arrivals func(w in
 		}
 	}
 	budget := (1 - cfg.SLOTarget) * requests
+	// The fewest misses any schedule can have: every window at its largest
+	// candidate count (m is non-increasing in R). Above the budget no
+	// schedule meets the SLO, and the dual below grows with λ to its
+	// search cap (254,947,226 GPU-hours on the coding trace with no
+	// replica ready at start and a 10-minute cold start).
+	var least float64
+	for w := range b.tables {
+		t := &b.tables[w]
+		least += t.m(t.cand[len(t.cand)-1])
+	}
+	b.MinMisses, b.MissBudget, b.Unreachable = least, budget, least > budget
 	lo, hi := math.Log(1e-9), math.Log(1e9)
 	bestV, bestL := 0.0, 0.0
 	for range 80 {
@@ -189,8 +224,12 @@ func computeBound(cfg PoolConfig, k int, L float64, nWin int, arrivals func(w in
 			hi = mid
 		}
 	}
-	b.CoverReplicaSeconds, b.Lambda = bestV, bestL
+	b.CoverReplicaSeconds, b.Lambda, b.dual = bestV, bestL, bestV
 	b.ReplicaSeconds = math.Max(b.WorkReplicaSeconds, bestV)
+	if b.Unreachable {
+		// λ is kept: the optimum's search still starts from these windows.
+		b.CoverReplicaSeconds, b.ReplicaSeconds = 0, b.WorkReplicaSeconds
+	}
 	return b
 }
 

@@ -72,7 +72,10 @@ func (c *Comparison) Rows() []Row {
 	}
 	lb := c.BoundGPUHours()
 	setting := "Σ service ÷ slots"
-	if c.Bound.WindowS > 0 {
+	switch {
+	case c.Bound.Unreachable:
+		setting = "Σ service ÷ slots (the SLO cannot be met within the pool's bounds)"
+	case c.Bound.WindowS > 0:
 		setting = fmt.Sprintf("cold start billed, whole replicas, SLO quantile; windows %gs", c.Bound.WindowS)
 	}
 	rows = append(rows, Row{Policy: "bound", SettingSet: SetBound, Setting: setting, GPUHours: lb, Cost: lb * c.Pool.PricePerGPUHour,
@@ -148,8 +151,10 @@ func fwait(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "–"
-	case math.IsInf(v, 1) || v > 1e6:
-		return "∞"
+	case math.IsInf(v, 1):
+		// Past the wait histogram's top edge (waitHist.quantile): requests
+		// never served, or served after more than 18.6 h.
+		return ">" + strconv.FormatFloat(histTopS, 'f', 1, 64) + "s"
 	case v < 1:
 		return strconv.FormatFloat(v*1000, 'f', 0, 64) + "ms"
 	}
@@ -190,6 +195,9 @@ func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 	if c.Note != "" {
 		b.WriteString(" " + c.Note)
 	}
+	if u := c.UnreachableNote(); u != "" {
+		b.WriteString(" " + u)
+	}
 	if gap := c.Gap(); !math.IsNaN(gap) {
 		fmt.Fprintf(&b, " Optimum ÷ bound = %s (gap %s%%; %d plans replayed).", fnum(1+gap, 3), fnum(100*gap, 1), c.OptimumRuns)
 	}
@@ -214,6 +222,17 @@ func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// UnreachableNote says, when the bound found that no schedule within the
+// pool's bounds meets the SLO (Bound.Unreachable), by how much, and that
+// the bound is then Σ service ÷ slots; empty otherwise.
+func (c *Comparison) UnreachableNote() string {
+	if c.Bound == nil || !c.Bound.Unreachable {
+		return ""
+	}
+	return fmt.Sprintf("The SLO cannot be met: with at most %d replicas (%d ready at start, none more ready before the first cold start ends) at least %s of the %s requests wait longer than %s, over the %s the SLO allows; no policy or plan can meet it, and the bound is Σ service ÷ slots.",
+		c.Pool.MaxReplicas, c.Pool.InitialReplicas, fnum(c.Bound.MinMisses, 0), fnum(c.Requests, 0), c.Pool.SLO, fnum(c.Bound.MissBudget, 0))
 }
 
 // Gap is optimum ÷ bound − 1 (NaN without an optimum meeting the SLO).
@@ -451,7 +470,15 @@ func (c *Comparison) Section() (Section, error) {
 
 func bytesLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
 
-func splitRow(l string) []string { return strings.Split(strings.Trim(l, "| "), " | ") }
+// splitRow splits a Markdown table row into its cells; a cell's \| (mdCell)
+// is read back as |.
+func splitRow(l string) []string {
+	cells := strings.Split(strings.Trim(l, "| "), " | ")
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, `\|`, "|")
+	}
+	return cells
+}
 
 // WriteHTML writes a self-contained report (inline SVG, no scripts, no
 // external resources).

@@ -554,8 +554,12 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	s := newResSim(tr, cfg, sizes, loads, budget, ResidencyInferscale)
 	cat := plan.Catalog{IdleTimeout: cfg.IdleTimeout, MinResidency: cfg.MinResidency}
 	const profile = "replay"
+	names := make([]string, len(tr.Models))
+	ids := make(map[string]int, len(tr.Models))
 	for i := range tr.Models {
-		cat.Models = append(cat.Models, plan.Model{Name: modelName(i), Tier: plan.TierP1, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(tr.Models[i]))),
+		names[i] = modelName(i)
+		ids[names[i]] = i
+		cat.Models = append(cat.Models, plan.Model{Name: names[i], Tier: plan.TierP1, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(tr.Models[i]))),
 			PeakMemoryBytes: map[string]int64{profile: sizes[i]}, LoadTime: loads[i]})
 	}
 	if err := cat.Validate(); err != nil {
@@ -571,6 +575,15 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	hold := cfg.HoldTimeout.Seconds()
 	var loadWait plan.DecayedMean // the controller's: from a load's oldest held request to its start
 	active := map[int32]bool{}    // models with a non-negligible estimate or waiting requests
+	// ready holds the READY models. Every model a step observes, plans or wakes on is READY
+	// or active (a model with requests waiting is active), so a step costs what those cost,
+	// not what the catalog does: every step looped over all models, and 10,000 models a
+	// week past a trace's end did not finish in minutes.
+	ready := map[int32]bool{}
+	finishLoad := func(t float64) {
+		ready[s.finishLoad(t)] = true
+	}
+	var seen []int32 // a step's models, READY or active, in catalog order
 	i := 0
 	n := len(tr.Requests)
 	end := tr.Duration().Seconds()
@@ -584,7 +597,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			r := tr.Requests[i]
 			at := r.At.Seconds()
 			for s.doneAt <= at {
-				s.finishLoad(s.doneAt)
+				finishLoad(s.doneAt)
 				changed = true
 			}
 			m := &s.models[r.Model]
@@ -601,7 +614,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			}
 		}
 		for s.doneAt <= t {
-			s.finishLoad(s.doneAt)
+			finishLoad(s.doneAt)
 			changed = true
 		}
 		for nextSample <= t {
@@ -630,30 +643,40 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 				if rm.state != rmOff || len(rm.pending) > 0 {
 					// A model that is not loaded is wanted only while requests wait for it
 					// (on-demand admission; its history still sets its worth).
-					demand[modelName(int(m))] = rm.est.Rate(now, halfLife)
+					demand[names[m]] = rm.est.Rate(now, halfLife)
 				}
 			}
+			seen = seen[:0]
+			for m := range ready {
+				seen = append(seen, m)
+			}
+			for m := range active {
+				if !ready[m] {
+					seen = append(seen, m)
+				}
+			}
+			slices.Sort(seen)
 			obs := plan.Observed{Models: map[string]plan.ModelStatus{}, LoadWait: time.Duration(loadWait.Mean() * 1e9)}
-			for id := range s.models {
+			for _, id := range seen {
 				m := &s.models[id]
 				switch m.state {
 				case rmReady:
-					obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9)),
+					obs.Models[names[id]] = plan.ModelStatus{State: plan.StateReady, LoadedSince: t0.Add(time.Duration(m.since * 1e9)), LastUsed: t0.Add(time.Duration(m.lastUsed * 1e9)),
 						Executing: m.executing(t)}
 				default:
 					if len(m.pending) > 0 { // held for the load, as the sidecar's front holds them
-						obs.Models[modelName(id)] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending),
+						obs.Models[names[id]] = plan.ModelStatus{State: plan.StateUnavailable, Queued: len(m.pending),
 							WaitingSince: t0.Add(time.Duration(m.heldSince(t, hold) * 1e9))}
 					}
 				}
 			}
-			// Plan sees only models that are loaded or in demand: it skips every other
-			// catalog entry anyway (not wanted, not resident), so the answer is the same and
-			// a 1,350-model catalog costs what its working set costs.
+			// Plan sees only models that are loaded or in demand, in catalog order: it skips
+			// every other catalog entry anyway (not wanted, not resident), so the answer is the
+			// same and a 1,350-model catalog costs what its working set costs.
 			sub := cat
 			sub.Models = sub.Models[:0:0]
-			for id := range s.models {
-				name := modelName(id)
+			for _, id := range seen {
+				name := names[id]
 				if _, ok := obs.Models[name]; ok || demand[name] > 0 {
 					sub.Models = append(sub.Models, cat.Models[id])
 				}
@@ -684,8 +707,8 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 			// As the controller's step: the plan's leading unloads, or else its first load,
 			// which the step waits for.
 			for k, a := range actions {
-				var id int
-				if _, err := fmt.Sscanf(a.Model, "m%05d", &id); err != nil {
+				id, ok := ids[a.Model]
+				if !ok {
 					return ResidencyResult{}, fmt.Errorf("plan named unknown model %q", a.Model)
 				}
 				m := &s.models[id]
@@ -696,6 +719,7 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 					if m.state == rmReady {
 						m.state = rmOff
 						s.used -= m.size
+						delete(ready, int32(id))
 					}
 					next, changed = t+settle, true
 					continue
@@ -742,11 +766,26 @@ func runPlan(tr *Trace, cfg ResidencyConfig, sizes []int64, loads []time.Duratio
 	}
 }
 
+// MaxResidencyModels bounds the models of a trace the residency replay
+// takes: three times the largest shared multi-model trace's (the Azure
+// Functions sample, 1,350), as MaxTraceSpan is three times the longest
+// shared trace. A plan step costs what the models loaded or waiting cost
+// (plan.Decide ranks them all), and there is about one step per load, so a
+// trace whose models all wait for their first load costs models² : 1,000,
+// 2,000 and 4,000 models each requested twice 0.2 s apart took 3, 14 and
+// 56 s for inferscale at one budget on the shared 2-core machine, and
+// 10,000 did not finish in minutes.
+const MaxResidencyModels = 3 * 1350
+
 // CompareResidency runs plan.Plan, LRU, LFU, GreedyDual-Size and Belady's
-// furthest-next-use on the trace at each budget of cfg.
+// furthest-next-use on the trace at each budget of cfg. A trace with more
+// than MaxResidencyModels models is an error wrapping ErrTooLarge.
 func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, error) {
 	if len(tr.Requests) == 0 {
 		return nil, ErrEmptyTrace
+	}
+	if err := checkResidencyModels(len(tr.Models)); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -787,6 +826,14 @@ func CompareResidency(tr *Trace, cfg ResidencyConfig) (*ResidencyComparison, err
 		}
 	}
 	return rc, nil
+}
+
+// checkResidencyModels refuses more than MaxResidencyModels models.
+func checkResidencyModels(n int) error {
+	if n > MaxResidencyModels {
+		return fmt.Errorf("residency replay: %w: %d models; want 2 to %d (MaxResidencyModels, three times the Azure Functions sample's 1,350)", ErrTooLarge, n, MaxResidencyModels)
+	}
+	return nil
 }
 
 // Result returns the run of policy at budget, and whether there is one.

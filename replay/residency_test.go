@@ -2,6 +2,9 @@ package replay
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -293,5 +296,35 @@ func TestHeldSinceCapsAtHoldTimeout(t *testing.T) {
 		if got := m.heldSince(tt.t, 60); got != tt.want {
 			t.Errorf("heldSince(%g, 60) with pending from 10 s = %g; want %g", tt.t, got, tt.want)
 		}
+	}
+}
+
+// TestResidencyRefusesTooManyModels: a trace past MaxResidencyModels is
+// refused before the pool comparison runs, naming the model count and the
+// range (10,000 models did not finish in minutes: a plan step ranks every
+// model waiting, about once per load); --residency=false replays the pool.
+func TestResidencyRefusesTooManyModels(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("timestamp,model\n")
+	for i := range MaxResidencyModels + 1 {
+		fmt.Fprintf(&b, "%d,m%d\n", i, i)
+	}
+	dir := t.TempDir()
+	cfg := DefaultRunConfig()
+	cfg.TracePath = writeFile(t, dir, "many.csv", []byte(b.String()))
+	cfg.OutDir = filepath.Join(dir, "out")
+	cfg.Policies, cfg.NoOptimum, cfg.Hindsight = []string{FamilyStatic}, true, false
+	cfg.Stdout, cfg.Stderr = io.Discard, io.Discard
+	err := Run(cfg)
+	want := "many.csv: residency replay: trace too large: 4051 models; want 2 to 4050 (MaxResidencyModels, three times the Azure Functions sample's 1,350); pass --residency=false to compare the pools only, or --model to keep fewer models"
+	if !errors.Is(err, ErrTooLarge) || err.Error() != want {
+		t.Fatalf("Run = %v, want %q", err, want)
+	}
+	if _, err := os.Stat(cfg.OutDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out exists after the refusal (stat: %v)", err)
+	}
+	cfg.Residency = false
+	if err := Run(cfg); err != nil {
+		t.Errorf("Run with residency off = %v, want nil", err)
 	}
 }

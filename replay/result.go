@@ -115,28 +115,40 @@ func (r Result) GPUHours(gpusPerReplica int) float64 {
 }
 
 // waitHist is a log-linear histogram of waits: bucket 0 holds zero waits,
-// then 32 buckets per doubling from 1 ms; relative error ≤ 2.2 %.
+// then 32 buckets per doubling from 1 ms to histTopS; relative error ≤
+// 2.2 %. Waits at or past histTopS, and requests never served (+Inf), are
+// counted in over.
 type waitHist struct {
 	b     [1 + 32*26]float64
+	over  float64
 	total float64
 }
 
-const histMinS = 1e-3
+// histMinS is the first bucket's lower edge and histTopS the last one's
+// upper edge, 2^26 ms (67,108.9 s, 18.6 h): a quantile past it is reported
+// as +Inf, shown as ">67108.9s" (fwait) and in summary.json as histTopS
+// with waitP99Overflow set.
+const (
+	histMinS = 1e-3
+	histTopS = histMinS * (1 << 26)
+)
 
 func (h *waitHist) add(w, n float64) {
 	h.total += n
-	if w < histMinS {
+	switch {
+	case w < histMinS:
 		h.b[0] += n
-		return
+	case w >= histTopS: // and +Inf: never served
+		h.over += n
+	default:
+		h.b[min(len(h.b)-1, 1+int(math.Log2(w/histMinS)*32))] += n
 	}
-	i := len(h.b) - 1
-	if w < histMinS*math.Exp2(float64(i-1)/32) {
-		i = 1 + int(math.Log2(w/histMinS)*32)
-	}
-	h.b[i] += n
 }
 
-// quantile returns the upper edge of the bucket holding quantile q.
+// quantile returns the upper edge of the bucket holding quantile q, or
+// +Inf when q lands past histTopS (requests never served, or waiting
+// longer): the histogram does not know how long those waited, and its top
+// edge (67,108.9 s) was reported as though they had waited exactly that.
 func (h *waitHist) quantile(q float64) float64 {
 	if h.total == 0 {
 		return 0
@@ -152,7 +164,10 @@ func (h *waitHist) quantile(q float64) float64 {
 			return histMinS * math.Exp2(float64(i)/32)
 		}
 	}
-	return histMinS * math.Exp2(float64(len(h.b)-1)/32)
+	if h.over > 0 {
+		return math.Inf(1)
+	}
+	return histTopS
 }
 
 // history keeps per-second cumulative counters for the last 61 seconds.

@@ -1008,12 +1008,25 @@ func WriteRetryTable(w io.Writer, rs []RetryResult) error {
 		return err
 	}
 	for _, r := range rs {
-		if _, err := fmt.Fprintf(w, "| %s | %s: %s | %.2f / %.2f | %s | %.2f | %.2f | %.2f %% | $%.3f | %d |\n", r.Clients, r.Policy, r.Setting,
-			r.Amplification, r.PeakAmplification, minuteRanges(r.StormMinutes), r.GPUHours, r.WastedGPUHours, r.VerifiedPercent, r.CostPer1kVerified, r.PeakReplicas); err != nil {
+		if _, err := fmt.Fprintf(w, "| %s | %s: %s | %.2f / %.2f | %s | %.2f | %.2f | %.2f %% | %s | %d |\n", r.Clients, r.Policy, r.Setting,
+			r.Amplification, r.PeakAmplification, minuteRanges(r.StormMinutes), r.GPUHours, r.WastedGPUHours, r.VerifiedPercent, dollars(r.CostPer1kVerified), r.PeakReplicas); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dollars writes a cost as $0.123; a cost per result when no result was
+// verified (a cost ÷ 0) is ∞, and one with no cost either (0 ÷ 0) is –
+// ("$+Inf" and "$NaN" before).
+func dollars(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "∞"
+	case math.IsNaN(v):
+		return "–"
+	}
+	return fmt.Sprintf("$%.3f", v)
 }
 
 // minuteRanges writes sorted minutes as their count and runs, "0" when

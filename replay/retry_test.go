@@ -468,3 +468,20 @@ func TestRetryEventBound(t *testing.T) {
 		t.Errorf("%d events for %d unique requests and %d sends; want in [unique + retries, %d]", r.Events, r.Unique, r.Sends, retryEventBound(r.Unique, cl))
 	}
 }
+
+// TestRetryTableCostWithoutVerified: a cost per 1,000 verified results when
+// none was verified printed "$+Inf".
+func TestRetryTableCostWithoutVerified(t *testing.T) {
+	var b strings.Builder
+	if err := WriteRetryTable(&b, []RetryResult{{Clients: "c", Policy: "p", Setting: "s", CostPer1kVerified: math.Inf(1)}, {Clients: "c", Policy: "p", Setting: "s", CostPer1kVerified: 1.5}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 0.00 % | ∞ | 0 |", "| 0.00 % | $1.500 | 0 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "Inf") {
+		t.Errorf("table prints Inf:\n%s", b.String())
+	}
+}

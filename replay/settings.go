@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -52,6 +53,9 @@ func DefaultSettings() (Settings, error) { return ParseSettings(settingsYAML) }
 // ParseSettings reads a settings file: both sets, every family of
 // FamilySpecs, each value inside the family's accepted range.
 func ParseSettings(data []byte) (Settings, error) {
+	if err := checkSettingsDocument(data); err != nil {
+		return Settings{}, err
+	}
 	var s Settings
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -79,6 +83,63 @@ func ParseSettings(data []byte) (Settings, error) {
 		}
 	}
 	return s, errors.Join(errs...)
+}
+
+// checkSettingsDocument refuses what the decoder would read without a word:
+// an empty file (it said "settings: EOF"), a second YAML document (it was
+// ignored) and a null value (value: null read as 0), each naming the line
+// and, for a null, the key.
+func checkSettingsDocument(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	switch err := dec.Decode(&root); {
+	case errors.Is(err, io.EOF):
+		return errors.New("settings: the file is empty; want the published and tuned sets, as in replay/settings.yaml")
+	case err != nil:
+		return fmt.Errorf("settings: %w", err)
+	}
+	if len(root.Content) == 0 || isEmptyNode(root.Content[0]) {
+		return errors.New("settings: the file has no settings; want the published and tuned sets, as in replay/settings.yaml")
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return fmt.Errorf("settings: %w", err)
+	case len(next.Content) > 0 && !isEmptyNode(next.Content[0]):
+		return fmt.Errorf("settings: a second YAML document at line %d; the file must hold exactly one", next.Content[0].Line)
+	}
+	var errs []error
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+					errs = append(errs, fmt.Errorf("settings %s: null (line %d); give a value", p, v.Line))
+					continue
+				}
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, v := range n.Content {
+				walk(v, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(root.Content[0], "")
+	return errors.Join(errs...)
+}
+
+// isEmptyNode reports whether n is an empty document's content (a null with
+// no text).
+func isEmptyNode(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == ""
 }
 
 // PolicyEnv is what a family needs from the trace and the pool to build its
@@ -126,8 +187,17 @@ func FamilySpecs() []FamilySpec {
 			Grid: []float64{1, 1.25, 1.5, 2, 2.5, 3, 4},
 			Policy: func(v float64, e PolicyEnv) Policy {
 				n := max(1, int(math.Ceil(v*e.PeakReplicas-1e-9)))
-				p := StaticPolicy(n)
+				// The pool holds what its bounds allow (the simulators clamp every
+				// count to them); the label says so rather than a count never run.
+				held := max(e.Pool.MinReplicas, min(e.Pool.MaxReplicas, n))
+				p := StaticPolicy(held)
 				p.Setting = fmt.Sprintf("×%g peak (%.3g) = %d replicas", v, e.PeakReplicas, n)
+				switch {
+				case held < n:
+					p.Setting = fmt.Sprintf("×%g peak (%.3g) = %d, held at max replicas %d", v, e.PeakReplicas, n, held)
+				case held > n:
+					p.Setting = fmt.Sprintf("×%g peak (%.3g) = %d, held at min replicas %d", v, e.PeakReplicas, n, held)
+				}
 				return p
 			}},
 	}

@@ -395,7 +395,10 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 				s.stepWait, s.stepMiss = 0, 0
 			}
 			nextTick++
-			if i >= n && s.qLen == 0 && nextTick > end {
+			// Past the last arrival, run until nothing waits and nothing is in service: a
+			// request still running at the end is billed until it finishes (the run stopped
+			// with requests in service, so a 1-hour request at the trace's end cost nothing).
+			if i >= n && s.qLen == 0 && s.busy == 0 && nextTick > end {
 				goto done
 			}
 			if nextTick > end+opt.maxOverrunS {

@@ -47,10 +47,38 @@ func TestSimulateRequestsFIFOAndWaits(t *testing.T) {
 	if r.WaitP99 < 2 || r.WaitP99 > 2.05 {
 		t.Errorf("p99 wait %g s, want 2 s within the histogram's 2.2 %%", r.WaitP99)
 	}
-	// Billed until the queue is empty at the first whole second after it
-	// drains: the last request starts at 2.5 s, the run ends at t = 3 s.
-	if r.ReplicaSeconds != 3 {
-		t.Errorf("replica-seconds %g, want 3", r.ReplicaSeconds)
+	// Billed until the last request finishes, at the first whole second
+	// after: it starts at 2.5 s and ends at 3.5 s, the run ends at t = 4 s
+	// (it ended at 3 s, when the queue was empty, before that request was
+	// done).
+	if r.ReplicaSeconds != 4 {
+		t.Errorf("replica-seconds %g, want 4", r.ReplicaSeconds)
+	}
+}
+
+// TestWorkRunningAtTheEndIsBilled: one request of 3,600 s arriving at the
+// trace's only instant is billed until it finishes. The run stopped once
+// the queue was empty, with the request in service: 0.00 GPU-hours against
+// a bound of 0.25 (3,600 s ÷ 4 slots).
+func TestWorkRunningAtTheEndIsBilled(t *testing.T) {
+	w := &Workload{ArrivalS: []float64{0}, ServiceS: []float64{3600}}
+	r := simulateRequests(testPool(4), w, &staticCtl{n: 1}, defaultRunOptions(0, 1))
+	// It finishes at 3,600 s; the tick at 3,600 s sees it done and ends the run.
+	if r.ReplicaSeconds != 3600 || r.SLOMet != 1 || r.DurationS != 3600 {
+		t.Errorf("replica-seconds %g, SLO met %g, simulated %g s; want 3600, 1, 3600", r.ReplicaSeconds, r.SLOMet, r.DurationS)
+	}
+	// Still bounded by the overrun cap: a 1 h request with a 100 s cap is
+	// billed for the 100 s after the end.
+	r = simulateRequests(testPool(4), w, &staticCtl{n: 1}, runOptions{initial: 1, sampleStepS: 60, maxOverrunS: 100})
+	if r.ReplicaSeconds != 100 {
+		t.Errorf("replica-seconds with a 100 s overrun cap: %g, want 100", r.ReplicaSeconds)
+	}
+	c, err := Compare(testPool(4), Workloads{Name: "one long request", Requests: w}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, bound := c.Best[0].GPUHours(1), c.BoundGPUHours(); got < bound || bound != 0.25 {
+		t.Errorf("static %g GPU-h, bound %g; want ≥ the bound, 0.25", got, bound)
 	}
 }
 
@@ -488,5 +516,76 @@ func TestScaleDownVictims(t *testing.T) {
 	if s.reps[5].state != stDraining || s.reps[0].state != stReady || s.spec != 1 || s.ready != 1 || s.freeN != 2 {
 		t.Errorf("after scaleTo(1): states %d, %d; spec %d, ready %d, free slots %d; want replica 5 draining, 0 ready, 1, 1, 2",
 			s.reps[5].state, s.reps[0].state, s.spec, s.ready, s.freeN)
+	}
+}
+
+// TestNeverServedWaitIsNotAFigure: a quantile landing past the wait
+// histogram's top edge (2^26 ms) is +Inf, shown as ">67108.9s" and in
+// summary.json as that edge marked waitP99Overflow; it was reported as a
+// wait of exactly 67108.9 s. Waits below the edge keep their bucket.
+func TestNeverServedWaitIsNotAFigure(t *testing.T) {
+	var h waitHist
+	h.add(60000, 1)
+	if got := h.quantile(1); got < 60000 || got > 60000*1.022 {
+		t.Errorf("quantile of a 60,000 s wait = %g, want within 2.2 %% above it", got)
+	}
+	h.add(70000, 1)       // past the top edge, served
+	h.add(math.Inf(1), 2) // never served
+	if got := h.quantile(0.5); !math.IsInf(got, 1) {
+		t.Errorf("median of 60,000 s, 70,000 s, ∞, ∞ = %g, want +Inf", got)
+	}
+	if got := fwait(h.quantile(0.99)); got != ">67108.9s" {
+		t.Errorf("fwait = %q, want >67108.9s", got)
+	}
+	// One replica of one slot; the first request holds it past the 6 h overrun.
+	w := &Workload{ArrivalS: []float64{0, 0, 0}, ServiceS: []float64{1e5, 1, 1}}
+	cfg := testPool(1)
+	cfg.MaxReplicas = 1
+	c, err := Compare(cfg, Workloads{Name: "never served", Requests: w}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Best[0]
+	if r.SLOMet != 1 || !math.IsInf(r.WaitP50, 1) || !math.IsInf(r.WaitP99, 1) {
+		t.Errorf("SLO met %g, waits p50 %g, p99 %g; want 1 (waits 0, ∞, ∞), +Inf, +Inf", r.SLOMet, r.WaitP50, r.WaitP99)
+	}
+	var tb bytes.Buffer
+	if err := c.WriteTable(&tb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tb.String(), "| >67108.9s | >67108.9s | >67108.9s |") {
+		t.Errorf("table does not show the waits past the histogram:\n%s", tb.String())
+	}
+	row := c.Summary().Rows[0]
+	if row.WaitP99Seconds == nil || *row.WaitP99Seconds != 67108.864 || !row.WaitP99Overflow {
+		t.Errorf("summary waitP99Seconds %v, overflow %v; want 67108.864 (the top edge), true", row.WaitP99Seconds, row.WaitP99Overflow)
+	}
+	if c.Summary().Rows[len(c.Summary().Rows)-1].WaitP99Overflow {
+		t.Error("the bound row is marked waitP99Overflow")
+	}
+}
+
+// TestStaticLabelHeldToBounds: under --max-replicas=1 the static row said
+// "= 71 replicas" while it ran one.
+func TestStaticLabelHeldToBounds(t *testing.T) {
+	fs, _ := familySpec(FamilyStatic)
+	tests := []struct {
+		name     string
+		min, max int
+		want     string
+	}{
+		{"within", 0, 10000, "×1 peak (70.5) = 71 replicas"},
+		{"max", 0, 1, "×1 peak (70.5) = 71, held at max replicas 1"},
+		{"min", 80, 100, "×1 peak (70.5) = 71, held at min replicas 80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := DefaultPoolConfig()
+			pool.MinReplicas, pool.MaxReplicas = tt.min, tt.max
+			p := fs.Policy(1, PolicyEnv{Pool: pool, PeakReplicas: 70.5})
+			if p.Setting != tt.want {
+				t.Errorf("setting %q, want %q", p.Setting, tt.want)
+			}
+		})
 	}
 }

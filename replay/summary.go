@@ -16,6 +16,11 @@ type Summary struct {
 	// Residency holds the residency replay's rows on multi-model traces
 	// (absent otherwise).
 	Residency []ResidencySummaryRow `json:"residency,omitempty"`
+	// SLOUnreachable is true when no schedule within the pool's bounds can
+	// meet the SLO (Bound.Unreachable; the bound row is then Σ service ÷
+	// slots) and absent otherwise; SLOUnreachableNote says by how much.
+	SLOUnreachable     bool   `json:"sloUnreachable,omitempty"`
+	SLOUnreachableNote string `json:"sloUnreachableNote,omitempty"`
 }
 
 // SummarySLO is the queue-wait objective: a request meets it when it waits
@@ -40,8 +45,12 @@ type SummaryRow struct {
 	// WorstHourSLOPercent the same for the trace's worst hour.
 	SLOPercent          *float64 `json:"sloPercent"`
 	WorstHourSLOPercent *float64 `json:"worstHourSloPercent"`
-	// WaitP99Seconds is the 99th percentile queue wait.
-	WaitP99Seconds *float64 `json:"waitP99Seconds"`
+	// WaitP99Seconds is the 99th percentile queue wait. When it lies past
+	// the wait histogram's top edge, 2^26 ms = 67,108.9 s (requests never
+	// served, or served after longer), it is that edge, a lower bound, and
+	// WaitP99Overflow is true (the key is absent otherwise).
+	WaitP99Seconds  *float64 `json:"waitP99Seconds"`
+	WaitP99Overflow bool     `json:"waitP99Overflow,omitempty"`
 	// ColdStarts counts replicas created; ScaleEventsPerHour changes of
 	// the replica count per hour of trace.
 	ColdStarts         *int     `json:"coldStarts"`
@@ -57,7 +66,8 @@ func finite(v float64) *float64 {
 
 // Summary builds summary.json's content from the table rows.
 func (c *Comparison) Summary() Summary {
-	s := Summary{Trace: c.Trace, Requests: c.Requests, SLO: SummarySLO{WaitSeconds: c.Pool.SLO.Seconds(), Quantile: c.Pool.SLOTarget}, Rows: []SummaryRow{}}
+	s := Summary{Trace: c.Trace, Requests: c.Requests, SLO: SummarySLO{WaitSeconds: c.Pool.SLO.Seconds(), Quantile: c.Pool.SLOTarget}, Rows: []SummaryRow{},
+		SLOUnreachable: c.Bound != nil && c.Bound.Unreachable, SLOUnreachableNote: c.UnreachableNote()}
 	for _, r := range c.Rows() {
 		row := SummaryRow{Policy: r.Policy, SettingSet: r.SettingSet, Setting: r.Setting, GPUHours: r.GPUHours, Cost: r.Cost,
 			SLOPercent: finite(r.SLOPercent), WorstHourSLOPercent: finite(r.WorstHourSLOPercent), WaitP99Seconds: finite(r.P99),
@@ -66,11 +76,12 @@ func (c *Comparison) Summary() Summary {
 			cs := r.ColdStarts
 			row.ColdStarts = &cs
 		}
-		if math.IsInf(r.P99, 1) || r.P99 > 1e6 {
-			// A request never served: report the longest wait the
-			// histogram holds rather than null, so the row stays comparable.
-			v := histMinS * math.Exp2(float64(len(waitHist{}.b)-1)/32)
-			row.WaitP99Seconds = &v
+		if math.IsInf(r.P99, 1) {
+			// Past the histogram (requests never served): its top edge, a
+			// lower bound, rather than null, so the row stays comparable,
+			// marked as such.
+			v := histTopS
+			row.WaitP99Seconds, row.WaitP99Overflow = &v, true
 		}
 		s.Rows = append(s.Rows, row)
 	}

@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -202,15 +205,41 @@ const (
 	colMonValue = "value"
 )
 
+// colMonIP is the monitoring files' third column (MD5 of the pod IP).
+const colMonIP = "container_ip"
+
+// ErrNotLoadTimes is wrapped by ReadLoadTimes's errors for a file that is
+// not a load-latency CSV.
+var ErrNotLoadTimes = errors.New("not load times")
+
 // ReadLoadTimes reads GenTD26 basemodel_update_latency_anon.csv
 // (timestamp_anon, value in ms, container_ip) and returns the load
 // latencies, in file order. They are the empirical cold-start and
 // model-load distribution (median about 23 s, p99 about 52 s).
+//
+// The GenTD26 monitoring files share that header, so the file is checked
+// for what a load time is: the header has no column beyond those three (the
+// trace's README: qps.csv adds request_type, and holds request rates, about
+// 0.09 req/s, which read as 0.09 ms loads: "cold start … p50 0s"), and
+// every value is in (0, 24 h] ms, a load taking time (the GPU-memory file's
+// bytes are past 24 h). A file with a header and no rows is an error saying
+// so. Errors wrap ErrNotLoadTimes (and name the column) or are a
+// *ParseError naming the line, the column and the value.
 func ReadLoadTimes(r io.Reader) ([]time.Duration, error) {
 	t, err := newTable(r, colMonTime, colMonValue)
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range t.header {
+		switch c = strings.TrimSpace(c); c {
+		case colMonTime, colMonValue, colMonIP:
+		case "request_type":
+			return nil, fmt.Errorf("%w: column %s: this is GenTD26's qps.csv (request rates, req/s); a load-latency CSV such as basemodel_update_latency_anon.csv has only %s, %s (ms) and %s", ErrNotLoadTimes, c, colMonTime, colMonValue, colMonIP)
+		default:
+			return nil, fmt.Errorf("%w: column %s: a load-latency CSV such as basemodel_update_latency_anon.csv has only %s, %s (ms) and %s", ErrNotLoadTimes, quoteHead(c), colMonTime, colMonValue, colMonIP)
+		}
+	}
+	const maxMS = 24 * 3600 * 1000
 	var out []time.Duration
 	for {
 		if err := t.next(); err == io.EOF {
@@ -218,14 +247,17 @@ func ReadLoadTimes(r io.Reader) ([]time.Duration, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		ms, err := t.floatCol(colMonValue, false, 0, 24*3600*1000)
+		ms, err := t.floatCol(colMonValue, false, 0, maxMS)
+		if v := t.str(colMonValue); err == nil && ms == 0 || err != nil && plainDecimal(v) { // a number, out of range
+			err = t.fail(colMonValue, v, "want a load time in (0, %g] ms (24 h): a load takes time, and no load takes a day", float64(maxMS))
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, time.Duration(math.Round(ms*1e6)))
 	}
 	if len(out) == 0 {
-		return nil, &ParseError{Line: 1, Column: colMonValue, Err: ErrBadValue}
+		return nil, fmt.Errorf("%w: no rows: the file has a header and no load times", ErrNotLoadTimes)
 	}
 	return out, nil
 }

@@ -243,6 +243,35 @@ func TestReadLoadTimes(t *testing.T) {
 	}
 }
 
+// TestReadLoadTimesRefusesOtherMonitoringFiles: GenTD26's monitoring CSVs
+// share the load-latency header. qps.csv (request rates, 0.09 req/s) read
+// as 0.09 ms loads ("cold start … p50 0s"); its request_type column names
+// it. A value of 0 ms is not a load (pipeline_update_latency_anon.csv has
+// 2,622); bytes (the GPU-memory file) are past 24 h. A header without rows
+// said "line 1, column value: bad value".
+func TestReadLoadTimesRefusesOtherMonitoringFiles(t *testing.T) {
+	const h = "timestamp_anon,value,container_ip\n"
+	tests := []struct {
+		name, give, want string
+		is               error
+	}{
+		{"qps.csv", "timestamp_anon,value,container_ip,request_type\n1662859176.0,0.09000000000000001,,API Requests\n",
+			"not load times: column request_type: this is GenTD26's qps.csv (request rates, req/s); a load-latency CSV such as basemodel_update_latency_anon.csv has only timestamp_anon, value (ms) and container_ip", ErrNotLoadTimes},
+		{"another column", "timestamp_anon,value,pod\n1,2,a\n", `not load times: column "pod": a load-latency CSV such as basemodel_update_latency_anon.csv has only timestamp_anon, value (ms) and container_ip`, ErrNotLoadTimes},
+		{"zero", h + "1,2639.0,a\n2,0.0,b\n", `line 3, column value, value "0.0": bad value: want a load time in (0, 8.64e+07] ms (24 h): a load takes time, and no load takes a day`, ErrBadValue},
+		{"bytes", h + "1,33879490560.0,a\n", `line 2, column value, value "33879490560.0": bad value: want a load time in (0, 8.64e+07] ms (24 h): a load takes time, and no load takes a day`, ErrBadValue},
+		{"no rows", h, "not load times: no rows: the file has a header and no load times", ErrNotLoadTimes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadLoadTimes(strings.NewReader(tt.give))
+			if err == nil || err.Error() != tt.want || !errors.Is(err, tt.is) {
+				t.Errorf("ReadLoadTimes = %v;\nwant %q (%v)", err, tt.want, tt.is)
+			}
+		})
+	}
+}
+
 func TestDetectFormat(t *testing.T) {
 	tests := []struct {
 		give string
@@ -286,9 +315,38 @@ func TestReadInstances(t *testing.T) {
 	if diff := cmp.Diff(want, in2.Apps); diff != "" {
 		t.Errorf("apps (-want +got):\n%s", diff)
 	}
+	if in2.SkippedCN != 1 {
+		t.Errorf("SkippedCN = %d, want 1 (row i2)", in2.SkippedCN)
+	}
 	_, err = ReadInstances(strings.NewReader(strings.Replace(in, "100,101,300", "100,101,50", 1)))
 	if err == nil || !strings.Contains(err.Error(), "line 3, column deletion_time") {
 		t.Errorf("deletion before creation: error = %v", err)
+	}
+}
+
+// TestReadInstancesRoles: a role other than the README's HN and CN is
+// refused with its line and the accepted values (rows of any other role
+// were dropped without a word), and a trace without HN rows is
+// ErrEmptyTrace (it replayed as "all 0 apps").
+func TestReadInstancesRoles(t *testing.T) {
+	const header = "instance_sn,role,app_name,gpu_request,creation_time,deletion_time\n"
+	tests := []struct {
+		name, give, want string
+		empty            bool
+	}{
+		{"unknown role", header + "i0,HN,a,1,,\ni1,GPU,a,1,,\n", `line 3, column role, value "GPU": bad value: want HN (GPU instance) or CN (CPU instance)`, false},
+		{"lower case", header + "i0,hn,a,1,,\n", `line 2, column role, value "hn": bad value: want HN (GPU instance) or CN (CPU instance)`, false},
+		{"empty role", header + "i0,,a,1,,\n", `line 2, column role: bad value: want HN (GPU instance) or CN (CPU instance)`, false},
+		{"CN only", header + "i0,CN,a,0,,\ni1,CN,b,0,,\n", "trace has no requests: no HN (GPU instance) rows; all 2 rows are CN (CPU instance) rows", true},
+		{"header only", header, "trace has no requests: the file has a header and no rows", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadInstances(strings.NewReader(tt.give))
+			if err == nil || err.Error() != tt.want || errors.Is(err, ErrEmptyTrace) != tt.empty {
+				t.Errorf("ReadInstances = %v; want %q (ErrEmptyTrace: %v)", err, tt.want, tt.empty)
+			}
+		})
 	}
 }
 

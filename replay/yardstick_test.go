@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -216,6 +217,58 @@ func TestBoundBurst(t *testing.T) {
 	}
 }
 
+// TestBoundSLOUnreachable: 100 one-second requests, one a second from
+// t = 0, on 1-slot replicas with none ready at start and a 10-minute cold
+// start. Every request arrives before any replica can be ready, so all 100
+// miss the 2 s wait and no schedule meets 99 % (1 miss allowed). The dual
+// grew to its λ ≤ 1e9 search cap (254,947,226 GPU-hours on the coding
+// trace); the bound is Σ service ÷ slots, 100 replica-seconds, and the
+// header and summary.json say why.
+func TestBoundSLOUnreachable(t *testing.T) {
+	w := &Workload{ArrivalS: make([]float64, 100), ServiceS: slices.Repeat([]float64{1}, 100)}
+	for i := range w.ArrivalS {
+		w.ArrivalS[i] = float64(i)
+	}
+	cfg := DefaultPoolConfig()
+	cfg.Slots, cfg.InitialReplicas, cfg.ColdStart = 1, 0, 10*time.Minute
+	c, err := Compare(cfg, Workloads{Name: "unreachable", Requests: w}, CompareOptions{Families: []string{FamilyStatic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Bound
+	if !b.Unreachable || b.MinMisses != 100 || math.Abs(b.MissBudget-1) > 1e-9 || b.ReplicaSeconds != 100 || b.CoverReplicaSeconds != 0 {
+		t.Errorf("bound: unreachable %v, at least %g misses of budget %g, %g replica-s (cover %g); want true, 100, 1, 100, 0",
+			b.Unreachable, b.MinMisses, b.MissBudget, b.ReplicaSeconds, b.CoverReplicaSeconds)
+	}
+	var tb bytes.Buffer
+	if err := c.WriteTable(&tb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"The SLO cannot be met: with at most 10000 replicas (0 ready at start, none more ready before the first cold start ends) at least 100 of the 100 requests wait longer than 2s, over the 1 the SLO allows",
+		"| bound | bound | Σ service ÷ slots (the SLO cannot be met within the pool's bounds) | 0.03 |",
+	} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+	s := c.Summary()
+	if !s.SLOUnreachable || !strings.HasPrefix(s.SLOUnreachableNote, "The SLO cannot be met") {
+		t.Errorf("summary sloUnreachable %v, note %q; want true and the header's note", s.SLOUnreachable, s.SLOUnreachableNote)
+	}
+	// A reachable SLO (the burst of TestBoundBurst) is not marked.
+	burst := &Workload{ArrivalS: slices.Repeat([]float64{100}, 8), ServiceS: slices.Repeat([]float64{10}, 8)}
+	cfg = DefaultPoolConfig()
+	cfg.Slots, cfg.SLOTarget = 1, 1
+	c, err = Compare(cfg, Workloads{Name: "burst", Requests: burst}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bound.Unreachable || c.Summary().SLOUnreachable || c.UnreachableNote() != "" {
+		t.Errorf("burst marked unreachable (at least %g misses of %g)", c.Bound.MinMisses, c.Bound.MissBudget)
+	}
+}
+
 // TestDemoBoundAndOptimum: on the demo trace the bound exceeds Σ service ÷
 // slots, no run meeting the SLO costs less than the bound, and the optimum
 // meets the SLO and costs no more than any policy row meeting it.
@@ -330,5 +383,34 @@ func TestSettingsFile(t *testing.T) {
 	bad := strings.Replace(string(data), "value: 0.7", "value: 7", 1)
 	if _, err := ParseSettings([]byte(bad)); err == nil || !strings.Contains(err.Error(), "published.knative.value = 7: want") {
 		t.Errorf("bad knative value: %v", err)
+	}
+}
+
+// TestSettingsFileRefusesWhatItIgnored: an empty settings file said
+// "settings: EOF", value: null read as 0, and a second YAML document was
+// dropped without a word.
+func TestSettingsFileRefusesWhatItIgnored(t *testing.T) {
+	good, err := os.ReadFile("settings.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nulled := strings.Replace(string(good), "value: 0.7", "value: null", 1)
+	line := 1 + strings.Count(nulled[:strings.Index(nulled, "value: null")], "\n")
+	tests := []struct{ name, give, want string }{
+		{"empty", "", "settings: the file is empty; want the published and tuned sets, as in replay/settings.yaml"},
+		{"comments only", "# nothing\n", "settings: the file is empty; want the published and tuned sets, as in replay/settings.yaml"},
+		{"null value", nulled, fmt.Sprintf("settings published.knative.value: null (line %d); give a value", line)},
+		{"second document", string(good) + "---\npublished: {}\n", fmt.Sprintf("settings: a second YAML document at line %d; the file must hold exactly one", 2+strings.Count(string(good), "\n"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ParseSettings([]byte(tt.give)); err == nil || err.Error() != tt.want {
+				t.Errorf("ParseSettings = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// A trailing document marker with nothing after it is no second document.
+	if _, err := ParseSettings(append(good, "---\n"...)); err != nil {
+		t.Errorf("trailing ---: %v", err)
 	}
 }

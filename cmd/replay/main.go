@@ -8,7 +8,9 @@
 //
 // "replay tune" sweeps each policy family's one setting over the shared
 // traces (--traces, default ../shared/traces) and writes the tuned set into
-// the settings file (--write, default replay/settings.yaml).
+// the settings file (--write, default replay/settings.yaml); the flags that
+// name one trace, its outputs or what is compared (--trace, --out, --model,
+// --policies, …) are refused there.
 //
 // "replay retry" replays a synthetic burst with clients that retry (layered
 // retries, a shared retry budget) under inferscale without and with the
@@ -52,9 +54,12 @@ func splitList(s string) []string {
 	return out
 }
 
-func run(args []string) error {
+func run(args []string) error { return runIO(args, os.Stderr) }
+
+// runIO is run with the usage (--help, a bad flag) written to stderr.
+func runIO(args []string, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "retry" {
-		return runRetry(args[1:], os.Stdout)
+		return runRetry(args[1:], os.Stdout, stderr)
 	}
 	tune := len(args) > 0 && args[0] == "tune"
 	if tune {
@@ -94,6 +99,13 @@ func run(args []string) error {
 	traces := fs.String("traces", "../shared/traces", "tune: folder holding the shared traces")
 	write := fs.String("write", "replay/settings.yaml", "tune: settings file to write")
 	showVersion := version.Flag(fs)
+	fs.SetOutput(stderr)
+	if tune {
+		fs.Init("replay tune", flag.ContinueOnError)
+		fs.Usage = func() { printUsage(fs, tuneUsage, func(name string) bool { return !tuneIgnores[name] }) }
+	} else {
+		fs.Usage = func() { printUsage(fs, mainUsage, func(name string) bool { return !tuneOnly[name] }) }
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
@@ -111,6 +123,17 @@ func run(args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !tune && (set["traces"] || set["write"]) { // they did nothing
 		return errors.New("--traces and --write apply to replay tune only (go run ./cmd/replay tune --traces=… --write=…)")
+	}
+	if tune {
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			if tuneIgnores[f.Name] {
+				ignored = append(ignored, "--"+f.Name)
+			}
+		})
+		if len(ignored) > 0 { // they did nothing, or applied one trace's choice to all seven
+			return fmt.Errorf("%s: not used by replay tune, which replays every policy family on each shared trace under --traces (with its documented model, slots and cold start) and writes only --write; drop them", strings.Join(ignored, ", "))
+		}
 	}
 	if set["rate-scale"] && !tune {
 		if err := checkRateScale(*trace, *format); err != nil {
@@ -158,6 +181,58 @@ func run(args []string) error {
 		return err
 	}
 	return replay.Run(cfg)
+}
+
+// tuneOnly are the flags only "replay tune" reads; the replay refuses them.
+var tuneOnly = map[string]bool{"traces": true, "write": true}
+
+// tuneIgnores are the replay's flags "replay tune" does not read (it picks
+// the traces, models and outputs itself, runs every family with hindsight
+// and the optimum, and replays no residency); tune refuses them.
+var tuneIgnores = map[string]bool{
+	"trace": true, "format": true, "model": true, "out": true, "policies": true,
+	"hindsight": true, "optimum": true, "residency": true, "residency-budget-models": true,
+}
+
+const mainUsage = `Usage:
+  replay [flags]         replay a trace (default: the embedded Azure LLM 2023 code trace) through a
+                         simulated GPU pool under inferscale and the usual autoscalers; writes
+                         table.md, timeseries.csv, report.html and summary.json into --out
+  replay tune [flags]    sweep each policy family's one setting over the shared traces (--traces)
+                         and write the tuned set (--write); "replay tune --help" for its flags
+  replay retry [flags]   a synthetic burst with retrying clients, without and with the retry cap;
+                         "replay retry --help" for its flags
+
+See docs/replay.md.
+
+Flags of replay:
+`
+
+const tuneUsage = `Usage:
+  replay tune [flags]    sweep each policy family's one setting over the seven shared request traces
+                         under --traces (each with its documented model, slots and cold start), pick
+                         per family the value meeting the SLO on the most traces at the lowest
+                         geometric mean of GPU-hours ÷ optimum, and write both setting sets to
+                         --write (docs/replay.md, "go run ./cmd/replay tune")
+
+Flags of replay tune (the pool flags apply to every trace, except where a trace's documented run sets
+its own: GenTD26 runs with --slots=1 and its measured load times as cold starts):
+`
+
+// printUsage writes head and then the flags of fs that keep accepts, with
+// their defaults, to fs's output.
+func printUsage(fs *flag.FlagSet, head string, keep func(name string) bool) {
+	w := fs.Output()
+	fmt.Fprint(w, head)
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if keep(f.Name) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
 }
 
 // checkOut refuses a folder (flag's: --out, or --write's folder) the run could not write,

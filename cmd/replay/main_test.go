@@ -35,6 +35,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"stray argument", []string{"trace.csv"}, "unexpected arguments"},
 		// Read without end before: out of memory.
 		{"endless settings", []string{"--settings=/dev/zero"}, "settings /dev/zero: larger than 1048576 bytes (1 MiB)"},
+		// More flags that did nothing.
+		{"format on the embedded trace", []string{"--format=servegen"}, `format "servegen" (--format): the embedded trace is azure-llm; a format applies to a trace file (--trace)`},
+		{"dlrm format on the embedded trace", []string{"--format=dlrm-instances"}, `format "dlrm-instances" (--format): the embedded trace is azure-llm`},
+		{"residency budget with residency off", []string{"--residency-budget-models=5", "--residency=false"}, "residency budget 5 models (--residency-budget-models): the residency replay is off (--residency=false); drop one"},
+		{"residency budget on a single-model trace", []string{"--residency-budget-models=5"}, "residency budget 5 models (--residency-budget-models): the residency replay runs on multi-model traces only, and AzureLLMInferenceTrace_code.csv (embedded; Patel et al., Splitwise, ISCA 2024, CC BY 4.0) has 1 model"},
+		{"tune with one trace's flags", []string{"tune", "--trace=x.csv", "--policies=static"}, "--out, --policies, --trace: not used by replay tune, which replays every policy family on each shared trace under --traces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,5 +154,54 @@ func TestCheckRateScaleAcceptsServeGen(t *testing.T) {
 	}
 	if err := checkRateScale("", "servegen"); err != nil {
 		t.Errorf("checkRateScale(--format=servegen) = %v", err)
+	}
+}
+
+// TestModelOnInstancesTrace: --model on the DLRM instance trace was ignored
+// (Prepare returned before filtering).
+func TestModelOnInstancesTrace(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "dlrm.csv")
+	if err := os.WriteFile(trace, []byte("instance_sn,role,app_name,gpu_request,creation_time,deletion_time\ni0,HN,app_0,1,,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run([]string{"--trace", trace, "--model=zzz", "--out", filepath.Join(dir, "out")})
+	if want := "model zzz (--model): dlrm.csv is a dlrm-instances trace, with services (app_name) and no request models; it is reported whole"; err == nil || err.Error() != want {
+		t.Errorf("run = %v, want %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("--out was created by a refused run")
+	}
+}
+
+// TestUsageNamesSubcommands: replay --help lists tune and retry with a line
+// each; tune --help and retry --help print their own usage (tune printed
+// the replay's), and tune's lists only the flags it reads.
+func TestUsageNamesSubcommands(t *testing.T) {
+	tests := []struct {
+		args          []string
+		want, notWant []string
+	}{
+		{[]string{"--help"}, []string{"Usage:\n  replay [flags]", "\n  replay tune [flags]    sweep each policy family's one setting", "\n  replay retry [flags]   a synthetic burst", "Flags of replay:\n", "-trace string"}, []string{"-traces string", "-write string"}},
+		{[]string{"tune", "--help"}, []string{"Usage:\n  replay tune [flags]    sweep", "Flags of replay tune", "-traces string", "-write string", "-slots int"}, []string{"replay retry", "-trace string", "-out string", "-policies", "-hindsight"}},
+		{[]string{"retry", "--help"}, []string{"Usage:\n  replay retry [flags]   replay a synthetic burst", "Flags of replay retry:\n", "-layers int"}, []string{"replay tune", "-trace string"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var b strings.Builder
+			if err := runIO(tt.args, &b); err != nil {
+				t.Fatalf("runIO = %v, want nil", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("usage lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("usage has %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }

@@ -9,13 +9,22 @@ import (
 	"github.com/inferscale/inferscale/replay"
 )
 
+const retryUsage = `Usage:
+  replay retry [flags]   replay a synthetic burst with clients that do not retry, with layered retries
+                         and with a shared retry budget, under inferscale without and with the retry
+                         cap and under the other families at their published settings; prints a
+                         Markdown table (docs/replay.md, "Clients that retry")
+
+Flags of replay retry:
+`
+
 // runRetry is "replay retry": the retry scenario (docs/replay.md, "Clients
 // that retry") — a synthetic burst replayed with clients that do not retry,
 // with layered retries and with a shared retry budget, under inferscale
 // without and with the retry cap and under the other families at their
 // published settings — printed as a Markdown table. --reject adds attempts
 // the engine rejects at once (retries the pool's lag does not cause).
-func runRetry(args []string, stdout io.Writer) error {
+func runRetry(args []string, stdout, stderr io.Writer) error {
 	cl, sc, pool := replay.DefaultRetryClient(), replay.DefaultBurstScenario(), replay.DefaultPoolConfig()
 	fs := flag.NewFlagSet("replay retry", flag.ContinueOnError)
 	fs.DurationVar(&cl.Timeout, "timeout", cl.Timeout, "per-attempt client timeout (Envoy's default route timeout)")
@@ -37,6 +46,11 @@ func runRetry(args []string, stdout io.Writer) error {
 	fs.IntVar(&pool.InitialReplicas, "initial-replicas", pool.InitialReplicas, "ready replicas at t = 0")
 	fs.DurationVar(&pool.ColdStart, "cold-start", pool.ColdStart, "replica cold start")
 	fs.Float64Var(&pool.PricePerGPUHour, "price", pool.PricePerGPUHour, "dollars per GPU-hour")
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), retryUsage)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 func TestRetrySubcommand(t *testing.T) {
 	var out bytes.Buffer
-	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--burst-length", "2m"}, &out); err != nil {
+	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--burst-length", "2m"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -28,7 +29,7 @@ func TestRetrySubcommand(t *testing.T) {
 		t.Errorf("%d hpa-gpu rows, want 3 (no retries, layered, budget)", n)
 	}
 	out.Reset()
-	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--burst-factor", "1", "--initial-replicas", "3", "--reject", "0.5"}, &out); err != nil {
+	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--burst-factor", "1", "--initial-replicas", "3", "--reject", "0.5"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "; engine rejects 50 % of attempts |"); n != 17 {
@@ -44,14 +45,14 @@ func TestRetrySubcommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--settings", f}, &out); err != nil {
+	if err := runRetry([]string{"--duration", "12m", "--burst-start", "5m", "--settings", f}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "| hpa-gpu: target 80% |") {
 		t.Errorf("--settings with hpa-gpu 0.8: output lacks it:\n%s", out.String())
 	}
 	for _, bad := range [][]string{{"--layers", "9"}, {"--burst-factor", "0.5"}, {"--reject", "1"}, {"--settings", filepath.Join(t.TempDir(), "none.yaml")}, {"extra"}} {
-		if err := runRetry(bad, &out); err == nil {
+		if err := runRetry(bad, &out, io.Discard); err == nil {
 			t.Errorf("retry %v: want an error", bad)
 		}
 	}
@@ -76,7 +77,7 @@ func TestRetrySubcommandBounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := runRetry(tt.args, &out); err == nil || err.Error() != tt.want {
+			if err := runRetry(tt.args, &out, io.Discard); err == nil || err.Error() != tt.want {
 				t.Errorf("runRetry(%q) = %v, want %q", tt.args, err, tt.want)
 			}
 			if out.Len() != 0 {
