@@ -23,8 +23,9 @@ type Config struct {
 	TritonAddress string
 	// TritonMetricsURL is Triton's Prometheus endpoint (--triton-metrics-url): without NVML,
 	// its nv_gpu_memory_used_bytes is the device-memory check of every loop; while draining,
-	// its pending and request counts. Empty, or unreachable at a read: the loop plans on the
-	// catalog's accounting (see Deps.DeviceUsedBytes) and the drain reads statistics only.
+	// its pending and request counts; every loop, the queue lengths. Each read takes at most
+	// MaxMetricsBytes. Empty, or unreachable at a read: the loop plans on the catalog's
+	// accounting (see Deps.DeviceUsedBytes) and the drain reads statistics only.
 	TritonMetricsURL string
 	// CatalogPath is the catalog YAML (--catalog).
 	CatalogPath string

@@ -126,6 +126,13 @@ type Controller struct {
 	metricsClient *http.Client
 	queueErrSince time.Time
 	queueWarnAt   time.Time
+	// queueInvalid is set while a queue-length series is not a count (warned once per
+	// episode); noStats while READY models are missing from Triton's statistics.
+	queueInvalid bool
+	noStats      bool
+	// unloadIssued tracks the unloads Triton answered (or refused) while the model still holds
+	// memory: one is re-issued only after Config.Backoff of its tries, and counted once.
+	unloadIssued map[string]unloadIssue
 	// demandErrSince and demandWarnAt rate-limit the warning while the demand of models not
 	// loaded is unavailable, as the queue's.
 	demandErrSince time.Time
@@ -184,7 +191,7 @@ func NewController(cfg Config, cat plan.Catalog, budget plan.Budget, deps Deps) 
 		loadedDigest: map[string]string{}, firstReady: map[string]time.Time{}, lastCount: map[string]uint64{}, est: map[string]plan.DecayedRate{},
 		work: map[string]work{}, metricsClient: &http.Client{Timeout: 5 * time.Second}, failures: map[string]int{},
 		backoffUntil: map[string]time.Time{}, quarantined: map[string]bool{}, overPeak: map[string]int64{}, loading: map[string]bool{},
-		refused: map[string]bool{}}
+		refused: map[string]bool{}, unloadIssued: map[string]unloadIssue{}}
 	c.status.Err = errors.New("not observed yet")
 	c.m.BudgetBytes.Set(float64(budget.TotalBytes))
 	c.setCatalogLocked(cat)
@@ -383,6 +390,7 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 	// a later observation shows the model UNAVAILABLE and the device's memory back — or else its
 	// leading loads, up to MaxConcurrentLoads and up to the next unload (the plan puts each
 	// eviction just before the load that needs its memory).
+	c.forgetUnwantedUnloads(res.Actions)
 	var unloads, loads []plan.Action
 	for _, a := range res.Actions {
 		if a.Kind == plan.ActionUnload {
@@ -398,10 +406,14 @@ func (c *Controller) Step(ctx context.Context) (acted bool, err error) {
 		}
 	}
 	if len(unloads) > 0 {
+		// An unload waiting out its re-issue backoff is no step: the loop sleeps its interval
+		// rather than re-planning every settle time, and the loads behind it wait for its memory.
 		for _, a := range unloads {
-			c.unload(ctx, a)
+			if c.unload(ctx, a, now) {
+				acted = true
+			}
 		}
-		return true, nil
+		return acted, nil
 	}
 	if len(loads) == 0 {
 		return false, nil
@@ -514,12 +526,69 @@ func (c *Controller) flagOverPeak(cat plan.Catalog, obs plan.Observed) {
 	}
 }
 
-func (c *Controller) unload(ctx context.Context, a plan.Action) {
-	start := c.deps.Clock.Now()
-	if err := c.deps.Triton.Unload(ctx, a.Model, triton.UnloadOptions{}); err != nil {
-		c.deps.Log.Warn("unload failed", "model", a.Model, "reason", a.Reason, "err", err)
-		return
+// forgetUnwantedUnloads drops the tracked unloads (unloadIssued) of models the plan no longer
+// unloads: a later eviction of such a model is a new one, issued at once and counted.
+func (c *Controller) forgetUnwantedUnloads(actions []plan.Action) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.unloadIssued {
+		if !slices.ContainsFunc(actions, func(a plan.Action) bool { return a.Kind == plan.ActionUnload && a.Model == name }) {
+			delete(c.unloadIssued, name)
+		}
 	}
+}
+
+// unloadIssue is an unload the controller issued whose model the index still shows holding
+// memory.
+type unloadIssue struct {
+	first, last time.Time // first and latest issue
+	tries       int       // unloads issued (answered OK or not)
+	warned      bool      // "had no effect" was logged
+	counted     bool      // Triton answered one OK: counted in unloads_total / evictions_total
+}
+
+// unload issues a's unload at now unless one was issued for the model less than
+// Config.Backoff(tries) ago (Triton answered it, yet the model still holds memory), and
+// reports whether it issued one. The first unload Triton accepts is counted (unloads_total,
+// evictions_total), logged and recorded as an event; a re-issue is not counted again, and the
+// first one warns that the earlier unload had no effect.
+func (c *Controller) unload(ctx context.Context, a plan.Action, now time.Time) bool {
+	c.mu.Lock()
+	u, again := c.unloadIssued[a.Model]
+	if again && now.Sub(u.last) < c.cfg.Backoff(u.tries) {
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	start := c.deps.Clock.Now()
+	err := c.deps.Triton.Unload(ctx, a.Model, triton.UnloadOptions{})
+	took := c.deps.Clock.Now().Sub(start)
+	if !again {
+		u.first = now
+	}
+	u.last = now
+	u.tries++
+	next := c.cfg.Backoff(u.tries)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.unloadIssued[a.Model] = u
+		c.deps.Log.Warn("unload failed", "model", a.Model, "reason", a.Reason, "err", err, "tries", u.tries, "next_try_in", next)
+		return true
+	}
+	if again && u.counted {
+		if !u.warned {
+			u.warned = true
+			c.deps.Log.Warn("unload had no effect: Triton answered OK and the model still holds memory; unload issued again",
+				"model", a.Model, "state", "still loaded", "since_first", now.Sub(u.first), "tries", u.tries, "next_try_in", next)
+		} else {
+			c.deps.Log.Debug("unload issued again", "model", a.Model, "tries", u.tries, "next_try_in", next)
+		}
+		c.unloadIssued[a.Model] = u
+		return true
+	}
+	u.counted = true
+	c.unloadIssued[a.Model] = u
 	kind := "evict"
 	if a.Cause == plan.CauseIdle {
 		kind = "idle"
@@ -527,9 +596,9 @@ func (c *Controller) unload(ctx context.Context, a plan.Action) {
 		c.m.Evictions.Inc()
 	}
 	c.m.Unloads.WithLabelValues(kind).Inc()
-	c.deps.Log.Info("unload", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes,
-		"took", c.deps.Clock.Now().Sub(start))
+	c.deps.Log.Info("unload", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes, "took", took)
 	c.event(false, "Unload", a.Model+": "+a.Reason)
+	return true
 }
 
 // recordLoadWait adds the wait of a successful load that requests waited for — from the oldest
@@ -546,14 +615,28 @@ func (c *Controller) recordLoadWait(since, start time.Time) {
 	c.m.LoadWait.Set(c.loadWait.Mean())
 }
 
-// load issues a and reports whether it succeeded.
+// load issues a and reports whether it succeeded: Triton answered the load OK and its index
+// then shows the model READY. Triton answers a load only once it has finished, so a load that
+// worked shows READY in the index read right after; one answered OK whose model is not READY
+// there is a failed load (backoff, quarantine), logged and recorded as such. An error, or an
+// unconfirmed load, is not the model's fault — no backoff — only when Triton restarted or went
+// away: ctx ended, or the load failed UNAVAILABLE (or its confirmation could not be read) and
+// the index then cannot be read or shows the model never loaded, as a restarted Triton does
+// (it records every failed load in its index, UNAVAILABLE with the reason). An UNAVAILABLE
+// answer while the index shows the load's outcome (out of memory, say) is a failed load.
 func (c *Controller) load(ctx context.Context, a plan.Action) bool {
 	start := c.deps.Clock.Now()
 	c.deps.Log.Info("load", "model", a.Model, "reason", a.Reason, "accounted_after_bytes", a.AccountedBytes)
 	err := c.deps.Triton.Load(ctx, a.Model, triton.LoadOptions{})
 	took := c.deps.Clock.Now().Sub(start)
+	if ctx.Err() != nil {
+		c.deps.Log.Warn("load interrupted", "model", a.Model, "took", took, "err", err)
+		return false
+	}
+	entry, found, idxErr := c.indexEntry(ctx, a.Model)
+	forgotten := idxErr != nil || !found || (entry.State == triton.StateUnknown && entry.Reason == "")
 	switch {
-	case err == nil:
+	case err == nil && idxErr == nil && entry.State == triton.StateReady:
 		c.m.Loads.WithLabelValues("success").Inc()
 		c.m.LoadSeconds.Observe(took.Seconds())
 		c.mu.Lock()
@@ -564,29 +647,72 @@ func (c *Controller) load(ctx context.Context, a plan.Action) bool {
 		c.deps.Log.Info("loaded", "model", a.Model, "took", took)
 		c.event(false, "Loaded", fmt.Sprintf("%s loaded in %s: %s", a.Model, took, a.Reason))
 		return true
-	case ctx.Err() != nil || errors.Is(err, triton.ErrUnavailable):
+	case err == nil && idxErr != nil:
+		// The load's outcome cannot be read: Triton went away after answering. The next loop
+		// observes whatever it is now.
+		c.deps.Log.Warn("load unconfirmed: Triton answered OK, its index is unreadable", "model", a.Model, "took", took, "err", idxErr)
+		return false
+	case errors.Is(err, triton.ErrUnavailable) && forgotten:
 		// Triton restarted or went away: not the model's fault, no backoff; the next loop
 		// observes the new state.
-		c.deps.Log.Warn("load interrupted", "model", a.Model, "took", took, "err", err)
-	default:
-		c.m.Loads.WithLabelValues("failure").Inc()
-		c.mu.Lock()
-		c.failures[a.Model]++
-		n := c.failures[a.Model]
-		var msg string
-		if n >= c.cfg.QuarantineAfter {
-			c.quarantined[a.Model] = true
-			delete(c.backoffUntil, a.Model)
-			msg = fmt.Sprintf("%s failed to load %d times; quarantined until the sidecar restarts: %v", a.Model, n, err)
-		} else {
-			wait := c.cfg.Backoff(n)
-			c.backoffUntil[a.Model] = c.deps.Clock.Now().Add(wait)
-			msg = fmt.Sprintf("%s failed to load (%d of %d before quarantine); next try in %s: %v", a.Model, n, c.cfg.QuarantineAfter, wait, err)
-		}
-		c.m.Quarantined.Set(float64(len(c.quarantined)))
-		c.mu.Unlock()
-		c.deps.Log.Warn("load failed", "model", a.Model, "failures", n, "took", took, "detail", msg)
-		c.event(true, "LoadFailed", msg)
+		c.deps.Log.Warn("load interrupted: Triton restarted or is unreachable", "model", a.Model, "took", took, "err", err,
+			"index_err", idxErr)
+		return false
+	case err == nil:
+		err = fmt.Errorf("%w: Triton answered the load OK, but its index then shows the model %s (reason %q), not READY",
+			triton.ErrLoadFailed, stateText(entry, found), entry.Reason)
 	}
+	c.loadFailed(a, took, err)
 	return false
+}
+
+// indexEntry reads Triton's index and returns name's entry (of its versions, the one in the
+// state that holds the most: READY, LOADING, UNLOADING) and whether the index lists it.
+func (c *Controller) indexEntry(ctx context.Context, name string) (triton.ModelIndex, bool, error) {
+	idx, err := c.deps.Triton.Index(ctx, false)
+	if err != nil {
+		return triton.ModelIndex{}, false, err
+	}
+	var got triton.ModelIndex
+	found := false
+	for _, e := range idx {
+		if e.Name == name && (!found || stateRank(plan.State(e.State)) > stateRank(plan.State(got.State))) {
+			got, found = e, true
+		}
+	}
+	return got, found, nil
+}
+
+// stateText names an index entry's state for messages.
+func stateText(e triton.ModelIndex, found bool) string {
+	switch {
+	case !found:
+		return "missing from the index"
+	case e.State == triton.StateUnknown:
+		return "never loaded"
+	}
+	return string(e.State)
+}
+
+// loadFailed counts a failed load of a: backoff after Config.Backoff of its consecutive
+// failures, quarantine at QuarantineAfter; logged and recorded as a LoadFailed event.
+func (c *Controller) loadFailed(a plan.Action, took time.Duration, err error) {
+	c.m.Loads.WithLabelValues("failure").Inc()
+	c.mu.Lock()
+	c.failures[a.Model]++
+	n := c.failures[a.Model]
+	var msg string
+	if n >= c.cfg.QuarantineAfter {
+		c.quarantined[a.Model] = true
+		delete(c.backoffUntil, a.Model)
+		msg = fmt.Sprintf("%s failed to load %d times; quarantined until the sidecar restarts: %v", a.Model, n, err)
+	} else {
+		wait := c.cfg.Backoff(n)
+		c.backoffUntil[a.Model] = c.deps.Clock.Now().Add(wait)
+		msg = fmt.Sprintf("%s failed to load (%d of %d before quarantine); next try in %s: %v", a.Model, n, c.cfg.QuarantineAfter, wait, err)
+	}
+	c.m.Quarantined.Set(float64(len(c.quarantined)))
+	c.mu.Unlock()
+	c.deps.Log.Warn("load failed", "model", a.Model, "failures", n, "took", took, "detail", msg)
+	c.event(true, "LoadFailed", msg)
 }

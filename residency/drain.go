@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
@@ -21,22 +18,22 @@ import (
 // ErrDrainTimeout is returned by Drain when Triton still had work at the deadline.
 var ErrDrainTimeout = errors.New("drain deadline passed with work left")
 
-// Triton's metric names the drain reads (Triton's metrics documentation).
-const (
-	metricPending = "nv_inference_pending_request_count"
-	metricSuccess = "nv_inference_request_success"
-	metricFailure = "nv_inference_request_failure"
-)
-
 // Work is one reading of Triton's outstanding and finished work.
 type Work struct {
-	// Pending is the sum of nv_inference_pending_request_count (requests queued); -1 (unknown,
-	// logged as "unknown") when Triton's metrics endpoint is not configured or not readable.
+	// Pending is the sum of nv_inference_pending_request_count (requests queued, read by
+	// pendingRequests: each series a count in [0, MaxPendingRequests], the sum saturating); -1
+	// when it is not known: Triton's metrics endpoint is not configured or not readable (logged
+	// as "unknown"), or a series is not a queue length (Invalid says which).
 	Pending int64
 	// Finished is a fingerprint of the finished-request counters: nv_inference_request_success
-	// + failure from the metrics endpoint plus success + fail counts from statistics. Two equal
-	// readings one poll apart mean no request finished in between.
+	// + failure from the metrics endpoint plus success + fail counts from statistics, the sum
+	// saturating. Two equal readings one poll apart mean no request finished in between.
 	Finished uint64
+	// Invalid, when not empty, says why the metrics read cannot be trusted: a pending series
+	// that is not a queue length (NaN, ±Inf, negative, past MaxPendingRequests, counter-typed)
+	// or a request counter that is not a count. The drain never ends on such a reading: a
+	// queue it cannot read is not an empty one.
+	Invalid string
 }
 
 // Drainer takes the pod out of service without dropping a request: not-ready at once, wait for
@@ -52,7 +49,8 @@ type Work struct {
 // only once the load is done. A request executing alone leaves no trace in either, so the drain
 // then confirms by unloading every loaded model: Triton completes an unload only after the
 // model's in-flight requests finish, and the drain ends when the index shows no model READY,
-// LOADING or UNLOADING. With Triton unreachable for unreachableReads reads in a row, nothing can
+// LOADING or UNLOADING. A reading whose queue or counters are not counts (Work.Invalid) never
+// ends the drain. With Triton unreachable for unreachableReads reads in a row, nothing can
 // be in flight there: the drain ends at once (skipping the propagation delay when that is so
 // from the start) and says so.
 type Drainer struct {
@@ -67,6 +65,9 @@ type Drainer struct {
 	once sync.Once
 	done chan struct{}
 	err  error
+	// invalid is set while the drain's readings are invalid (Work.Invalid), so that it warns
+	// once per episode; run's goroutine only.
+	invalid bool
 }
 
 // unreachableReads is how many reads in a row, DrainPollInterval apart, must find Triton
@@ -172,10 +173,11 @@ func (d *Drainer) run() {
 			unreachable = 0
 		}
 		owed = max(owed, owedAfter(cur))
-		if err == nil && prevErr == nil && cur.Pending <= 0 && cur == prev && cur.Finished >= owed && d.frontActive() == 0 {
+		d.invalidEpisode(cur, err)
+		if err == nil && prevErr == nil && cur.Invalid == "" && cur.Pending <= 0 && cur == prev && cur.Finished >= owed && d.frontActive() == 0 {
 			d.log.Info("drain: queues empty and counters quiet; confirming by unloading", "step", "wait-idle",
 				"took", d.clock.Now().Sub(waitStart), "reads", reads,
-				slog.Attr{Key: "pending", Value: pendingValue(cur.Pending)}, "finished", cur.Finished)
+				slog.Attr{Key: "pending", Value: cur.pendingValue()}, "finished", cur.Finished)
 			confirming = d.unloadAll(ctx)
 			if !confirming {
 				d.finish(start)
@@ -201,7 +203,7 @@ func owedAfter(w Work) uint64 {
 	if w.Pending <= 0 {
 		return 0
 	}
-	return w.Finished + uint64(w.Pending) + 1
+	return addSatU(w.Finished, uint64(w.Pending)+1) // Pending ≤ math.MaxInt64
 }
 
 // unloadAll unloads every model Triton holds, so that the index shows when their in-flight
@@ -254,8 +256,9 @@ func (d *Drainer) finish(start time.Time) {
 }
 
 // Read reads Triton's pending requests and finished-request counters once. An unreadable
-// metrics endpoint leaves Pending unknown (-1) and Finished from statistics alone; only
-// unreadable statistics are an error.
+// metrics endpoint leaves Pending unknown (-1) and Finished from statistics alone; a metrics
+// series that is not a count leaves Pending unknown and sets Invalid. Only unreadable
+// statistics are an error.
 func (d *Drainer) Read(ctx context.Context) (Work, error) {
 	w := Work{Pending: -1}
 	stats, err := d.tr.Statistics(ctx, "")
@@ -263,66 +266,51 @@ func (d *Drainer) Read(ctx context.Context) (Work, error) {
 		return w, fmt.Errorf("statistics: %w", err)
 	}
 	for _, s := range stats {
-		w.Finished += s.Success.Count + s.Fail.Count
+		w.Finished = addSatU(w.Finished, addSatU(s.Success.Count, s.Fail.Count))
 	}
 	if d.cfg.TritonMetricsURL == "" {
 		return w, nil
 	}
-	fams, err := scrapeMetrics(ctx, d.httpClient, d.cfg.TritonMetricsURL)
+	fams, err := scrapeMetrics(ctx, d.httpClient, d.cfg.TritonMetricsURL, metricPending, metricSuccess, metricFailure)
 	if err != nil {
 		// As without the URL: statistics alone, queue length unknown.
 		d.log.Warn("drain: Triton metrics unreadable; statistics only", "err", err)
 		return w, nil
 	}
-	w.Pending = 0
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case metricPending:
-				w.Pending += int64(m.GetGauge().GetValue())
-			case metricSuccess, metricFailure:
-				w.Finished += uint64(m.GetCounter().GetValue())
-			}
-		}
+	q := pendingRequests(fams)
+	if len(q.bad) > 0 {
+		w.Invalid = "queue length unknown: " + q.why()
+	} else {
+		w.Pending = q.total
 	}
+	finished, err := finishedRequests(fams)
+	if err != nil {
+		w.Invalid = strings.TrimPrefix(w.Invalid+"; ", "; ") + "finished requests unknown: " + err.Error()
+	}
+	w.Finished = addSatU(w.Finished, finished)
 	return w, nil
 }
 
-// scrapeMetrics reads a Prometheus text (or protobuf) endpoint with client_golang's decoder.
-func scrapeMetrics(ctx context.Context, client *http.Client, url string) ([]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("triton metrics: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("triton metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("triton metrics %s: HTTP %d", url, resp.StatusCode)
-	}
-	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
-	var out []*dto.MetricFamily
-	for {
-		var f dto.MetricFamily
-		if err := dec.Decode(&f); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("triton metrics %s: %w", url, err)
-		}
-		out = append(out, &f)
+// invalidEpisode warns once when the drain's readings turn invalid (Work.Invalid) and says
+// once when they are valid again; a poll that could not read Triton changes nothing.
+func (d *Drainer) invalidEpisode(w Work, err error) {
+	switch {
+	case err != nil:
+	case w.Invalid != "" && !d.invalid:
+		d.invalid = true
+		d.log.Warn("drain: Triton's metrics are not counts; not drained while they are", "invalid", w.Invalid)
+	case w.Invalid == "" && d.invalid:
+		d.invalid = false
+		d.log.Info("drain: Triton's metrics are counts again")
 	}
 }
 
-// metricGPUUsed is Triton's per-GPU used-memory gauge.
-const metricGPUUsed = "nv_gpu_memory_used_bytes"
-
 // TritonMemoryProbe returns a Deps.DeviceUsedBytes that reads Triton's own
-// nv_gpu_memory_used_bytes (summed over the GPUs it reports) from metricsURL: the device check
-// when the sidecar has no NVML. It returns -1 (unknown, no check) when Triton does not export
-// the metric; client nil means a 5s-timeout client.
+// nv_gpu_memory_used_bytes from metricsURL (gpuUsedBytes: each GPU's largest series, summed
+// over GPUs): the device check when the sidecar has no NVML. It returns -1 (unknown, no check)
+// when Triton does not export the metric, and an error naming the series when a value is not a
+// byte count in [0, plan.MaxMemoryBytes] (NaN, ±Inf, negative, 1e19) or the body is not
+// readable (or past MaxMetricsBytes); client nil means a 5s-timeout client.
 func TritonMemoryProbe(metricsURL string, client *http.Client) func() (int64, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
@@ -330,20 +318,10 @@ func TritonMemoryProbe(metricsURL string, client *http.Client) func() (int64, er
 	return func() (int64, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		fams, err := scrapeMetrics(ctx, client, metricsURL)
+		fams, err := scrapeMetrics(ctx, client, metricsURL, metricGPUUsed)
 		if err != nil {
 			return 0, err
 		}
-		for _, f := range fams {
-			if f.GetName() != metricGPUUsed {
-				continue
-			}
-			var used float64
-			for _, m := range f.GetMetric() {
-				used += m.GetGauge().GetValue()
-			}
-			return int64(used), nil
-		}
-		return -1, nil
+		return gpuUsedBytes(fams)
 	}
 }

@@ -20,21 +20,34 @@ func durationString(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// pendingValue is a Work.Pending for logs: "unknown" when Triton's metrics were not read.
-func pendingValue(p int64) slog.Value {
-	if p < 0 {
+// pendingValue is w.Pending for logs: "invalid" when a metrics series was not a count
+// (Invalid), "unknown" when Triton's metrics were not read.
+func (w Work) pendingValue() slog.Value {
+	switch {
+	case w.Invalid != "":
+		return slog.StringValue("invalid")
+	case w.Pending < 0:
 		return slog.StringValue("unknown")
 	}
-	return slog.Int64Value(p)
+	return slog.Int64Value(w.Pending)
 }
 
-// LogValue writes a reading as {"pending": n or "unknown", "finished": n}.
+// LogValue writes a reading as {"pending": n, "unknown" or "invalid", "finished": n}, with
+// "invalid": why when a series was not a count.
 func (w Work) LogValue() slog.Value {
-	return slog.GroupValue(slog.Attr{Key: "pending", Value: pendingValue(w.Pending)}, slog.Uint64("finished", w.Finished))
+	attrs := []slog.Attr{{Key: "pending", Value: w.pendingValue()}, slog.Uint64("finished", w.Finished)}
+	if w.Invalid != "" {
+		attrs = append(attrs, slog.String("invalid", w.Invalid))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // String is the reading in error messages: "pending 3, finished 120" (pending "unknown" when
-// Triton's metrics were not read).
+// Triton's metrics were not read; "invalid (why)" when a series was not a count).
 func (w Work) String() string {
-	return "pending " + pendingValue(w.Pending).String() + ", finished " + slog.Uint64Value(w.Finished).String()
+	s := "pending " + w.pendingValue().String() + ", finished " + slog.Uint64Value(w.Finished).String()
+	if w.Invalid != "" {
+		s += " (" + w.Invalid + ")"
+	}
+	return s
 }

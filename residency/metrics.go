@@ -24,6 +24,7 @@ type Metrics struct {
 	UnplaceableModels prometheus.Gauge
 	LoopErrors        prometheus.Counter
 	DeviceReadErrors  prometheus.Counter
+	QueueReadErrors   prometheus.Counter
 	BusyModels        prometheus.Gauge
 	LoadWait          prometheus.Gauge
 }
@@ -59,12 +60,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		LoopErrors:        c("loop_errors_total", "Loops that could not observe Triton."),
 		DeviceReadErrors: c("device_memory_read_errors_total",
 			"Loops that could not read the device's used memory (NVML, or Triton's nv_gpu_memory_used_bytes) and planned on the accounting alone."),
+		QueueReadErrors: c("queue_read_errors_total",
+			"Loops whose reading of Triton's queue lengths (nv_inference_pending_request_count) failed, or had a series that is not a count in [0, 1e9] (NaN, ±Inf, negative, counter-typed); the models of invalid series counted as busy, never evicted."),
 		BusyModels: g("busy_models", "READY models with queued or executing requests in the last loop: never evicted."),
 		LoadWait:   g("load_wait_seconds", "Mean wait of recent successful loads that requests waited for, from the oldest held request to the load's start, each load weighted by its recency (half-life 10 min; the value changes only when a load completes); the planner counts it in a miss's cost."),
 	}
 	for _, col := range []prometheus.Collector{m.Ready, m.ResidentModels, m.AccountedBytes, m.MeasuredBytes, m.BudgetBytes,
 		m.Loads, m.Unloads, m.Evictions, m.RefusedLoads, m.LoadSeconds, m.DrainSeconds, m.OverPeak, m.Quarantined,
-		m.UnplaceableModels, m.LoopErrors, m.DeviceReadErrors, m.BusyModels, m.LoadWait} {
+		m.UnplaceableModels, m.LoopErrors, m.DeviceReadErrors, m.QueueReadErrors, m.BusyModels, m.LoadWait} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}

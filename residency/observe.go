@@ -73,22 +73,23 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		// Requests, not inferences: InferenceCount counts each element of a batched request
 		// (a batch-32 request adds 32), while Success and Fail count requests, as the
 		// nv_inference_request_success and _failure counters that give the demand of models
-		// not loaded do.
-		a.finished += s.Success.Count + s.Fail.Count
+		// not loaded do. The sum saturates rather than wraps.
+		a.finished = addSatU(a.finished, addSatU(s.Success.Count, s.Fail.Count))
 		// Each GPUBytes is at most triton.MaxStatisticsBytes (2^50); the sums over versions and
 		// models saturate rather than wrap (a 4 MiB answer can list 2^17 entries).
 		a.bytes = addSat(a.bytes, int64(s.GPUBytes()))
 		per[s.Name] = a
 		o.statsBytes = addSat(o.statsBytes, int64(s.GPUBytes()))
 	}
-	queued := c.readQueues(ctx, now) // nil: unknown
+	queues := c.readQueues(ctx, now)
 
-	var notLoaded []string
+	var notLoaded, noStats []string
 	c.mu.Lock()
 	for name, st := range o.obs.Models {
 		if st.State == plan.StateReady {
 			if _, ok := c.firstReady[name]; !ok {
 				c.firstReady[name] = now
+				c.readyAgainLocked(name)
 			}
 			st.LoadedSince = c.firstReady[name]
 		} else {
@@ -99,22 +100,38 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 		} else {
 			delete(c.loadedDigest, name)
 		}
-		if a, ok := per[name]; ok {
+		q, invalid := queues.of(name)
+		a, inStats := per[name]
+		switch {
+		case inStats:
 			st.LastUsed, st.MeasuredBytes = a.last, a.bytes
 			o.demand[name] = c.arrivedLocked(name, now, a.finished)
-			q, known := queued[name]
-			if queued == nil {
-				q = -1
-			} else if !known {
-				q = 0
+			st.Queued, st.Executing = c.inFlightLocked(name, a.finished, q, now)
+		case st.State == plan.StateReady:
+			// Triton lists every loaded model in its statistics; one missing is read from what
+			// else is known — its queue, the work it still owes at its last finished count, its
+			// decayed demand — and counts as busy when its queue is unknown, so that missing
+			// statistics never make it a victim.
+			noStats = append(noStats, name)
+			st.Queued, st.Executing = c.inFlightLocked(name, c.work[name].finished, q, now)
+			if q < 0 {
+				st.Executing = max(st.Executing, 1)
 			}
-			st.Queued, st.Executing = c.inFlightLocked(name, a.finished, q)
-		} else {
+			if e, ok := c.est[name]; ok {
+				o.demand[name] = e.Rate(now, plan.DefaultHalfLife)
+			}
+		default:
 			delete(c.lastCount, name)
 			delete(c.work, name)
 		}
+		if invalid && st.State.HoldsMemory() {
+			// A queue that cannot be read is not an empty one: the model counts one request
+			// executing, so it is never a victim while the reading lasts.
+			st.Executing = max(st.Executing, 1)
+		}
 		o.obs.Models[name] = st
 	}
+	c.noStatsEpisodeLocked(noStats)
 	for name := range c.firstReady {
 		if _, ok := o.obs.Models[name]; !ok {
 			delete(c.firstReady, name)
@@ -125,6 +142,16 @@ func (c *Controller) observe(ctx context.Context, cat plan.Catalog, now time.Tim
 			delete(c.loadedDigest, name)
 		}
 	}
+	for name, u := range c.unloadIssued {
+		if st, ok := o.obs.Models[name]; !ok || !st.State.HoldsMemory() {
+			if u.warned {
+				c.deps.Log.Info("unload took effect", "model", name, "unloads_issued", u.tries,
+					"since_first", now.Sub(u.first))
+			}
+			delete(c.unloadIssued, name)
+		}
+	}
+	c.pruneLocked(cat, o.obs)
 	for _, m := range cat.Models {
 		st, ok := o.obs.Models[m.Name]
 		if !ok {
@@ -241,25 +268,47 @@ type work struct {
 	// owed is the finished count at which every request seen queued, and the one executing
 	// ahead of them, will have finished.
 	owed uint64
+	// moved is when the finished count last grew or a queue was last seen: an owed count
+	// that nothing moves towards for owedExpiry expires.
+	moved time.Time
 }
 
+// owedExpiry bounds how long owed in-flight work (work.owed) outlives its evidence: once the
+// queue reads 0 and the finished count has not grown for this long, the owed requests are
+// written off (logged) and the model is idle again. 10 minutes: ten times the front's default
+// hold timeout (60 s) — a request still executing past it is safe all the same, as Triton
+// completes an unload only after in-flight requests finish; without it a count that never
+// arrives (a request Triton dropped from its statistics) kept the model busy, never a victim,
+// for ever.
+const owedExpiry = 10 * time.Minute
+
 // inFlightLocked returns the queued and executing requests of name from its finished-request
-// count and its queue length (Triton's nv_inference_pending_request_count; -1: unknown).
+// count and its queue length (Triton's nv_inference_pending_request_count; -1: unknown) at now.
 //
 // Triton reports the queue but not what executes. A request leaves the queue when it starts
 // executing and counts as finished when it ends, so when the queue holds q requests at least
 // one request executes ahead of them (every instance is busy, or nothing would wait): the
-// model owes q + 1 more finished requests, and it is executing until they are counted. With
-// the queue unknown (metrics unreadable), a model that finished requests since the last loop
-// counts one executing. A finished count below the last (Triton restarted) starts afresh.
-func (c *Controller) inFlightLocked(name string, finished uint64, queued int) (q, executing int) {
+// model owes q + 1 more finished requests, and it is executing until they are counted, or
+// until owedExpiry passes with the queue at 0 and the count unmoved. With the queue unknown
+// (metrics unreadable), a model that finished requests since the last loop counts one
+// executing. A finished count below the last (Triton restarted) starts afresh.
+func (c *Controller) inFlightLocked(name string, finished uint64, queued int, now time.Time) (q, executing int) {
 	w := c.work[name]
 	if finished < w.finished {
 		w = work{}
 	}
 	active := finished > w.finished
+	if active || queued > 0 || w.moved.IsZero() {
+		w.moved = now
+	}
 	if queued > 0 {
-		w.owed = max(w.owed, finished+uint64(queued)+1)
+		w.owed = max(w.owed, addSatU(finished, uint64(queued)+1))
+	}
+	if queued == 0 && w.owed > finished && now.Sub(w.moved) >= owedExpiry {
+		c.deps.Log.Warn("in-flight accounting expired: the requests a queue showed never counted as finished",
+			"model", name, "requests_written_off", w.owed-finished, "finished", finished,
+			"unmoved_for", now.Sub(w.moved), "expiry", owedExpiry)
+		w.owed = finished
 	}
 	w.finished = finished
 	c.work[name] = w
@@ -270,6 +319,62 @@ func (c *Controller) inFlightLocked(name string, finished uint64, queued int) (q
 		executing = max(executing, 1)
 	}
 	return max(queued, 0), max(executing, 0)
+}
+
+// readyAgainLocked forgets name's consecutive failed loads and backoff when it is seen READY
+// (newly, so that a reload failing while the old copy serves still counts towards
+// quarantine): a load Triton answered with an error that still ended READY is not one of a
+// run of failures. c.mu is held.
+func (c *Controller) readyAgainLocked(name string) {
+	if n := c.failures[name]; n > 0 {
+		c.deps.Log.Info("model READY; its failed loads are forgotten", "model", name, "failures", n)
+		delete(c.failures, name)
+		delete(c.backoffUntil, name)
+	}
+}
+
+// noStatsEpisodeLocked warns once when READY models start missing from Triton's statistics
+// (names, at most ten of them) and says once when none is. c.mu is held.
+func (c *Controller) noStatsEpisodeLocked(names []string) {
+	switch {
+	case len(names) > 0 && !c.noStats:
+		c.noStats = true
+		slices.Sort(names)
+		c.deps.Log.Warn("READY models missing from Triton's statistics; read from their queue and owed work, busy while their queue is unknown",
+			"models", names[:min(len(names), 10)], "count", len(names))
+	case len(names) == 0 && c.noStats:
+		c.noStats = false
+		c.deps.Log.Info("every READY model is in Triton's statistics again")
+	}
+}
+
+// pruneLocked drops the per-model state of names in neither the catalog nor obs (this loop's
+// index): a model that left Triton's index and was never in the catalog cannot be wanted again
+// except as a new model, so its demand estimate, counts and in-flight accounting go. c.mu is
+// held.
+func (c *Controller) pruneLocked(cat plan.Catalog, obs plan.Observed) {
+	gone := func(name string) bool {
+		if _, ok := obs.Models[name]; ok {
+			return false
+		}
+		_, ok := cat.Model(name)
+		return !ok
+	}
+	for name := range c.est {
+		if gone(name) {
+			delete(c.est, name)
+		}
+	}
+	for name := range c.lastCount {
+		if gone(name) {
+			delete(c.lastCount, name)
+		}
+	}
+	for name := range c.work {
+		if gone(name) {
+			delete(c.work, name)
+		}
+	}
 }
 
 // demandWarning logs an unavailable demand of models not loaded once when it starts, then at
@@ -298,17 +403,42 @@ func (c *Controller) demandWarning(err error, now time.Time) {
 // maxWarnErrBytes bounds an error quoted in a rate-limited warning.
 const maxWarnErrBytes = 1024
 
-// readQueues reads Triton's queue length per model (nv_inference_pending_request_count, summed
-// over versions) from cfg.TritonMetricsURL; nil when it is not configured or not readable (the
-// failure is logged once when it starts, then at most every deviceWarnEvery).
-func (c *Controller) readQueues(ctx context.Context, now time.Time) map[string]int {
-	if c.cfg.TritonMetricsURL == "" {
-		return nil
+// queues is one loop's reading of Triton's queue lengths (readQueues).
+type queues struct {
+	read     bool // false: not configured or not readable (every queue unknown)
+	reading  pendingReading
+	allValid bool // false: a series without a model label is invalid (every queue invalid)
+}
+
+// of returns name's queue length, -1 when it is unknown, and whether it is unknown because
+// Triton's series for it is not a queue length (invalid: the model counts as busy).
+func (q queues) of(name string) (n int, invalid bool) {
+	if !q.read {
+		return -1, false
 	}
-	fams, err := scrapeMetrics(ctx, c.metricsClient, c.cfg.TritonMetricsURL)
+	if _, bad := q.reading.bad[name]; bad {
+		return -1, true
+	}
+	if !q.allValid {
+		return -1, true // an invalid series of no model could be any model's
+	}
+	return int(q.reading.perModel[name]), false // at most MaxPendingRequests
+}
+
+// readQueues reads Triton's queue length per model (pendingRequests) from cfg.TritonMetricsURL.
+// Unconfigured or unreadable, every queue is unknown (the failure is logged once when it starts,
+// then at most every deviceWarnEvery); a series that is not a queue length makes its model's
+// queue unknown and the model busy (warned once per episode, until a reading has none). Each
+// loop that could not read them, or read an invalid series, counts in queue_read_errors_total.
+func (c *Controller) readQueues(ctx context.Context, now time.Time) queues {
+	if c.cfg.TritonMetricsURL == "" {
+		return queues{}
+	}
+	fams, err := scrapeMetrics(ctx, c.metricsClient, c.cfg.TritonMetricsURL, metricPending)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
+		c.m.QueueReadErrors.Inc()
 		if c.queueErrSince.IsZero() || now.Sub(c.queueWarnAt) >= deviceWarnEvery {
 			c.deps.Log.Warn("triton queue lengths unreadable; models that served requests in the last loop count as busy",
 				"err", err, "next_warning_in", deviceWarnEvery)
@@ -317,32 +447,25 @@ func (c *Controller) readQueues(ctx context.Context, now time.Time) map[string]i
 		if c.queueErrSince.IsZero() {
 			c.queueErrSince = now
 		}
-		return nil
+		return queues{}
 	}
 	if !c.queueErrSince.IsZero() {
 		c.deps.Log.Info("triton queue lengths readable again", "unreadable_for", now.Sub(c.queueErrSince))
 		c.queueErrSince, c.queueWarnAt = time.Time{}, time.Time{}
 	}
-	out := map[string]int{}
-	for _, f := range fams {
-		if f.GetName() != metricPending {
-			continue
+	r := pendingRequests(fams)
+	_, unlabelled := r.bad[""]
+	switch {
+	case len(r.bad) > 0:
+		c.m.QueueReadErrors.Inc()
+		if !c.queueInvalid {
+			c.queueInvalid = true
+			c.deps.Log.Warn("triton queue lengths invalid; those models count as busy, never evicted, until they read as counts",
+				"models", len(r.bad), "invalid", r.why(), "every_queue_unknown", unlabelled)
 		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "model" {
-					out[l.GetValue()] += int(max(m.GetGauge().GetValue(), 0))
-				}
-			}
-		}
+	case c.queueInvalid:
+		c.queueInvalid = false
+		c.deps.Log.Info("triton queue lengths valid again")
 	}
-	return out
-}
-
-// addSat is a + b for a, b ≥ 0, saturating at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
+	return queues{read: true, reading: r, allValid: !unlabelled}
 }

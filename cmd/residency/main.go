@@ -37,7 +37,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs := flag.NewFlagSet("residency", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&c.TritonAddress, "triton-address", c.TritonAddress, "Triton gRPC endpoint, host:port")
-	fs.StringVar(&c.TritonMetricsURL, "triton-metrics-url", c.TritonMetricsURL, "Triton Prometheus endpoint: without NVML its nv_gpu_memory_used_bytes is the device-memory check; while draining, the queue length. Empty or unreachable: planning on the catalog's accounting and draining on statistics (a WARN every 5m and inferscale_residency_device_memory_read_errors_total count the unreachable reads)")
+	fs.StringVar(&c.TritonMetricsURL, "triton-metrics-url", c.TritonMetricsURL, "Triton Prometheus endpoint (queue lengths every loop; read at most 16 MiB): without NVML its nv_gpu_memory_used_bytes is the device-memory check; while draining, the queue length. Empty or unreachable: planning on the catalog's accounting and draining on statistics (a WARN every 5m and inferscale_residency_device_memory_read_errors_total count the unreachable reads)")
 	fs.StringVar(&c.CatalogPath, "catalog", c.CatalogPath, "model catalog YAML (docs/residency.md)")
 	fs.Int64Var(&c.BudgetBytes, "budget-bytes", c.BudgetBytes, "usable GPU bytes; 0: from NVML, else from --mig-profile's table entry")
 	fs.StringVar(&c.MIGProfile, "mig-profile", c.MIGProfile, "pod's MIG profile (e.g. 1g.10gb) or whole-GPU name (h100-80gb): selects catalog peaks; sets the budget without NVML; must be in the profile table or named by a catalog model")

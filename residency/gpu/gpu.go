@@ -19,6 +19,11 @@ var ErrNoDevice = errors.New("no GPU device")
 // ErrNVML is wrapped when an NVML call fails; the NVML return code's text is kept.
 var ErrNVML = errors.New("nvml")
 
+// ErrReading is wrapped when NVML answers with a memory figure that cannot be a device's: past
+// plan.MaxMemoryBytes (1 PiB), where NVML's uint64 would also wrap negative as an int64. The
+// error names the figure NVML reported.
+var ErrReading = errors.New("nvml reading out of range")
+
 // Device is the GPU or MIG device the pod was given.
 type Device struct {
 	dev nvml.Device
@@ -30,7 +35,7 @@ type Device struct {
 	MIG bool
 	// Profile is the MIG profile parsed from a MIG device's name ("1g.5gb"), or "" for a whole GPU.
 	Profile string
-	// TotalBytes is the device's total memory as NVML reports it.
+	// TotalBytes is the device's total memory in bytes as NVML reports it, at most plan.MaxMemoryBytes.
 	TotalBytes int64
 }
 
@@ -90,7 +95,10 @@ func Open(lib nvml.Interface, visibleDevices string) (*Device, error) {
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("%w: memory of %s: %w", ErrNVML, d.UUID, ret)
 	}
-	d.TotalBytes = int64(mem.Total)
+	var err error
+	if d.TotalBytes, err = checkedBytes("total", d.UUID, mem.Total); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -104,14 +112,25 @@ func ProfileFromName(name string) string {
 	return strings.ToLower(strings.TrimSpace(p))
 }
 
-// UsedBytes re-reads the memory in use on the device (NVML's memory info Used), for the
-// controller's check that an unload really returned its memory.
+// UsedBytes re-reads the memory in use on the device in bytes (NVML's memory info Used), for
+// the controller's check that an unload really returned its memory. A figure past
+// plan.MaxMemoryBytes is an ErrReading error naming it (never a negative "unknown").
 func (d *Device) UsedBytes() (int64, error) {
 	mem, ret := d.dev.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
 		return 0, fmt.Errorf("%w: memory of %s: %w", ErrNVML, d.UUID, ret)
 	}
-	return int64(mem.Used), nil
+	return checkedBytes("used", d.UUID, mem.Used)
+}
+
+// checkedBytes converts NVML's byte count what of device uuid to an int64, refusing one past
+// plan.MaxMemoryBytes with an ErrReading error that names the figure.
+func checkedBytes(what, uuid string, v uint64) (int64, error) {
+	if v > uint64(plan.MaxMemoryBytes) {
+		return 0, fmt.Errorf("%w: memory of %s: NVML reports %s %d bytes; want at most %d (1 PiB, plan.MaxMemoryBytes)",
+			ErrReading, uuid, what, v, int64(plan.MaxMemoryBytes))
+	}
+	return int64(v), nil
 }
 
 // Budget returns the residency budget of the device: its total memory less reserveBytes, for

@@ -4,6 +4,8 @@ package gpu
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -191,4 +193,40 @@ func TestProfileFromName(t *testing.T) {
 			t.Errorf("ProfileFromName(%q) = %q, want %q", tt.give, got, tt.want)
 		}
 	}
+}
+
+// TestMemoryReadingsOutOfRange: NVML figures past plan.MaxMemoryBytes are errors naming the
+// figure. Before, go-nvml's mock with Used = MaxUint64 gave UsedBytes() = -1 with a nil error
+// (negative reads as "unknown": the device check was off), and Total = MaxUint64 was refused
+// as "totalBytes: -1".
+func TestMemoryReadingsOutOfRange(t *testing.T) {
+	const huge = "18446744073709551615"
+	t.Run("used", func(t *testing.T) {
+		s := dgxh100.New()
+		d, err := Open(s, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Devices[1].(*server.Device).MemoryInfo.Used = math.MaxUint64
+		used, err := d.UsedBytes()
+		if !errors.Is(err, ErrReading) || !strings.Contains(err.Error(), "used "+huge+" bytes") || used != 0 {
+			t.Errorf("UsedBytes = %d, %v; want an ErrReading error naming used %s bytes", used, err, huge)
+		}
+		s.Devices[1].(*server.Device).MemoryInfo.Used = 1<<50 + 1
+		if _, err := d.UsedBytes(); !errors.Is(err, ErrReading) || !strings.Contains(err.Error(), "used 1125899906842625 bytes") {
+			t.Errorf("UsedBytes past 1 PiB: %v; want an ErrReading error", err)
+		}
+		s.Devices[1].(*server.Device).MemoryInfo.Used = 1 << 50
+		if used, err := d.UsedBytes(); err != nil || used != 1<<50 {
+			t.Errorf("UsedBytes at 1 PiB = %d, %v; want %d", used, err, int64(1<<50))
+		}
+	})
+	t.Run("total", func(t *testing.T) {
+		s := dgxh100.New()
+		s.Devices[1].(*server.Device).MemoryInfo.Total = math.MaxUint64
+		d, err := Open(s, "1")
+		if !errors.Is(err, ErrReading) || !strings.Contains(err.Error(), "total "+huge+" bytes") || d != nil {
+			t.Errorf("Open = %v, %v; want an ErrReading error naming total %s bytes", d, err, huge)
+		}
+	})
 }

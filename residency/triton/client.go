@@ -146,14 +146,28 @@ type Config struct {
 	PollInterval time.Duration
 	// Clock drives WaitState's polling and timeout; nil means RealClock.
 	Clock Clock
+	// MaxRecvBytes bounds one answer the client receives, in bytes, on connections Dial
+	// opens (New's caller sets its own, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize));
+	// 0 means DefaultMaxRecvBytes. Range: 0, or [1, 2^31 − 1] (Triton's own bound).
+	MaxRecvBytes int
 }
 
-// DefaultConfig returns 10 s calls, 10 min loads and a 250 ms poll.
+// DefaultMaxRecvBytes is Dial's bound on one answer: 64 MiB. grpc-go's default of 4 MiB
+// refused a RepositoryIndex of 100,000 models ("received message larger than max (4200000 vs.
+// 4194304)"), which made the controller's every loop fail and the pod never ready; Triton
+// sends up to 2^31 − 1 bytes (MAX_GRPC_MESSAGE_SIZE = INT32_MAX in its src/grpc). 64 MiB holds
+// an index of about 1.5 million short model names or statistics of about 100,000 model
+// versions (~600 bytes each), and bounds what one answer can cost the sidecar.
+const DefaultMaxRecvBytes = 64 << 20
+
+// DefaultConfig returns 10 s calls, 10 min loads, a 250 ms poll and answers of up to
+// DefaultMaxRecvBytes.
 func DefaultConfig() Config {
 	return Config{
 		CallTimeout:  10 * time.Second,
 		LoadTimeout:  10 * time.Minute,
 		PollInterval: 250 * time.Millisecond,
+		MaxRecvBytes: DefaultMaxRecvBytes,
 	}
 }
 
@@ -168,6 +182,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%w: PollInterval is %v, want > 0", ErrInvalidArgument, c.PollInterval))
+	}
+	if c.MaxRecvBytes < 0 || c.MaxRecvBytes > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("%w: MaxRecvBytes is %d, want 0 (DefaultMaxRecvBytes) or [1, %d]", ErrInvalidArgument, c.MaxRecvBytes, math.MaxInt32))
 	}
 	return errors.Join(errs...)
 }
@@ -193,13 +210,22 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Client, error) {
 }
 
 // Dial returns a client of the Triton gRPC endpoint at target ("host:8001"),
-// without TLS unless opts say otherwise. Connecting is lazy: an unreachable
-// server shows as ErrUnavailable on the first call. Close releases it.
+// without TLS unless opts say otherwise, receiving answers of up to cfg.MaxRecvBytes (opts may
+// override it). Connecting is lazy: an unreachable server shows as ErrUnavailable on the first
+// call. Close releases it.
 func Dial(target string, cfg Config, opts ...grpc.DialOption) (*Client, error) {
 	if target == "" {
 		return nil, fmt.Errorf("%w: target is empty, want host:port", ErrInvalidArgument)
 	}
-	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	recv := cfg.MaxRecvBytes
+	if recv == 0 {
+		recv = DefaultMaxRecvBytes
+	}
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv))}, opts...)
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("triton dial %q: %w", target, err)

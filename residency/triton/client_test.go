@@ -3,6 +3,7 @@ package triton_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -470,5 +471,51 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := triton.Dial("", triton.DefaultConfig()); !errors.Is(err, triton.ErrInvalidArgument) {
 		t.Errorf("Dial(\"\") = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestDialReceivesLargeIndex: a RepositoryIndex of 100,000 models (5.4 MB) is received whole by
+// a Dial client with DefaultConfig (DefaultMaxRecvBytes, 64 MiB). Before, Dial kept grpc-go's
+// 4 MiB bound ("received message larger than max (…vs. 4194304)"): the controller's every loop
+// failed and the pod never turned ready. An answer past the configured bound is still refused.
+func TestDialReceivesLargeIndex(t *testing.T) {
+	const n = 100_000
+	models := make([]*inference.RepositoryIndexResponse_ModelIndex, n)
+	for i := range models {
+		models[i] = &inference.RepositoryIndexResponse_ModelIndex{Name: fmt.Sprintf("tenant-model-with-a-long-name-%010d", i), Version: "1", State: "READY"}
+	}
+	size := proto.Size(&inference.RepositoryIndexResponse{Models: models})
+	if size <= 4<<20 {
+		t.Fatalf("index of %d bytes; want it past grpc-go's 4 MiB default", size)
+	}
+	s := &stub{index: [][]*inference.RepositoryIndexResponse_ModelIndex{models}}
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	inference.RegisterGRPCInferenceServiceServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	dialer := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
+	dial := func(cfg triton.Config) *triton.Client {
+		t.Helper()
+		c, err := triton.Dial("passthrough:///bufnet", cfg, dialer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	idx, err := dial(triton.DefaultConfig()).Index(context.Background(), false)
+	if err != nil || len(idx) != n || idx[n-1].Name != models[n-1].Name {
+		t.Fatalf("Index of a %d-byte answer: %d entries, %v; want %d", size, len(idx), err, n)
+	}
+	small := triton.DefaultConfig()
+	small.MaxRecvBytes = 4 << 20
+	if _, err := dial(small).Index(context.Background(), false); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("Index past MaxRecvBytes 4 MiB: %v; want ResourceExhausted", err)
+	}
+	bad := triton.DefaultConfig()
+	bad.MaxRecvBytes = -1
+	if _, err := triton.Dial("passthrough:///bufnet", bad); !errors.Is(err, triton.ErrInvalidArgument) || !strings.Contains(err.Error(), "MaxRecvBytes is -1") {
+		t.Errorf("Dial with MaxRecvBytes -1 = %v, want ErrInvalidArgument naming it", err)
 	}
 }
