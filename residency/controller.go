@@ -676,7 +676,13 @@ func (c *Controller) indexEntry(ctx context.Context, name string) (triton.ModelI
 	var got triton.ModelIndex
 	found := false
 	for _, e := range idx {
-		if e.Name == name && (!found || stateRank(plan.State(e.State)) > stateRank(plan.State(got.State))) {
+		if e.Name != name {
+			continue
+		}
+		r, gr := stateRank(plan.State(e.State)), stateRank(plan.State(got.State))
+		// Among entries of one rank, one with a state or a reason says more than a version
+		// never loaded: a failed load's UNAVAILABLE entry carries Triton's reason.
+		if !found || r > gr || (r == gr && got.State == triton.StateUnknown && got.Reason == "" && (e.State != triton.StateUnknown || e.Reason != "")) {
 			got, found = e, true
 		}
 	}

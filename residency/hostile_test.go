@@ -34,6 +34,7 @@ type fakeTriton struct {
 	onLoad  func(f *fakeTriton, name string) error
 	onUnld  func(f *fakeTriton, name string) error
 	idxErrs int // Index calls that fail next, with Unavailable
+	before  []triton.ModelIndex // listed ahead of index's entries (more versions of a model)
 	loads   map[string]int
 	unloads map[string]int
 }
@@ -66,7 +67,7 @@ func (f *fakeTriton) Index(context.Context, bool) ([]triton.ModelIndex, error) {
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b triton.ModelIndex) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return append(slices.Clone(f.before), out...), nil
 }
 
 func (f *fakeTriton) Load(_ context.Context, name string, _ triton.LoadOptions) error {
@@ -626,6 +627,25 @@ func TestLoadUnavailableWhileTritonReachable(t *testing.T) {
 			t.Errorf("%d interruption warnings, want 0", got)
 		}
 	})
+	t.Run("index shows the failure behind a version never loaded", func(t *testing.T) {
+		// A model listed twice, a version never loaded (no state, no reason) ahead of the
+		// one whose load failed: the failure's entry decides, not the first one listed.
+		ft := newFakeTriton()
+		ft.set("p0", triton.StateUnavailable, "unloaded")
+		ft.before = []triton.ModelIndex{{Name: "p0", Version: "2"}}
+		ft.onLoad = func(f *fakeTriton, name string) error {
+			f.setLocked(name, triton.StateUnavailable, "CUDA out of memory")
+			return oom
+		}
+		h := newFakeHarness(t, ft, "", catalog(model("p0", plan.TierP0, 2, time.Second)), plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+		for range 40 {
+			h.step()
+			h.clock.Advance(time.Second)
+		}
+		if n, f := ft.count(ft.loads, "p0"), testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); n != 3 || f != 3 {
+			t.Errorf("%d loads, %v failures in 40 s; want 3 and 3 (backoff, then quarantine)", n, f)
+		}
+	})
 	t.Run("index unreachable", func(t *testing.T) {
 		ft := newFakeTriton()
 		ft.set("p0", triton.StateUnavailable, "unloaded")
@@ -781,4 +801,39 @@ func FuzzFilterText(f *testing.F) {
 			t.Fatalf("the input parses, the %q kept of it does not: %v", out, err)
 		}
 	})
+}
+
+// TestOwedWorkSurvivesMetricsOutage: the expiry of owed work counts only time with a known
+// queue. With the metrics unreadable for longer than owedExpiry, the first reading of 0 after
+// the outage writes nothing off; the expiry runs from there.
+func TestOwedWorkSurvivesMetricsOutage(t *testing.T) {
+	mb := newMetricsBody(t, pendingType+`nv_inference_pending_request_count{model="m",version="1"} 3`+"\n")
+	ft := newFakeTriton()
+	ft.set("m", triton.StateReady, "")
+	ft.stats["m"] = triton.ModelStats{Name: "m", Version: "1", Success: triton.DurationStat{Count: 10}}
+	cat := catalog(model("m", plan.TierP1, 1, time.Second))
+	h := newFakeHarness(t, ft, mb.srv.URL, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+	ctx := context.Background()
+	executing := func(at time.Time) int {
+		t.Helper()
+		o, err := h.ctl.observe(ctx, cat, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.obs.Models["m"].Executing
+	}
+	if got := executing(t0); got != 1 {
+		t.Fatalf("executing %d with 3 queued, want 1", got)
+	}
+	mb.set(pendingType + `nv_inference_pending_request_count{model="m" 3` + "\n") // unparseable: the queue is unknown
+	executing(t0.Add(time.Minute))
+	executing(t0.Add(owedExpiry + time.Minute))
+	mb.set(pendingType + `nv_inference_pending_request_count{model="m",version="1"} 0` + "\n")
+	at := t0.Add(owedExpiry + 2*time.Minute)
+	if got := executing(at); got != 4 {
+		t.Fatalf("executing %d at the first reading after a %s outage, want the 4 owed", got, owedExpiry+time.Minute)
+	}
+	if got := executing(at.Add(owedExpiry)); got != 0 {
+		t.Fatalf("executing %d %s after the outage with the queue at 0, want 0", got, owedExpiry)
+	}
 }

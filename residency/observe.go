@@ -298,7 +298,9 @@ func (c *Controller) inFlightLocked(name string, finished uint64, queued int, no
 		w = work{}
 	}
 	active := finished > w.finished
-	if active || queued > 0 || w.moved.IsZero() {
+	// While the queue is unknown (queued < 0) the expiry's clock does not run: it measures
+	// only time with a known queue, so an outage of the metrics writes nothing off.
+	if active || queued != 0 || w.moved.IsZero() {
 		w.moved = now
 	}
 	if queued > 0 {

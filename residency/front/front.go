@@ -255,9 +255,10 @@ func (f *Front) Close() error {
 // Drain makes the front refuse every new inference request with UNAVAILABLE (and a pushback,
 // so the client's next attempt goes to another pod) and waits until no request is held or
 // being forwarded and no ModelStreamInfer stream is open. A stream ends UNAVAILABLE once it is
-// idle — Triton has answered every request the client sent on it at least once, and nothing
-// has passed either way for streamQuiet — so a client that keeps a stream open between
-// requests reopens it on another pod instead of holding the drain to its deadline. When ctx ends first, the requests still held fail UNAVAILABLE and Drain
+// idle — Triton has sent one answer for each request the client sent on it, and nothing has
+// passed either way for streamQuiet — so a client that keeps a stream open between requests
+// reopens it on another pod instead of holding the drain to its deadline. A stream of a
+// decoupled model (more answers than requests) is waited for, to the deadline if it stays open. When ctx ends first, the requests still held fail UNAVAILABLE and Drain
 // returns ctx's error; forwarded ones go on until Close. Call it once the pod's endpoints are
 // gone (after the propagation delay): until then clients still send here.
 func (f *Front) Drain(ctx context.Context) error {
@@ -681,8 +682,7 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 			}
 			headerSent = true
 		}
-		st.answered.Add(1)
-		st.touch()
+		st.answer()
 		if err := ss.SendMsg(&resp); err != nil {
 			resp.free()
 			return err
@@ -691,24 +691,37 @@ func (f *Front) pump(ss grpc.ServerStream, method string, first sendFrame) error
 }
 
 // streamQuiet is how long a ModelStreamInfer stream must have passed nothing either way, with
-// every request it carried answered at least once, before a drain ends it as idle. A decoupled
-// model may answer one request many times, and only its last answer ends it (Triton marks it
-// only when the client asks, triton_enable_empty_final_response), so the front cannot see a
-// request end: a request whose next answer comes more than streamQuiet after its last is
-// ended by a drain.
+// as many answers as requests, before a drain ends it as idle. A decoupled model may answer
+// one request many times, and only its last answer ends it (Triton marks it only when the
+// client asks, triton_enable_empty_final_response), so the front cannot see its requests end:
+// a stream that has had more answers than requests is never ended as idle.
 const streamQuiet = 2 * time.Second
 
 // streamActivity counts a stream's traffic for the drain's idle test.
 type streamActivity struct {
 	sent, answered atomic.Int64 // client messages passed to Triton, Triton messages passed back
 	last           atomic.Int64 // unix nanoseconds of the last message either way
+	// decoupled is set once Triton has sent more messages than the client: a decoupled model
+	// answers one request many times, so the counts no longer say which requests were
+	// answered (a request queued behind a token stream would read as answered by its tokens).
+	decoupled atomic.Bool
 }
 
 func (s *streamActivity) touch() { s.last.Store(time.Now().UnixNano()) }
 
-// idle reports whether every request sent has had an answer and nothing passed for streamQuiet.
+// answer counts one message from Triton.
+func (s *streamActivity) answer() {
+	if s.answered.Add(1) > s.sent.Load() {
+		s.decoupled.Store(true)
+	}
+	s.touch()
+}
+
+// idle reports whether every request sent has had its one answer and nothing passed for
+// streamQuiet. A decoupled stream is never idle: a drain waits for it as for a request in
+// flight, to its deadline if the client keeps it open.
 func (s *streamActivity) idle(now time.Time) bool {
-	return s.answered.Load() >= s.sent.Load() && now.Sub(time.Unix(0, s.last.Load())) >= streamQuiet
+	return !s.decoupled.Load() && s.answered.Load() == s.sent.Load() && now.Sub(time.Unix(0, s.last.Load())) >= streamQuiet
 }
 
 // endWhenIdle waits for a drain, then until the stream is idle (streamActivity.idle, checked

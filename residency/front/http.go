@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -219,7 +220,24 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		// a held one must: a connection that declared a body and stopped sending had kept its
 		// model busy and the drain waiting for as long as it stayed open.
 		rc := http.NewResponseController(w)
-		db := &deadlineBody{ReadCloser: r.Body, deadline: time.Now().Add(f.cfg.HoldTimeout), clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		// The proxy's transport reads the body on its own goroutine, and may do so after
+		// this handler has returned (Triton answered first): a clear then would lift the
+		// deadline net/http has set for the connection's next request. returned, under mu,
+		// makes it a no-op.
+		var mu sync.Mutex
+		returned := false
+		defer func() {
+			mu.Lock()
+			returned = true
+			mu.Unlock()
+		}()
+		db := &deadlineBody{ReadCloser: r.Body, deadline: time.Now().Add(f.cfg.HoldTimeout), clear: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !returned {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
+		}}
 		_ = rc.SetReadDeadline(db.deadline)
 		r.Body = db
 		r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, db))

@@ -21,8 +21,9 @@ import (
 const streamInfer = "/inference.GRPCInferenceService/ModelStreamInfer"
 
 // streamFront starts tritontest with tc, an upstream serving ModelStreamInfer from it (see
-// TestStreamInferHeld), and a front for the models of tc's catalog, all stopped at cleanup.
-func streamFront(t *testing.T, tc tritontest.Config) (*front.Front, *tritontest.Server, *grpc.ClientConn) {
+// TestStreamInferHeld) with answers messages per request (more than 1: as a decoupled model),
+// and a front for the models of tc's catalog, all stopped at cleanup.
+func streamFront(t *testing.T, tc tritontest.Config, answers int) (*front.Front, *tritontest.Server, *grpc.ClientConn) {
 	t.Helper()
 	ts, err := tritontest.New(tc)
 	if err != nil {
@@ -44,8 +45,10 @@ func streamFront(t *testing.T, tc tritontest.Config) (*front.Front, *tritontest.
 			if err != nil {
 				return err
 			}
-			if err := ss.SendMsg(resp); err != nil {
-				return err
+			for range answers {
+				if err := ss.SendMsg(resp); err != nil {
+					return err
+				}
 			}
 		}
 	}))
@@ -87,7 +90,7 @@ func streamFront(t *testing.T, tc tritontest.Config) (*front.Front, *tritontest.
 // tritontest's ModelInfer per message and answering with the ModelInferResponse (Triton wraps
 // it in a ModelStreamInferResponse, which the front never reads).
 func TestStreamInferHeld(t *testing.T) {
-	f, ts, cc := streamFront(t, oneModel("stream", 0))
+	f, ts, cc := streamFront(t, oneModel("stream", 0), 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cs, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, streamInfer)
@@ -143,7 +146,7 @@ func TestDrainEndsIdleStream(t *testing.T) {
 	tc := oneModel("stream", 0)
 	tc.StartupModels = []string{"stream"}
 	tc.Models[0].ServiceTime = 3 * time.Second
-	f, _, cc := streamFront(t, tc)
+	f, _, cc := streamFront(t, tc, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	open := func(id string) grpc.ClientStream {
@@ -185,5 +188,44 @@ func TestDrainEndsIdleStream(t *testing.T) {
 	}
 	if n := f.Active(); n != 0 {
 		t.Errorf("Active after the drain = %d, want 0", n)
+	}
+}
+
+// TestDrainWaitsForDecoupledStream: a stream that has had more answers than requests (a
+// decoupled model, as TRT-LLM's or vLLM's token streams) is never ended as idle: its counts no
+// longer say whether a later request is still queued or running (3 answers to request A would
+// read as answers to B, C and D). The drain waits for it, here to its deadline.
+func TestDrainWaitsForDecoupledStream(t *testing.T) {
+	tc := oneModel("stream", 0)
+	tc.StartupModels = []string{"stream"}
+	f, _, cc := streamFront(t, tc, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, streamInfer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.SendMsg(&inference.ModelInferRequest{ModelName: "stream", Id: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var resp inference.ModelInferResponse
+		if err := cs.RecvMsg(&resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.StartDrain()
+	dctx, dcancel := context.WithTimeout(ctx, 3500*time.Millisecond) // past the 2 s quiet
+	defer dcancel()
+	if err := f.Drain(dctx); err == nil {
+		t.Fatal("drain with a decoupled stream open: drained, want its deadline (the stream is not known idle)")
+	}
+	// The stream is still open: a later request on it is answered.
+	if err := cs.SendMsg(&inference.ModelInferRequest{ModelName: "stream", Id: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	var resp inference.ModelInferResponse
+	if err := cs.RecvMsg(&resp); err != nil || resp.GetId() != "b" {
+		t.Errorf("request on the decoupled stream after the drain's deadline: %v %q, want answered", err, resp.GetId())
 	}
 }
