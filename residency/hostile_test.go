@@ -33,7 +33,7 @@ type fakeTriton struct {
 	stats   map[string]triton.ModelStats // listed in Statistics
 	onLoad  func(f *fakeTriton, name string) error
 	onUnld  func(f *fakeTriton, name string) error
-	idxErrs int // Index calls that fail next, with Unavailable
+	idxErrs int                 // Index calls that fail next, with Unavailable
 	before  []triton.ModelIndex // listed ahead of index's entries (more versions of a model)
 	loads   map[string]int
 	unloads map[string]int
