@@ -694,25 +694,31 @@ func TestFailuresForgottenWhenReady(t *testing.T) {
 	}
 }
 
-// TestOwedWorkExpires: a queue of 3 seen once, then 0, with the finished count never moving,
-// keeps the model executing (4 owed) until owedExpiry, then is written off (logged once) and
-// the model is idle. Before, it was executing 4, busy and never a victim after 24 h.
-func TestOwedWorkExpires(t *testing.T) {
-	mb := newMetricsBody(t, pendingType+`nv_inference_pending_request_count{model="m",version="1"} 0`+"\n")
+// owedHarness is a controller over one READY model m with 10 requests finished and a queue of
+// queued on Triton's metrics; executing observes at a time and returns m's executing count.
+func owedHarness(t *testing.T, queued int) (*metricsBody, *fakeHarness, func(time.Time) int) {
+	t.Helper()
+	mb := newMetricsBody(t, pendingType+fmt.Sprintf(`nv_inference_pending_request_count{model="m",version="1"} %d`, queued)+"\n")
 	ft := newFakeTriton()
 	ft.set("m", triton.StateReady, "")
 	ft.stats["m"] = triton.ModelStats{Name: "m", Version: "1", Success: triton.DurationStat{Count: 10}}
 	cat := catalog(model("m", plan.TierP1, 1, time.Second))
 	h := newFakeHarness(t, ft, mb.srv.URL, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-	ctx := context.Background()
-	executing := func(at time.Time) int {
+	return mb, h, func(at time.Time) int {
 		t.Helper()
-		o, err := h.ctl.observe(ctx, cat, at)
+		o, err := h.ctl.observe(context.Background(), cat, at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o.obs.Models["m"].Executing
 	}
+}
+
+// TestOwedWorkExpires: a queue of 3 seen once, then 0, with the finished count never moving,
+// keeps the model executing (4 owed) until owedExpiry, then is written off (logged once) and
+// the model is idle. Before, it was executing 4, busy and never a victim after 24 h.
+func TestOwedWorkExpires(t *testing.T) {
+	mb, h, executing := owedHarness(t, 0)
 	executing(t0)
 	mb.set(pendingType + `nv_inference_pending_request_count{model="m",version="1"} 3` + "\n")
 	if got := executing(t0.Add(5 * time.Second)); got != 1 {
@@ -807,21 +813,7 @@ func FuzzFilterText(f *testing.F) {
 // queue. With the metrics unreadable for longer than owedExpiry, the first reading of 0 after
 // the outage writes nothing off; the expiry runs from there.
 func TestOwedWorkSurvivesMetricsOutage(t *testing.T) {
-	mb := newMetricsBody(t, pendingType+`nv_inference_pending_request_count{model="m",version="1"} 3`+"\n")
-	ft := newFakeTriton()
-	ft.set("m", triton.StateReady, "")
-	ft.stats["m"] = triton.ModelStats{Name: "m", Version: "1", Success: triton.DurationStat{Count: 10}}
-	cat := catalog(model("m", plan.TierP1, 1, time.Second))
-	h := newFakeHarness(t, ft, mb.srv.URL, cat, plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-	ctx := context.Background()
-	executing := func(at time.Time) int {
-		t.Helper()
-		o, err := h.ctl.observe(ctx, cat, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.obs.Models["m"].Executing
-	}
+	mb, _, executing := owedHarness(t, 3)
 	if got := executing(t0); got != 1 {
 		t.Fatalf("executing %d with 3 queued, want 1", got)
 	}
