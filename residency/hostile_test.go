@@ -605,47 +605,39 @@ func TestUnloadWithoutEffectNotReissuedEverySettle(t *testing.T) {
 // interruption. Before, every UNAVAILABLE was "Triton restarted": 40 loads in 40 s, 0 failures.
 func TestLoadUnavailableWhileTritonReachable(t *testing.T) {
 	oom := &triton.StatusError{Op: "load", Model: "p0", Code: codes.Unavailable, Message: "failed to load 'p0': CUDA out of memory"}
-	t.Run("index shows the failure", func(t *testing.T) {
-		ft := newFakeTriton()
-		ft.set("p0", triton.StateUnavailable, "unloaded")
-		ft.onLoad = func(f *fakeTriton, name string) error {
-			f.setLocked(name, triton.StateUnavailable, "CUDA out of memory")
-			return oom
-		}
-		h := newFakeHarness(t, ft, "", catalog(model("p0", plan.TierP0, 2, time.Second)), plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-		for range 40 {
-			h.step()
-			h.clock.Advance(time.Second)
-		}
-		if n, f := ft.count(ft.loads, "p0"), testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); n != 3 || f != 3 {
-			t.Errorf("%d loads, %v failures in 40 s; want 3 and 3 (backoff 10 s, 20 s, then quarantine)", n, f)
-		}
-		if got := testutil.ToFloat64(h.m.Quarantined); got != 1 {
-			t.Errorf("quarantined_models = %v, want 1", got)
-		}
-		if got := h.logs.count("load interrupted"); got != 0 {
-			t.Errorf("%d interruption warnings, want 0", got)
-		}
-	})
-	t.Run("index shows the failure behind a version never loaded", func(t *testing.T) {
-		// A model listed twice, a version never loaded (no state, no reason) ahead of the
-		// one whose load failed: the failure's entry decides, not the first one listed.
-		ft := newFakeTriton()
-		ft.set("p0", triton.StateUnavailable, "unloaded")
-		ft.before = []triton.ModelIndex{{Name: "p0", Version: "2"}}
-		ft.onLoad = func(f *fakeTriton, name string) error {
-			f.setLocked(name, triton.StateUnavailable, "CUDA out of memory")
-			return oom
-		}
-		h := newFakeHarness(t, ft, "", catalog(model("p0", plan.TierP0, 2, time.Second)), plan.Budget{Profile: prof, TotalBytes: 10 * gi})
-		for range 40 {
-			h.step()
-			h.clock.Advance(time.Second)
-		}
-		if n, f := ft.count(ft.loads, "p0"), testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); n != 3 || f != 3 {
-			t.Errorf("%d loads, %v failures in 40 s; want 3 and 3 (backoff, then quarantine)", n, f)
-		}
-	})
+	// The second case lists the model twice, a version never loaded (no state, no reason)
+	// ahead of the one whose load failed: the failure's entry decides, not the first listed.
+	for _, c := range []struct {
+		name   string
+		before []triton.ModelIndex
+	}{
+		{"index shows the failure", nil},
+		{"index shows the failure behind a version never loaded", []triton.ModelIndex{{Name: "p0", Version: "2"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ft := newFakeTriton()
+			ft.set("p0", triton.StateUnavailable, "unloaded")
+			ft.before = c.before
+			ft.onLoad = func(f *fakeTriton, name string) error {
+				f.setLocked(name, triton.StateUnavailable, "CUDA out of memory")
+				return oom
+			}
+			h := newFakeHarness(t, ft, "", catalog(model("p0", plan.TierP0, 2, time.Second)), plan.Budget{Profile: prof, TotalBytes: 10 * gi})
+			for range 40 {
+				h.step()
+				h.clock.Advance(time.Second)
+			}
+			if n, f := ft.count(ft.loads, "p0"), testutil.ToFloat64(h.m.Loads.WithLabelValues("failure")); n != 3 || f != 3 {
+				t.Errorf("%d loads, %v failures in 40 s; want 3 and 3 (backoff 10 s, 20 s, then quarantine)", n, f)
+			}
+			if got := testutil.ToFloat64(h.m.Quarantined); got != 1 {
+				t.Errorf("quarantined_models = %v, want 1", got)
+			}
+			if got := h.logs.count("load interrupted"); got != 0 {
+				t.Errorf("%d interruption warnings, want 0", got)
+			}
+		})
+	}
 	t.Run("index unreachable", func(t *testing.T) {
 		ft := newFakeTriton()
 		ft.set("p0", triton.StateUnavailable, "unloaded")
