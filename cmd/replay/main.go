@@ -135,9 +135,28 @@ func runIO(args []string, stderr io.Writer) error {
 			return fmt.Errorf("%s: not used by replay tune, which replays every policy family on each shared trace under --traces (with its documented model, slots and cold start) and writes only --write; drop them", strings.Join(ignored, ", "))
 		}
 	}
-	if set["rate-scale"] && !tune {
-		if err := checkRateScale(*trace, *format); err != nil {
+	readsPool := false // a flag set that a DLRM instance trace would not read
+	for name := range set {
+		readsPool = readsPool || !instanceFlags[name]
+	}
+	if !tune && readsPool {
+		f, err := traceFormat(*trace, *format)
+		if err != nil {
 			return err
+		}
+		if set["rate-scale"] && f != replay.FormatServeGen {
+			return fmt.Errorf("rate-scale: applies to servegen traces (binned mode) only; this trace is %s", f)
+		}
+		if f == replay.FormatDLRMInstances && *trace != "" { // with no trace, Prepare refuses the format
+			var unread []string
+			fs.Visit(func(fl *flag.Flag) {
+				if !instanceFlags[fl.Name] && fl.Name != "model" { // Prepare refuses --model, naming the services
+					unread = append(unread, "--"+fl.Name)
+				}
+			})
+			if len(unread) > 0 { // they did nothing
+				return fmt.Errorf("%s: not used on a %s trace, which has no requests and is reported whole as its recorded replica trajectories (docs/replay.md, \"Alibaba DLRM 2025 instances\"); it reads only --trace, --format and --out", strings.Join(unread, ", "), replay.FormatDLRMInstances)
+			}
 		}
 	}
 	cfg.TracePath, cfg.Format, cfg.Mode = *trace, replay.Format(*format), *mode
@@ -192,6 +211,7 @@ var tuneOnly = map[string]bool{"traces": true, "write": true}
 var tuneIgnores = map[string]bool{
 	"trace": true, "format": true, "model": true, "out": true, "policies": true,
 	"hindsight": true, "optimum": true, "residency": true, "residency-budget-models": true,
+	"progress": true, // tune logs a line per trace; it draws no bar
 }
 
 const mainUsage = `Usage:
@@ -261,35 +281,38 @@ func checkOut(flag, dir string) error {
 	}
 }
 
-// checkRateScale refuses --rate-scale for a trace that is not ServeGen's, where it did
-// nothing (only ServeGen's windows have rates to scale; replay refuses it in request mode).
-func checkRateScale(trace, format string) error {
-	f := replay.Format(format)
-	switch {
-	case f != "":
-	case trace == "":
-		f = replay.FormatAzureLLM // the embedded trace
-	default:
-		p, err := replay.ResolvePath(trace)
-		if err != nil {
-			return err
-		}
-		fh, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		head := make([]byte, 64<<10)
-		n, _ := io.ReadFull(fh, head)
-		fh.Close()
-		first, _, _ := strings.Cut(string(head[:n]), "\n")
-		if f, err = replay.DetectFormat(first); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
+// instanceFlags are the flags the replay reads on a DLRM instance trace, which it reports
+// whole (no requests, so no pool, policies, SLO or residency); it refuses the others there.
+var instanceFlags = map[string]bool{"trace": true, "format": true, "out": true}
+
+// traceFormat is the format of the trace the replay will read: --format, else the embedded
+// trace's, else the one detected from the first line of trace (a file, or the one trace in a
+// folder), so that flags a format does not read (--rate-scale outside ServeGen, the pool's on
+// a DLRM instance trace) are refused before a run that ignored them.
+func traceFormat(trace, format string) (replay.Format, error) {
+	if f := replay.Format(format); f != "" {
+		return f, nil
 	}
-	if f != replay.FormatServeGen {
-		return fmt.Errorf("rate-scale: applies to servegen traces (binned mode) only; this trace is %s", f)
+	if trace == "" {
+		return replay.FormatAzureLLM, nil // the embedded trace
 	}
-	return nil
+	p, err := replay.ResolvePath(trace)
+	if err != nil {
+		return "", err
+	}
+	fh, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(fh, head)
+	fh.Close()
+	first, _, _ := strings.Cut(string(head[:n]), "\n")
+	f, err := replay.DetectFormat(first)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return f, nil
 }
 
 // maxSettingsBytes bounds --settings: the embedded replay/settings.yaml is 4 KiB, and

@@ -41,6 +41,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"residency budget with residency off", []string{"--residency-budget-models=5", "--residency=false"}, "residency budget 5 models (--residency-budget-models): the residency replay is off (--residency=false); drop one"},
 		{"residency budget on a single-model trace", []string{"--residency-budget-models=5"}, "residency budget 5 models (--residency-budget-models): the residency replay runs on multi-model traces only, and AzureLLMInferenceTrace_code.csv (embedded; Patel et al., Splitwise, ISCA 2024, CC BY 4.0) has 1 model"},
 		{"tune with one trace's flags", []string{"tune", "--trace=x.csv", "--policies=static"}, "--out, --policies, --trace: not used by replay tune, which replays every policy family on each shared trace under --traces"},
+		// tune logs a line per trace and draws no bar.
+		{"tune with a progress bar", []string{"tune", "--progress=false"}, "--out, --progress: not used by replay tune"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +105,7 @@ func TestRunUnseenGenericTrace(t *testing.T) {
 
 // TestTuneRejectsMissingTraces: tune names the trace it could not read.
 func TestTuneRejectsMissingTraces(t *testing.T) {
-	err := run([]string{"tune", "--traces", t.TempDir(), "--write", filepath.Join(t.TempDir(), "s.yaml"), "--progress=false"})
+	err := run([]string{"tune", "--traces", t.TempDir(), "--write", filepath.Join(t.TempDir(), "s.yaml")})
 	if err == nil || !strings.Contains(err.Error(), "tune azure-llm-code") {
 		t.Errorf("tune over an empty folder: %v, want an error naming azure-llm-code", err)
 	}
@@ -144,16 +146,38 @@ func TestTuneRefusesUnwritableWriteFirst(t *testing.T) {
 	}
 }
 
-func TestCheckRateScaleAcceptsServeGen(t *testing.T) {
+func TestTraceFormat(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "sg.csv")
 	if err := os.WriteFile(p, []byte("category,model,client_id,window_start_s,window_len_s,rate_rps,iat_cv,arrival_dist,dist_p1,dist_p2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkRateScale(p, ""); err != nil {
-		t.Errorf("checkRateScale(servegen file) = %v", err)
+	for _, c := range []struct{ trace, format, want string }{
+		{p, "", "servegen"},
+		{"", "servegen", "servegen"},
+		{"", "", "azure-llm"},
+	} {
+		if f, err := traceFormat(c.trace, c.format); err != nil || string(f) != c.want {
+			t.Errorf("traceFormat(%q, %q) = %q, %v; want %q", c.trace, c.format, f, err, c.want)
+		}
 	}
-	if err := checkRateScale("", "servegen"); err != nil {
-		t.Errorf("checkRateScale(--format=servegen) = %v", err)
+}
+
+// TestInstancesTraceRefusesUnreadFlags: on the DLRM instance trace, which is reported whole,
+// --policies, --slo and the pool's flags did nothing; they are refused, by name.
+func TestInstancesTraceRefusesUnreadFlags(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "dlrm.csv")
+	if err := os.WriteFile(trace, []byte("instance_sn,role,app_name,gpu_request,creation_time,deletion_time\ni0,HN,app_0,1,0,3600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	err := run([]string{"--trace", trace, "--policies=static", "--slo=1s", "--progress=false", "--out", out})
+	want := `--policies, --progress, --slo: not used on a dlrm-instances trace, which has no requests and is reported whole as its recorded replica trajectories (docs/replay.md, "Alibaba DLRM 2025 instances"); it reads only --trace, --format and --out`
+	if err == nil || err.Error() != want {
+		t.Errorf("run = %v, want %q", err, want)
+	}
+	if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+		t.Errorf("out folder %s exists after a refused run (stat: %v)", out, statErr)
 	}
 }
 
