@@ -92,17 +92,19 @@ type Config struct {
 	InferenceHTTPListen string
 	TritonHTTPURL       string
 	// HoldTimeout, HoldMaxRequests, HoldMaxBytes and HoldMaxTotalBytes bound the front's
-	// holds, MaxRequestBytes one request, and RetryPushback is its grpc-retry-pushback-ms
-	// (--hold-timeout, --hold-max-requests, --hold-max-bytes, --hold-max-total-bytes,
-	// --max-request-bytes, --retry-pushback): front.Config's HoldTimeout, MaxHeldRequests,
-	// MaxHeldBytes, MaxTotalHeldBytes, MaxRequestBytes and RetryPushback, with their ranges,
-	// checked only with InferenceListen.
-	HoldTimeout       time.Duration
-	HoldMaxRequests   int
-	HoldMaxBytes      int64
-	HoldMaxTotalBytes int64
-	MaxRequestBytes   int64
-	RetryPushback     time.Duration
+	// holds, MaxRequestBytes one request, RetainMaxTotalBytes the forwarded requests it keeps
+	// for a re-hold, and RetryPushback is its grpc-retry-pushback-ms (--hold-timeout,
+	// --hold-max-requests, --hold-max-bytes, --hold-max-total-bytes, --max-request-bytes,
+	// --retain-max-total-bytes, --retry-pushback): front.Config's HoldTimeout,
+	// MaxHeldRequests, MaxHeldBytes, MaxTotalHeldBytes, MaxRequestBytes, MaxRetainedBytes and
+	// RetryPushback, with their ranges, checked only with InferenceListen.
+	HoldTimeout         time.Duration
+	HoldMaxRequests     int
+	HoldMaxBytes        int64
+	HoldMaxTotalBytes   int64
+	MaxRequestBytes     int64
+	RetainMaxTotalBytes int64
+	RetryPushback       time.Duration
 }
 
 // Settle is the loop's pause after a step that acted, so that a plan's next step follows
@@ -115,7 +117,7 @@ func (c Config) FrontConfig() front.Config {
 	f := front.DefaultConfig()
 	f.Upstream = c.TritonAddress
 	f.HoldTimeout, f.MaxHeldRequests, f.MaxHeldBytes, f.RetryPushback = c.HoldTimeout, c.HoldMaxRequests, c.HoldMaxBytes, c.RetryPushback
-	f.MaxTotalHeldBytes, f.MaxRequestBytes = c.HoldMaxTotalBytes, c.MaxRequestBytes
+	f.MaxTotalHeldBytes, f.MaxRequestBytes, f.MaxRetainedBytes = c.HoldMaxTotalBytes, c.MaxRequestBytes, c.RetainMaxTotalBytes
 	return f
 }
 
@@ -128,27 +130,28 @@ func (c Config) FrontConfig() front.Config {
 func DefaultConfig() Config {
 	fd := front.DefaultConfig()
 	return Config{
-		HoldTimeout:        fd.HoldTimeout,
-		HoldMaxRequests:    fd.MaxHeldRequests,
-		HoldMaxBytes:       fd.MaxHeldBytes,
-		HoldMaxTotalBytes:  fd.MaxTotalHeldBytes,
-		MaxRequestBytes:    fd.MaxRequestBytes,
-		RetryPushback:      fd.RetryPushback,
-		TritonAddress:      "localhost:8001",
-		TritonMetricsURL:   "http://localhost:8002/metrics",
-		TritonHTTPURL:      "http://localhost:8000",
-		CatalogPath:        "/etc/inferscale/catalog.yaml",
-		ReserveBytes:       -1,
-		NVML:               "auto",
-		ListenAddress:      ":8090",
-		LoopInterval:       5 * time.Second,
-		MaxConcurrentLoads: 1,
-		FailureBackoff:     10 * time.Second,
-		FailureBackoffMax:  5 * time.Minute,
-		QuarantineAfter:    3,
-		DrainTimeout:       60 * time.Second,
-		PropagationDelay:   5 * time.Second,
-		DrainPollInterval:  time.Second,
+		HoldTimeout:         fd.HoldTimeout,
+		HoldMaxRequests:     fd.MaxHeldRequests,
+		HoldMaxBytes:        fd.MaxHeldBytes,
+		HoldMaxTotalBytes:   fd.MaxTotalHeldBytes,
+		MaxRequestBytes:     fd.MaxRequestBytes,
+		RetainMaxTotalBytes: fd.MaxRetainedBytes,
+		RetryPushback:       fd.RetryPushback,
+		TritonAddress:       "localhost:8001",
+		TritonMetricsURL:    "http://localhost:8002/metrics",
+		TritonHTTPURL:       "http://localhost:8000",
+		CatalogPath:         "/etc/inferscale/catalog.yaml",
+		ReserveBytes:        -1,
+		NVML:                "auto",
+		ListenAddress:       ":8090",
+		LoopInterval:        5 * time.Second,
+		MaxConcurrentLoads:  1,
+		FailureBackoff:      10 * time.Second,
+		FailureBackoffMax:   5 * time.Minute,
+		QuarantineAfter:     3,
+		DrainTimeout:        60 * time.Second,
+		PropagationDelay:    5 * time.Second,
+		DrainPollInterval:   time.Second,
 	}
 }
 

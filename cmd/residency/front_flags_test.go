@@ -14,7 +14,7 @@ import (
 func TestParseFrontFlags(t *testing.T) {
 	c, _, err := parseFlags([]string{"--triton-address=127.0.0.1:8101", "--inference-listen=:8001", "--hold-timeout=2m",
 		"--hold-max-requests=50", "--hold-max-bytes=67108864", "--hold-max-total-bytes=134217728", "--max-request-bytes=8388608",
-		"--retry-pushback=250ms"}, io.Discard)
+		"--retain-max-total-bytes=1048576", "--retry-pushback=250ms"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestParseFrontFlags(t *testing.T) {
 		t.Errorf("InferenceListen = %q, want :8001", c.InferenceListen)
 	}
 	want := front.Config{Upstream: "127.0.0.1:8101", HoldTimeout: 2 * time.Minute, MaxHeldRequests: 50, MaxHeldBytes: 64 << 20,
-		MaxTotalHeldBytes: 128 << 20, MaxRequestBytes: 8 << 20,
+		MaxTotalHeldBytes: 128 << 20, MaxRequestBytes: 8 << 20, MaxRetainedBytes: 1 << 20,
 		RetryPushback: 250 * time.Millisecond, RecheckInterval: front.DefaultConfig().RecheckInterval}
 	if diff := cmp.Diff(want, c.FrontConfig()); diff != "" {
 		t.Errorf("front config (-want +got):\n%s", diff)
@@ -31,10 +31,11 @@ func TestParseFrontFlags(t *testing.T) {
 
 func TestParseFrontFlagsErrors(t *testing.T) {
 	_, _, err := parseFlags([]string{"--inference-listen=:8001", "--hold-timeout=0s", "--hold-max-requests=0",
-		"--hold-max-total-bytes=4194303", "--max-request-bytes=2147483648"}, io.Discard)
+		"--hold-max-total-bytes=4194303", "--max-request-bytes=2147483648", "--retain-max-total-bytes=-1"}, io.Discard)
 	for _, want := range []string{"HoldTimeout (--hold-timeout): 0s out of range [1s, 30m0s]", "MaxHeldRequests (--hold-max-requests): 0 out of range [1, 100000]",
 		"MaxTotalHeldBytes (--hold-max-total-bytes): 4194303 out of range [4194304, 68719476736]",
-		"MaxRequestBytes (--max-request-bytes): 2147483648 out of range [4194304, 2147483647]"} {
+		"MaxRequestBytes (--max-request-bytes): 2147483648 out of range [4194304, 2147483647]",
+		"MaxRetainedBytes (--retain-max-total-bytes): -1 out of range [0, 68719476736]"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want containing %q", err, want)
 		}

@@ -65,6 +65,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.Int64Var(&c.HoldMaxBytes, "hold-max-bytes", c.HoldMaxBytes, "request bytes held per model; more fail UNAVAILABLE at once; needs --inference-listen")
 	fs.Int64Var(&c.HoldMaxTotalBytes, "hold-max-total-bytes", c.HoldMaxTotalBytes, "request bytes held for all models together; more fail RESOURCE_EXHAUSTED (HTTP 429) at once; needs --inference-listen")
 	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "largest request message (gRPC) or body (HTTP) the front takes; larger fail RESOURCE_EXHAUSTED (HTTP 413) unread (default: Triton's --http-max-input-size default); needs --inference-listen")
+	fs.Int64Var(&c.RetainMaxTotalBytes, "retain-max-total-bytes", c.RetainMaxTotalBytes, "bytes of forwarded gRPC requests kept, for all models together, to hold one again if Triton answers NOT_FOUND for a model unloaded meanwhile; a request past it is not kept, and such a NOT_FOUND is answered UNAVAILABLE with the pushback; 0 keeps none; needs --inference-listen")
 	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers; needs --inference-listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := version.Flag(fs)
@@ -85,7 +86,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 // frontFlags are the inference front's flags: without --inference-listen there is no front
 // and they do nothing.
 var frontFlags = []string{"hold-timeout", "hold-max-requests", "hold-max-bytes", "hold-max-total-bytes",
-	"max-request-bytes", "retry-pushback", "triton-http-url"}
+	"max-request-bytes", "retain-max-total-bytes", "retry-pushback", "triton-http-url"}
 
 // frontFlagsUnused returns a usage error for each front flag the command line gave (fs.Visit,
 // so a default never counts) without --inference-listen, where it would be silently ignored;

@@ -40,6 +40,18 @@ type Config struct {
 	// [4 MiB, 2 GiB − 1]: at least gRPC's default maximum, at most Triton's own gRPC maximum
 	// (MAX_GRPC_MESSAGE_SIZE = INT32_MAX, triton-inference-server/server src/common.h).
 	MaxRequestBytes int64
+	// MaxRetainedBytes bounds the bytes of forwarded ModelInfer requests the front keeps, for
+	// all models together, while Triton runs them (--retain-max-total-bytes): a kept request
+	// that Triton answers NOT_FOUND because its model was unloaded since the front's view of it
+	// (ModelReady says not ready) is held once and sent again. A request forwarded while the
+	// kept bytes would pass the bound is not kept: it goes to Triton with its buffers, and such
+	// a NOT_FOUND is answered UNAVAILABLE with the pushback, which a client's retry policy
+	// retries. Without the bound every forwarded request stayed in the sidecar's memory until
+	// its answer (16 concurrent 3 MiB requests executing kept 48 MiB, their whole bytes, on
+	// top of a chart sidecar's 64 MiB hold budget within its 128 MiB limit). Requests
+	// forwarded after a hold, and stream messages, are never kept (they are not held again).
+	// Range [0, 64 GiB]; 0 keeps none.
+	MaxRetainedBytes int64
 	// RetryPushback is the delay sent in grpc-retry-pushback-ms with every UNAVAILABLE the front
 	// answers itself (--retry-pushback). Range [0, 10m].
 	RetryPushback time.Duration
@@ -49,8 +61,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: Triton at localhost:8001; hold up to 60 s, 1,000 requests
-// and 256 MiB per model, 256 MiB for all models together; requests up to 64 MiB; 1 s pushback;
-// readiness re-checked every 100 ms.
+// and 256 MiB per model, 256 MiB for all models together; requests up to 64 MiB; 16 MiB of
+// forwarded requests kept for a re-hold; 1 s pushback; readiness re-checked every 100 ms.
 //
 // Why these values: 60 s covers six of the catalog's default 10 s load times plus loop
 // intervals, and stays under the 5-minute request timeouts common in front of inference
@@ -63,7 +75,10 @@ type Config struct {
 // bound, 2 GiB − 1 and not configurable, is no bound on a sidecar's memory, so the front takes
 // over both protocols what Triton's HTTP endpoint takes by default. A 1 s pushback lets a
 // client's retry reach another pod after a load-balancer update without turning every refusal
-// into an immediate retry (a retry storm).
+// into an immediate retry (a retry storm). 16 MiB of kept requests covers a few thousand
+// text requests of a few KiB (an LLM prompt) or a few large tensors, and stays a small share
+// of the chart's 128 MiB sidecar beside its 64 MiB hold budget; a NOT_FOUND past it costs the
+// client one retry, not the request.
 // 100 ms re-checks add at most 100 ms to a hold that lasts a load time (seconds), for one cheap
 // ModelReady per held model per check.
 func DefaultConfig() Config {
@@ -74,6 +89,7 @@ func DefaultConfig() Config {
 		MaxHeldBytes:      256 << 20,
 		MaxTotalHeldBytes: 256 << 20,
 		MaxRequestBytes:   64 << 20,
+		MaxRetainedBytes:  16 << 20,
 		RetryPushback:     time.Second,
 		RecheckInterval:   100 * time.Millisecond,
 	}
@@ -104,6 +120,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 4<<20 || c.MaxRequestBytes > math.MaxInt32 {
 		add("MaxRequestBytes (--max-request-bytes): %d out of range [%d, %d]", c.MaxRequestBytes, 4<<20, math.MaxInt32)
+	}
+	if c.MaxRetainedBytes < 0 || c.MaxRetainedBytes > 64<<30 {
+		add("MaxRetainedBytes (--retain-max-total-bytes): %d out of range [0, %d]", c.MaxRetainedBytes, int64(64<<30))
 	}
 	inRange("RetryPushback (--retry-pushback)", c.RetryPushback, 0, 10*time.Minute)
 	inRange("RecheckInterval", c.RecheckInterval, 10*time.Millisecond, 10*time.Second)

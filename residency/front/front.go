@@ -141,9 +141,12 @@ type Front struct {
 	// heldTotal is the bytes held for every model plus those being read to be held (the sum
 	// of queue.bytes and reading), bounded by MaxTotalHeldBytes.
 	heldTotal int64
-	active    int           // inference requests held or being forwarded, and open streams
-	drained   chan struct{} // closed by Drain: idle streams end (streamQuiet)
-	idle      chan struct{} // closed when active drops to 0
+	// retained is the bytes of forwarded unary requests kept for a re-hold after a stale
+	// NOT_FOUND (keep), bounded by MaxRetainedBytes.
+	retained int64
+	active   int           // inference requests held or being forwarded, and open streams
+	drained  chan struct{} // closed by Drain: idle streams end (streamQuiet)
+	idle     chan struct{} // closed when active drops to 0
 }
 
 // queue is one model's held requests, in arrival order. One watcher goroutine serves a queue
@@ -520,16 +523,51 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		if method == methodStreamInfer {
 			// Not counted in Forwarding: a client may keep one stream open for its whole life,
 			// idle most of it, and counting it would make its model busy, so never a victim,
-			// for as long (Triton's statistics still see the requests it carries).
-			return f.pump(ss, method, f.sendable(&req, w))
+			// for as long (Triton's statistics still see the requests it carries). Its first
+			// message goes with its buffers: a stream is never held again, and the front's
+			// reference had kept the message for the stream's whole life.
+			out := f.sendable(&req, w)
+			req.free()
+			return f.pump(ss, method, out)
 		}
 		f.forwardStart(name)
-		again, err := f.unary(ss, method, name, f.sendable(&req, w), held)
+		// Keep the request for a re-hold only where one can follow (not after a hold) and
+		// within MaxRetainedBytes; otherwise it goes to Triton with its buffers.
+		kept := !held && f.keep(size)
+		out := f.sendable(&req, w)
+		if !kept {
+			req.free()
+		}
+		again, err := f.unary(ss, method, name, out, held, kept)
+		if kept {
+			f.unkeep(size)
+		}
 		if !again {
 			return err
 		}
 		hold = true // Triton does not have the model after all: hold it once, by its arrival
 	}
+}
+
+// keep reserves size bytes of MaxRetainedBytes for a forwarded request kept for a re-hold;
+// false when they would pass it.
+func (f *Front) keep(size int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retained+size > f.cfg.MaxRetainedBytes {
+		return false
+	}
+	f.retained += size
+	f.m.RetainedBytes.Set(float64(f.retained))
+	return true
+}
+
+// unkeep returns keep's reservation.
+func (f *Front) unkeep(size int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retained -= size
+	f.m.RetainedBytes.Set(float64(f.retained))
 }
 
 // sendable returns a frame that shares req's buffers (one more reference), so that req can be
@@ -558,13 +596,15 @@ func (s sendFrame) sent() {
 
 // unary forwards one ModelInfer (grpc.ClientConn.Invoke: no goroutine per call). again reports
 // a NOT_FOUND from Triton for a model that Triton's ModelReady says is not ready (the front's
-// view was stale: the model was unloaded), for a request not held before (held false): the
-// caller holds the request instead of failing it. A held request answered so gets Triton's
-// NOT_FOUND (it is held once), except while the pod drains: the drain unloads every model and
-// a draining pod loads nothing, so the model, which is in the catalog, is served elsewhere —
-// UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND they would not. It ends
-// the caller's forwardStart as soon as Triton has answered, before the answer goes on.
-func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held bool) (again bool, err error) {
+// view was stale: the model was unloaded), for a request not held before (held false) that the
+// caller kept (kept): the caller holds the request instead of failing it. A held request
+// answered so gets Triton's NOT_FOUND (it is held once), except while the pod drains: the drain
+// unloads every model and a draining pod loads nothing, so the model, which is in the catalog,
+// is served elsewhere — UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND
+// they would not. A request not held and not kept (past MaxRetainedBytes) gets that
+// UNAVAILABLE too: its bytes are gone, and a retry is held. It ends the caller's forwardStart
+// as soon as Triton has answered, before the answer goes on.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held, kept bool) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
 	var resp frame
@@ -585,8 +625,12 @@ func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, 
 				}
 				return false, f.answer(ss, r)
 			}
-			if !held {
+			if !held && kept {
 				return true, nil
+			}
+			if !held {
+				f.m.FastFailed.WithLabelValues(name, "unloaded").Inc()
+				return false, f.answer(ss, f.unavailable("unloaded", fmt.Sprintf("model %q was unloaded while this request was forwarded (the front kept no copy to hold: --retain-max-total-bytes is in use): retry", name)))
 			}
 		}
 		if len(header) > 0 {

@@ -20,13 +20,18 @@ type Metrics struct {
 	// never_fits, queue_full, hold_budget (--hold-max-total-bytes), draining, bad_request,
 	// too_large (--max-request-bytes; model="" when refused before its model was read),
 	// body_timeout (a chunked HTTP body read to be held that stopped arriving for --hold-timeout), and
-	// model_control for a refused repository load or unload (model="").
+	// model_control for a refused repository load or unload (model=""), and unloaded (Triton
+	// answered NOT_FOUND for a model unloaded since the front's view, and the request, past
+	// --retain-max-total-bytes, was not kept to be held).
 	FastFailed *prometheus.CounterVec
 	// HoldFailed is inferscale_front_hold_failed_total{model,reason}: held requests that ended
 	// without being forwarded; reason is one of hold_timeout, cancelled (the client's deadline
 	// or cancellation), quarantined, never_fits, not_found, draining (the drain's deadline, or a
 	// released request whose model Triton had unloaded while the pod drains), shutdown.
 	HoldFailed *prometheus.CounterVec
+	// RetainedBytes is inferscale_front_retained_bytes: bytes of forwarded requests kept now
+	// for a re-hold, at most --retain-max-total-bytes.
+	RetainedBytes prometheus.Gauge
 }
 
 // NewMetrics builds the collectors and registers them on reg.
@@ -45,8 +50,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Inference requests answered at once without holding them, by reason."}, []string{"model", "reason"}),
 		HoldFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hold_failed_total",
 			Help: "Held inference requests that ended without being forwarded, by reason."}, []string{"model", "reason"}),
+		RetainedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "retained_bytes",
+			Help: "Bytes of forwarded inference requests kept now to be held again if Triton answers NOT_FOUND for a model unloaded meanwhile."}),
 	}
-	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.FastFailed, m.HoldFailed} {
+	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.FastFailed, m.HoldFailed, m.RetainedBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

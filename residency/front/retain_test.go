@@ -1,0 +1,110 @@
+package front_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/inferscale/inferscale/proto/inference"
+	"github.com/inferscale/inferscale/residency/front"
+	"github.com/inferscale/inferscale/residency/tritontest"
+)
+
+// bigInfer sends one ModelInfer for model with a raw input of size bytes.
+func bigInfer(ctx context.Context, c inference.GRPCInferenceServiceClient, model string, size int, trailer *metadata.MD) error {
+	if trailer == nil {
+		trailer = new(metadata.MD)
+	}
+	_, err := c.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: model,
+		Inputs:           []*inference.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, int64(size / 4)}}},
+		RawInputContents: [][]byte{make([]byte, size)}}, grpc.Trailer(trailer))
+	return err
+}
+
+// TestForwardedRequestsKeptWithinBudget: forwarded requests are kept for a re-hold only within
+// --retain-max-total-bytes. Before, every forwarded request stayed in the front's memory until
+// Triton answered it: 16 concurrent 3 MiB requests executing for 3 s added 48.4 MiB to the
+// heap beside the same requests sent straight to Triton, their whole bytes (measured with the
+// budget at 1 GiB). Now one is kept (the budget is 4 MiB): +3.1 MiB.
+func TestForwardedRequestsKeptWithinBudget(t *testing.T) {
+	const n, size = 16, 3 << 20
+	tc := tritontest.DefaultConfig()
+	tc.Models = []tritontest.Model{{Name: "hot", MemoryBytes: 1 << 30, ServiceTime: 3 * time.Second, Concurrency: n}}
+	tc.StartupModels = []string{"hot"}
+	cfg := testConfig()
+	cfg.MaxRetainedBytes = 4 << 20
+	h := start(t, tc, cfg, false, "hot")
+	h.ready.set("hot", front.Ready)
+	ctx := context.Background()
+	heapDuring := func(c inference.GRPCInferenceServiceClient, during func()) int64 {
+		runtime.GC()
+		runtime.GC()
+		var before, mid runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if err := bigInfer(ctx, c, "hot", size, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		time.Sleep(1500 * time.Millisecond) // all sent, all executing (3 s)
+		if during != nil {
+			during()
+		}
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&mid)
+		wg.Wait()
+		return int64(mid.HeapInuse) - int64(before.HeapInuse)
+	}
+	direct := heapDuring(h.direct, nil)
+	var kept float64
+	through := heapDuring(h.client, func() { kept = testutil.ToFloat64(h.m.RetainedBytes) })
+	// One request is kept: its message (the 3 MiB input and a few bytes of protobuf framing)
+	// fits the 4 MiB budget, a second would not.
+	if kept < size || kept > float64(cfg.MaxRetainedBytes) {
+		t.Errorf("retained bytes while %d requests of %d bytes execute = %.0f, want one request's, in [%d, %d]", n, size, kept, size, cfg.MaxRetainedBytes)
+	}
+	if got := testutil.ToFloat64(h.m.RetainedBytes); got != 0 {
+		t.Errorf("retained bytes after every answer = %.0f, want 0", got)
+	}
+	extra := through - direct
+	t.Logf("heap while %d × %d MiB requests execute: direct %.1f MiB, through the front %.1f MiB (+%.1f MiB)", n, size>>20, float64(direct)/(1<<20), float64(through)/(1<<20), float64(extra)/(1<<20))
+	if limit := int64(n * size / 4); extra > limit {
+		t.Errorf("the front added %.1f MiB to the heap for %d requests of %d MiB, want at most %.1f MiB (a quarter of their bytes)", float64(extra)/(1<<20), n, size>>20, float64(limit)/(1<<20))
+	}
+}
+
+// TestStaleReadyNotKeptUnavailable: a request past --retain-max-total-bytes (0 here: none is
+// kept) that Triton answers NOT_FOUND for a model unloaded since the front's view is answered
+// UNAVAILABLE with the pushback, which a client's retry policy retries and the front then
+// holds, never Triton's NOT_FOUND, which clients do not retry.
+func TestStaleReadyNotKeptUnavailable(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxRetainedBytes = 0
+	h := start(t, oneModel("evicted", 200*time.Millisecond), cfg, true, "evicted")
+	h.ready.set("evicted", front.Ready) // stale: tritontest has not loaded it
+	var tr metadata.MD
+	_, err := infer(context.Background(), h.client, "evicted", "7", &tr)
+	if status.Code(err) != codes.Unavailable || len(tr.Get(front.PushbackKey)) != 1 {
+		t.Fatalf("stale READY, nothing kept: %v, trailer %v; want Unavailable with the pushback", err, tr)
+	}
+	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("evicted", "unloaded")); got != 1 {
+		t.Errorf("fast_failed{reason=unloaded} = %v, want 1", got)
+	}
+	// The client's retry, with the front's view now right, is held through the load.
+	h.ready.set("evicted", front.NotReady)
+	if resp, err := infer(context.Background(), h.client, "evicted", "8", nil); err != nil || resp.GetId() != "8" {
+		t.Errorf("retry: %v, %v; want id 8 served after the load", resp, err)
+	}
+}
