@@ -82,8 +82,10 @@ func decisionEvents(prev decision.Recommendation, hadPrev bool, rec decision.Rec
 }
 
 // eventRecorder is implemented by Targets that can write events (the cluster's).
+// recordEvents reports whether every spec was queued (Events.Record); a caller
+// that owes an event offers it again when one was not.
 type eventRecorder interface {
-	recordEvents(namespace, name string, specs []eventSpec)
+	recordEvents(namespace, name string, specs []eventSpec) bool
 }
 
 // recordEvents is the server's one hook: after each evaluation it hands the transitions to
@@ -107,8 +109,10 @@ const (
 // Events writes ScaledObject events through the events.k8s.io/v1 API (client-go's dynamic
 // client, internal/kubeevent: the typed clientset doubled the binary), asynchronously: Record
 // never blocks an evaluation (a full queue drops the event and counts it), each reason is
-// written at most once per EventMinInterval per ScaledObject, and a failed write is logged
-// once per reason per interval too. Run sends until its context ends.
+// written at most once per EventMinInterval per ScaledObject (an event past it is dropped
+// and counted too), and a failed write is logged once per reason per interval too. Record
+// reports the drops, so a caller that must get an event out (a retry storm) offers it again
+// later. Run sends until its context ends.
 type Events struct {
 	client   dynamic.Interface
 	instance string // reportingInstance: the pod's name
@@ -119,7 +123,8 @@ type Events struct {
 	mu      sync.Mutex
 	last    map[eventKey]time.Time // last written, per ScaledObject and reason; entries older than EventMinInterval are pruned
 	swept   time.Time              // last prune of last
-	dropped int
+	dropped int                    // events dropped for a full queue
+	limited int                    // events dropped by EventMinInterval
 }
 
 // eventKey is one ScaledObject's reason in Events.last (a struct: "a" + "/" + "b/c" and
@@ -146,17 +151,23 @@ func truncate(s string, n int) string {
 }
 
 // Record queues one event per spec on the ScaledObject namespace/name (uid: its UID, so
-// `kubectl describe` finds them; may be empty), subject to EventMinInterval.
-func (e *Events) Record(namespace, name, uid string, specs []eventSpec) {
+// `kubectl describe` finds them; may be empty), subject to EventMinInterval. It reports
+// whether every spec was queued: false when one was dropped by EventMinInterval or for a
+// full queue (a drop for a full queue does not count as a write for EventMinInterval).
+func (e *Events) Record(namespace, name, uid string, specs []eventSpec) bool {
 	now := e.now()
 	e.mu.Lock()
 	e.pruneLocked(now)
 	e.mu.Unlock()
+	queued := true
 	for _, sp := range specs {
 		key := eventKey{namespace, name, sp.Reason}
 		e.mu.Lock()
-		if t, ok := e.last[key]; ok && now.Sub(t) < EventMinInterval {
+		before, had := e.last[key]
+		if had && now.Sub(before) < EventMinInterval {
+			e.limited++
 			e.mu.Unlock()
+			queued = false
 			continue
 		}
 		e.last[key] = now
@@ -178,9 +189,16 @@ func (e *Events) Record(namespace, name, uid string, specs []eventSpec) {
 		default:
 			e.mu.Lock()
 			e.dropped++
+			if had {
+				e.last[key] = before
+			} else {
+				delete(e.last, key)
+			}
 			e.mu.Unlock()
+			queued = false
 		}
 	}
+	return queued
 }
 
 // pruneLocked drops, at most once per EventMinInterval, the entries of last that no longer
@@ -221,11 +239,12 @@ func (e *Events) send(ctx context.Context, ev *eventsv1.Event) {
 	}
 }
 
-// recordEvents implements eventRecorder for the cluster's Targets.
-func (ct clusterTargets) recordEvents(namespace, name string, specs []eventSpec) {
+// recordEvents implements eventRecorder for the cluster's Targets; without an Events writer
+// there is nothing to write, and nothing is owed.
+func (ct clusterTargets) recordEvents(namespace, name string, specs []eventSpec) bool {
 	if ct.ev == nil {
-		return
+		return true
 	}
 	t, _ := ct.c.Lookup(namespace, name)
-	ct.ev.Record(namespace, name, t.UID, specs)
+	return ct.ev.Record(namespace, name, t.UID, specs)
 }

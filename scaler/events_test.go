@@ -131,3 +131,33 @@ func TestEventsRateLimitEntriesPruned(t *testing.T) {
 		t.Errorf("queued %d events for a/(b/c) and (a/b)/c, want 2 (two ScaledObjects)", got)
 	}
 }
+
+// TestEventsRecordReportsDrops: Record says whether every event was queued, and counts the
+// events EventMinInterval drops as it counts those a full queue drops; a drop for a full
+// queue is not a write, so the same reason goes out once the queue has room.
+func TestEventsRecordReportsDrops(t *testing.T) {
+	e := NewEvents(nil, "scaler-0", nil)
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	now := t0
+	e.now = func() time.Time { return now }
+	storm := []eventSpec{{Type: corev1.EventTypeWarning, Reason: EventRetryStorm, Note: "storm"}}
+	if !e.Record("team-a", "pool", "", storm) {
+		t.Fatal("first RetryStorm: not queued")
+	}
+	now = t0.Add(time.Minute)
+	if e.Record("team-a", "pool", "", storm) || e.limited != 1 || len(e.queue) != 1 {
+		t.Errorf("RetryStorm again within EventMinInterval: limited %d, %d queued; want refused (false), 1 limited, 1 queued", e.limited, len(e.queue))
+	}
+	// A full queue: the event is dropped, counted, reported, and not taken for a write.
+	other := []eventSpec{{Type: corev1.EventTypeWarning, Reason: EventUnavailable, Note: "no data"}}
+	for i := 0; len(e.queue) < cap(e.queue); i++ {
+		e.Record("team-b", fmt.Sprintf("filler-%d", i), "", other)
+	}
+	if e.Record("team-a", "pool", "", other) || e.dropped != 1 {
+		t.Errorf("full queue: dropped %d, want the event refused (false) and counted once", e.dropped)
+	}
+	<-e.queue
+	if !e.Record("team-a", "pool", "", other) {
+		t.Error("after a drop for a full queue, the same reason is refused as if it had been written")
+	}
+}

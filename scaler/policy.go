@@ -94,6 +94,9 @@ const (
 	// any currency, and × maxReplicasLimit the cost rate stays exact in float64 (≤ 10¹⁴), where
 	// 1e308 saturated it (5 replicas read as 1.8× the cost of 1).
 	maxGPUHourPrice = 1e9
+	// gpuHourPriceRange is maxGPUHourPrice's range as errors write it; OpenCost's price of a
+	// replica-hour is held to it too (openCostPrices.store).
+	gpuHourPriceRange = "(0, 1e9]"
 	// maxModelBytes bounds model, a label value: past Triton's 255-byte model names and
 	// Hugging Face's 96 + 1 + 96-byte repository ids, and small enough that the vLLM
 	// verified-results query built from it (verifiedQueryOf, up to 4 bytes per byte quoted)
@@ -316,7 +319,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	float(KeySLOQuantile, &p.SLOQuantile, "a number in [0.5, 0.9999]", func(f float64) bool { return f >= 0.5 && f <= 0.9999 })
 	integer(KeyReplicaConcurrency, &p.ReplicaConcurrency, fmt.Sprintf("an integer in [1, %d]", maxConcurrencyLimit), func(n int64) bool { return n >= 1 && n <= maxConcurrencyLimit })
 	duration(KeyColdStart, &p.ColdStart, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
-	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number in (0, 1e9] (price of one replica-hour)", func(f float64) bool { return f > 0 && f <= maxGPUHourPrice })
+	float(KeyGPUHourPrice, &p.GPUHourPrice, "a number in "+gpuHourPriceRange+" (price of one replica-hour)", func(f float64) bool { return f > 0 && f <= maxGPUHourPrice })
 	float(KeyRetryBudget, &p.RetryBudget, "a number in [1, 10] (rate ÷ unique rate)", func(f float64) bool { return f >= 1 && f <= 10 })
 	float(KeyReplicaThroughput, &p.ReplicaThroughput, "a number ≥ 1e-6 (requests per second)", func(f float64) bool { return f >= minReplicaThroughput })
 	float(KeyTargetUtilization, &p.TargetUtilization, "a number in (0, 1]", unit)
@@ -392,6 +395,23 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			errs = append(errs, fmt.Errorf("%w: %s or %s is required with a queue or rate signal and %s %q (the mean seconds of service per request, or a number > 0 of requests per second one replica sustains)",
 				ErrInvalidMetadata, KeyServiceTimeQuery, KeyReplicaThroughput, KeyEngine, decision.EngineCustom))
 		}
+	}
+	// The retry cap is rate ÷ unique rate against retryBudget: without a unique rate the budget,
+	// and without a rate the unique rate, did nothing, silently.
+	_, budgetGiven := vals[KeyRetryBudget]
+	_, uniqueGiven := vals[KeyUniqueRateQuery]
+	_, rateGiven := vals[KeyRateQuery]
+	if budgetGiven && !uniqueGiven {
+		errs = append(errs, fmt.Errorf("%w: %s is set without %s: the budget bounds rate ÷ unique rate, so it has no effect; set %s or remove %s",
+			ErrInvalidMetadata, KeyRetryBudget, KeyUniqueRateQuery, KeyUniqueRateQuery, KeyRetryBudget))
+	}
+	if uniqueGiven && engineOK && !rateGiven && !p.Configured(decision.SignalRate) {
+		keys := KeyUniqueRateQuery + " needs"
+		if budgetGiven {
+			keys = KeyUniqueRateQuery + " and " + KeyRetryBudget + " need"
+		}
+		errs = append(errs, fmt.Errorf("%w: %s a rate signal (%s, or %s triton or vllm): the amplification is rate ÷ unique rate, so without a rate there is nothing to cap",
+			ErrInvalidMetadata, keys, KeyRateQuery, KeyEngine))
 	}
 	if p.MinReplicas > p.MaxReplicas {
 		errs = append(errs, fmt.Errorf("%w: %s (%d) must be ≤ %s (%d)", ErrInvalidMetadata, KeyMinReplicas, p.MinReplicas, KeyMaxReplicas, p.MaxReplicas))

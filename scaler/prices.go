@@ -2,8 +2,10 @@ package scaler
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,17 +25,22 @@ import (
 //
 // A background loop (openCostPrices.Run) queries OpenCost once per --opencost-refresh for
 // every namespace with a trigger that needs a price (one query per namespace per refresh,
-// at most openCostConcurrency at once), and once more, at once, for a namespace that needs
-// a price for the first time; RPCs and scrapes only read the last answer. A namespace's
+// at most openCostConcurrency at once), and once more, at once, for a namespace with a
+// controller that needs a price for the first time; RPCs and scrapes only read the last
+// answer. Of an answer only the controllers the triggers need (their scale targets) are
+// kept, so memory is bounded by the triggers, not by the answer. A namespace's
 // prices older than openCostStaleAfter refresh intervals (OpenCost unreachable or failing)
 // are dropped: its triggers' price is absent, and the drop is logged once per episode with
 // the redacted address. An entry OpenCost answers that is refused (opencost.Prices.Bad: a
-// minutes or totalCost that is missing, null or negative, a sum that overflows, a price that
-// is not finite) leaves its controller without a price; it is logged at WARN once per episode
-// (when the controller starts being refused), at DEBUG on every refresh it still is, at INFO
-// when an answer no longer refuses it, and counted per namespace in
-// inferscale_scaler_opencost_refused_controllers (absent while the namespace's prices are
-// dropped: it counts the last good answer's refusals, and that answer is gone).
+// minutes or totalCost that is missing, null, not a number or negative, a sum that
+// overflows, a price that is not finite; and here a price outside gpuHourPrice's range
+// (0, maxGPUHourPrice]) leaves its controller without a price. The refused controllers a
+// trigger needs are logged in at most one line per namespace and refresh for each of: at
+// WARN those that start being refused, at DEBUG those still refused, at INFO those no longer
+// refused; each line gives the count, at most maxLoggedControllers names and the first one's
+// error. They are counted per namespace in inferscale_scaler_opencost_refused_controllers
+// (absent while the namespace's prices are dropped: it counts the last good answer's
+// refusals, and that answer is gone).
 
 // openCostStaleAfter is how many refresh intervals a namespace's last good answer lasts.
 const openCostStaleAfter = 3
@@ -47,15 +54,18 @@ type openCostFetcher interface {
 	Address() string
 }
 
-// nsPrices is one namespace's last answer.
+// nsPrices is one namespace's last answer, of the controllers triggers need.
 type nsPrices struct {
-	prices  map[opencost.Controller]float64
+	prices map[opencost.Controller]float64
+	// covered holds the controllers wanted when the namespace was last queried (answered or
+	// failed): one wanted since is queried at once (openCostPrices.want), not a refresh later.
+	covered map[opencost.Controller]struct{}
 	at      time.Time // the last successful refresh; zero: none
 	failing bool      // the last refresh failed (logged at WARN once per failure episode)
 	dropped bool      // prices are stale and were dropped (logged once per episode)
 	lastErr error
-	// refused holds the controllers the last good answer refused (prices.Bad), each logged at
-	// WARN when its episode began; nil: none.
+	// refused holds the wanted controllers the last good answer refused (wantedPrices), each
+	// logged at WARN when its episode began; nil: none.
 	refused map[opencost.Controller]error
 }
 
@@ -72,7 +82,7 @@ type openCostPrices struct {
 
 	mu     sync.Mutex
 	byNS   map[string]*nsPrices
-	wanted map[string]struct{}
+	wanted map[string]map[opencost.Controller]struct{} // per namespace, the controllers triggers need (Server.pricedNamespaces)
 	kick   chan struct{}
 }
 
@@ -87,19 +97,20 @@ func newOpenCostPrices(client openCostFetcher, window, refresh time.Duration, lo
 		}),
 		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "inferscale_scaler_opencost_refused_controllers",
-			Help: "Controllers of the namespace that OpenCost's last good answer priced with a refused entry (minutes or totalCost missing, null or negative, a sum that overflows, a price not finite): they have no OpenCost price. Absent while the namespace's prices are dropped as stale.",
+			Help: "Scale targets of the namespace's triggers that OpenCost's last good answer priced with a refused entry (minutes or totalCost missing, null, not a number or negative, a sum that overflows, a price outside gpuHourPrice's range (0, 1e9]): they have no OpenCost price. Absent while the namespace's prices are dropped as stale.",
 		}, []string{"namespace"}),
-		byNS: map[string]*nsPrices{}, wanted: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+		byNS: map[string]*nsPrices{}, wanted: map[string]map[opencost.Controller]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
-// want sets the namespaces that need a price (Server.Refresh's view) and wakes the loop when
-// one of them has never been queried.
-func (p *openCostPrices) want(namespaces map[string]struct{}) {
+// want sets, per namespace, the controllers that need a price (Server.Refresh's view; the
+// maps are not written after) and wakes the loop when one of them was not wanted when its
+// namespace was last queried (a namespace never queried, or a new scale target).
+func (p *openCostPrices) want(namespaces map[string]map[opencost.Controller]struct{}) {
 	p.mu.Lock()
 	p.wanted = namespaces
 	fresh := false
 	for ns := range namespaces {
-		if _, ok := p.byNS[ns]; !ok {
+		if p.uncoveredLocked(ns) {
 			fresh = true
 		}
 	}
@@ -110,6 +121,21 @@ func (p *openCostPrices) want(namespaces map[string]struct{}) {
 		default:
 		}
 	}
+}
+
+// uncoveredLocked is whether namespace ns has a wanted controller its last query did not
+// cover (or was never queried).
+func (p *openCostPrices) uncoveredLocked(ns string) bool {
+	e := p.byNS[ns]
+	if e == nil {
+		return true
+	}
+	for c := range p.wanted[ns] {
+		if _, ok := e.covered[c]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // price returns ctl's price when its namespace's last good answer is at most
@@ -142,13 +168,13 @@ func (p *openCostPrices) Run(ctx context.Context) error {
 	}
 }
 
-// refreshOnce queries every wanted namespace (onlyNew: those never queried), forgets the
-// namespaces no longer wanted and drops stale prices.
+// refreshOnce queries every wanted namespace (onlyNew: those with a controller their last
+// query did not cover), forgets the namespaces no longer wanted and drops stale prices.
 func (p *openCostPrices) refreshOnce(ctx context.Context, onlyNew bool) {
 	p.mu.Lock()
 	var todo []string
 	for ns := range p.wanted {
-		if _, ok := p.byNS[ns]; !onlyNew || !ok {
+		if !onlyNew || p.uncoveredLocked(ns) {
 			todo = append(todo, ns)
 		}
 	}
@@ -177,8 +203,9 @@ func (p *openCostPrices) refreshOnce(ctx context.Context, onlyNew bool) {
 	p.dropStale(p.now())
 }
 
-// store records one namespace's answer (or failure) at now, logging failure and recovery
-// once per episode, and each refused entry once per episode (logRefused).
+// store records one namespace's answer (or failure) at now, keeping only the wanted
+// controllers' prices (wantedPrices), logging failure and recovery once per episode, and the
+// refused controllers once per episode (logRefused).
 func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now time.Time) {
 	p.mu.Lock()
 	e := p.byNS[ns]
@@ -186,13 +213,18 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 		e = &nsPrices{}
 		p.byNS[ns] = e
 	}
+	want := p.wanted[ns]
+	e.covered = want
 	wasFailing, wasDropped, wasRefused := e.failing, e.dropped, e.refused
+	var kept map[opencost.Controller]float64
+	var refused map[opencost.Controller]error
 	if err != nil {
 		e.failing, e.lastErr = true, err
 	} else {
-		e.prices, e.at, e.failing, e.dropped, e.lastErr = prices.PerReplicaHour, now, false, false, nil
-		e.refused = prices.Bad
-		p.refused.WithLabelValues(ns).Set(float64(len(prices.Bad)))
+		kept, refused = wantedPrices(prices, want)
+		e.prices, e.at, e.failing, e.dropped, e.lastErr = kept, now, false, false, nil
+		e.refused = refused
+		p.refused.WithLabelValues(ns).Set(float64(len(refused)))
 	}
 	p.mu.Unlock()
 	addr := p.client.Address()
@@ -207,47 +239,102 @@ func (p *openCostPrices) store(ns string, prices opencost.Prices, err error, now
 		return
 	}
 	if wasFailing || wasDropped {
-		p.log.Info("OpenCost refresh succeeded again", "opencostAddress", addr, "namespace", ns, "controllers", len(prices.PerReplicaHour))
+		p.log.Info("OpenCost refresh succeeded again", "opencostAddress", addr, "namespace", ns, "controllers", len(kept))
 	}
-	p.logRefused(addr, ns, prices, wasRefused)
+	p.logRefused(addr, ns, kept, refused, wasRefused, want)
 }
 
-// logRefused logs the entries of one namespace's answer that OpenCost answered and the price
-// refused (prices.Bad), as the refresh failures are: at WARN when a controller starts being
-// refused, at DEBUG on each later refresh that still refuses it (the entry stays visible, and
-// counted in inferscale_scaler_opencost_refused_controllers), at INFO when an answer no longer
-// refuses it (was: the controllers the previous good answer refused). A refused entry's error
-// names the pod and the field, so its WARN says which.
-func (p *openCostPrices) logRefused(addr, ns string, prices opencost.Prices, was map[opencost.Controller]error) {
-	bad := make([]opencost.Controller, 0, len(prices.Bad))
-	for c := range prices.Bad {
-		bad = append(bad, c)
+// wantedPrices splits one answer's controllers in want (the rest of the answer is not kept)
+// into their prices (kept) and their refusals: opencost's (prices.Bad), and a price outside
+// gpuHourPrice's range (0, maxGPUHourPrice], which no replica-hour costs: 1e307 over 30
+// pod-minutes exported a price of 2e307 and a cost rate saturated at 1.8e308, and a free
+// replica-hour (totalCost 0) is a price OpenCost did not measure. refused is nil when none is.
+func wantedPrices(prices opencost.Prices, want map[opencost.Controller]struct{}) (kept map[opencost.Controller]float64, refused map[opencost.Controller]error) {
+	kept = map[opencost.Controller]float64{}
+	refuse := func(c opencost.Controller, err error) {
+		if refused == nil {
+			refused = map[opencost.Controller]error{}
+		}
+		refused[c] = err
 	}
-	sortControllers(bad)
-	for _, c := range bad {
-		if _, ok := was[c]; ok {
-			p.log.Debug("OpenCost entry still refused: no price for this controller", "opencostAddress", addr, "namespace", ns,
-				"controller", c.String(), "err", prices.Bad[c])
+	for c := range want {
+		if err, bad := prices.Bad[c]; bad {
+			refuse(c, err)
 			continue
 		}
-		p.log.Warn("OpenCost entry refused: no price for this controller", "opencostAddress", addr, "namespace", ns,
-			"controller", c.String(), "err", prices.Bad[c])
+		switch v, ok := prices.PerReplicaHour[c]; {
+		case !ok:
+		case !(v > 0 && v <= maxGPUHourPrice):
+			refuse(c, fmt.Errorf("opencost: %s: price %v per replica-hour (Σ totalCost ÷ (Σ minutes ÷ 60) over %v pod-minutes): must be in %s, gpuHourPrice's range",
+				c, v, prices.Minutes[c], gpuHourPriceRange))
+		default:
+			kept[c] = v
+		}
 	}
-	var back []opencost.Controller
+	return kept, refused
+}
+
+// maxLoggedControllers is how many controllers one log line of logRefused names; the
+// count gives the rest.
+const maxLoggedControllers = 3
+
+// logRefused logs one namespace's refused controllers (refused, of the wanted ones; was: the
+// previous good answer's) as the refresh failures are, in at most one line each: at WARN
+// those that start being refused, at DEBUG those still refused (they stay visible, and
+// counted in inferscale_scaler_opencost_refused_controllers), at INFO those still wanted that
+// an answer no longer refuses (priced: how many of them kept has a price now). A line gives
+// the count, at most maxLoggedControllers names (sorted) and the first one's error, which
+// names the pod and the field. Before, every refused controller of the answer had a line:
+// 20,000 refused controllers wrote 20,000 WARN lines per refresh.
+func (p *openCostPrices) logRefused(addr, ns string, kept map[opencost.Controller]float64, refused, was map[opencost.Controller]error, want map[opencost.Controller]struct{}) {
+	var started, still, back []opencost.Controller
+	for c := range refused {
+		if _, ok := was[c]; ok {
+			still = append(still, c)
+		} else {
+			started = append(started, c)
+		}
+	}
 	for c := range was {
-		if _, ok := prices.Bad[c]; !ok {
+		_, wanted := want[c]
+		if _, ok := refused[c]; !ok && wanted {
 			back = append(back, c)
 		}
 	}
+	sortControllers(started)
+	sortControllers(still)
 	sortControllers(back)
-	for _, c := range back {
-		price, priced := prices.PerReplicaHour[c]
-		attrs := []any{"opencostAddress", addr, "namespace", ns, "controller", c.String(), "priced", priced}
-		if priced {
-			attrs = append(attrs, "pricePerReplicaHour", price)
-		}
-		p.log.Info("OpenCost entry no longer refused", attrs...)
+	line := func(cs []opencost.Controller) []any {
+		return []any{"opencostAddress", addr, "namespace", ns, "count", len(cs), "controllers", controllerList(cs)}
 	}
+	if len(started) > 0 {
+		p.log.Warn("OpenCost entries refused: no price for these controllers", append(line(started), "err", refused[started[0]])...)
+	}
+	if len(still) > 0 {
+		p.log.Debug("OpenCost entries still refused: no price for these controllers", append(line(still), "err", refused[still[0]])...)
+	}
+	if len(back) > 0 {
+		priced := 0
+		for _, c := range back {
+			if _, ok := kept[c]; ok {
+				priced++
+			}
+		}
+		p.log.Info("OpenCost entries no longer refused", append(line(back), "priced", priced)...)
+	}
+}
+
+// controllerList names the first maxLoggedControllers of cs, then how many more there are.
+func controllerList(cs []opencost.Controller) string {
+	names := make([]string, 0, maxLoggedControllers)
+	for _, c := range cs[:min(len(cs), maxLoggedControllers)] {
+		names = append(names, c.String())
+	}
+	out := strings.Join(names, ", ")
+	if n := len(cs) - len(names); n > 0 {
+		out += fmt.Sprintf(" and %d more", n)
+	}
+	return out
 }
 
 // sortControllers sorts cs by name, so that logs come in a reproducible order.

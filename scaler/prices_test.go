@@ -268,8 +268,8 @@ func TestOpenCostStalePriceDropped(t *testing.T) {
 
 // An entry OpenCost answers and the price refuses (a pod's negative totalCost) is logged at
 // WARN once when its controller starts being refused, at DEBUG on each refresh that still
-// refuses it, and at INFO once an answer accepts it again; it was logged at WARN on every
-// refresh. inferscale_scaler_opencost_refused_controllers counts it meanwhile, and the
+// refuses it, and at INFO once an answer accepts it again (one line each, with the count and
+// the names); it was logged at WARN on every refresh. inferscale_scaler_opencost_refused_controllers counts it meanwhile, and the
 // controller has no price (the rest of the namespace keeps theirs).
 func TestOpenCostRefusedEntryLoggedOncePerEpisode(t *testing.T) {
 	h := newOpenCostHarness(t)
@@ -308,17 +308,17 @@ func TestOpenCostRefusedEntryLoggedOncePerEpisode(t *testing.T) {
 		t.Errorf("accepted again: want the pool priced at 2 and no refused controller:\n%s", grepLines(body, "replica_hour_price", "refused"))
 	}
 
-	where := ` opencostAddress="` + h.addr + `/?token=xxxxx" namespace=team-a controller="deployment team-a/llm"`
+	where := ` opencostAddress="` + h.addr + `/?token=xxxxx" namespace=team-a count=1 controllers="deployment team-a/llm"`
 	cause := " err=" + strconv.Quote(`opencost: deployment team-a/llm: pod "llm-7d9f-b": totalCost -1: must be ≥ 0`)
 	want := []string{
-		`level=WARN msg="OpenCost entry refused: no price for this controller"` + where + cause,
-		`level=DEBUG msg="OpenCost entry still refused: no price for this controller"` + where + cause,
-		`level=DEBUG msg="OpenCost entry still refused: no price for this controller"` + where + cause,
-		`level=INFO msg="OpenCost entry no longer refused"` + where + " priced=true pricePerReplicaHour=2",
+		`level=WARN msg="OpenCost entries refused: no price for these controllers"` + where + cause,
+		`level=DEBUG msg="OpenCost entries still refused: no price for these controllers"` + where + cause,
+		`level=DEBUG msg="OpenCost entries still refused: no price for these controllers"` + where + cause,
+		`level=INFO msg="OpenCost entries no longer refused"` + where + " priced=1",
 	}
 	var got []string
 	for l := range strings.SplitSeq(logs.String(), "\n") {
-		if i := strings.Index(l, " level="); i >= 0 && strings.Contains(l, "OpenCost entry") {
+		if i := strings.Index(l, " level="); i >= 0 && strings.Contains(l, "OpenCost entries") {
 			got = append(got, l[i+1:]) // without the time
 		}
 	}
@@ -380,7 +380,7 @@ func TestOpenCostLoopQueriesNewNamespace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	p.want(map[string]struct{}{"team-a": {}})
+	p.want(map[string]map[opencost.Controller]struct{}{"team-a": {{Namespace: "team-a", Kind: "deployment", Name: "llm"}: {}}})
 	select {
 	case ns := <-got:
 		if ns != "team-a" {
@@ -454,4 +454,121 @@ func grepLines(body string, subs ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// OpenCost's price of a replica-hour is held to gpuHourPrice's range (0, 1e9]: totalCost 1e307
+// over 30 pod-minutes exported a price of 2e307 and a cost rate saturated at 1.8e308 with no
+// word, and totalCost 0 a free replica-hour. Either is a refused entry: the Deployment has no
+// price and no cost series, the refusal is logged naming the controller and the range and
+// counted, and the StatefulSet keeps its price.
+func TestOpenCostPriceOutOfRangeRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		cost  float64
+		price string
+	}{
+		{"2e307 per replica-hour", 1e307, "2e+307"},
+		{"free", 0, "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newOpenCostHarness(t)
+			h.oc.setPods("team-a", ocPod("team-a", "deployment", "llm", "llm-a", 30, tt.cost)+","+ocPod("team-a", "statefulset", "llm", "llm-0", 60, 4))
+			h.srv.Refresh(t0)
+			h.prices.refreshOnce(context.Background(), false)
+			body := h.scrape(t)
+			pool := retryMeta(verifiedKV...)
+			if strings.Contains(body, `scaledobject="pool",source="opencost"`) || strings.Contains(body, `inferscale_scaler_cost_per_hour{metric="`+MetricName("team-a", "pool", pool)) ||
+				!strings.Contains(body, series("replica_hour_price", "team-a", "sts", pool, `,source="opencost"`, 4)+"\n") ||
+				!strings.Contains(body, `inferscale_scaler_opencost_refused_controllers{namespace="team-a"} 1`+"\n") {
+				t.Errorf("want the Deployment unpriced, the StatefulSet at 4, one refused controller:\n%s", grepLines(body, "replica_hour_price", "cost_per", "refused"))
+			}
+			want := `level=WARN msg="OpenCost entries refused: no price for these controllers" opencostAddress="` + h.addr + `/?token=xxxxx" namespace=team-a count=1 controllers="deployment team-a/llm" err=` +
+				strconv.Quote(`opencost: deployment team-a/llm: price `+tt.price+` per replica-hour (Σ totalCost ÷ (Σ minutes ÷ 60) over 30 pod-minutes): must be in (0, 1e9], gpuHourPrice's range`)
+			if !strings.Contains(h.logs.String(), want) {
+				t.Errorf("logs lack %s:\n%s", want, h.logs.String())
+			}
+		})
+	}
+}
+
+// Of an OpenCost answer only the prices of the controllers the triggers price (their scale
+// targets) are kept: every controller of every answer was, so memory grew with the answers.
+// A controller a trigger targets for the first time in a namespace already queried is
+// queried at once.
+func TestOpenCostKeepsOnlyWantedControllers(t *testing.T) {
+	h := newOpenCostHarness(t)
+	var b strings.Builder
+	b.WriteString(teamAPods)
+	for i := range 5000 {
+		fmt.Fprintf(&b, ",%s", ocPod("team-a", "deployment", fmt.Sprintf("other-%d", i), fmt.Sprintf("other-%d-a", i), 60, 1))
+	}
+	h.oc.setPods("team-a", b.String())
+	h.srv.Refresh(t0)
+	h.prices.refreshOnce(context.Background(), false)
+	h.prices.mu.Lock()
+	got := h.prices.byNS["team-a"].prices
+	h.prices.mu.Unlock()
+	want := map[opencost.Controller]float64{
+		{Namespace: "team-a", Kind: "deployment", Name: "llm"}:  2,
+		{Namespace: "team-a", Kind: "statefulset", Name: "llm"}: 4,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("prices kept of an answer with 5,002 controllers (-want +got):\n%s", d)
+	}
+	<-h.prices.kick // the first Refresh's: team-a had never been queried
+	h.srv.Refresh(t0)
+	if len(h.prices.kick) != 0 {
+		t.Fatal("the loop is woken with every wanted controller covered")
+	}
+	// A trigger targeting other-7 appears: its namespace is queried again at once.
+	h.prices.want(map[string]map[opencost.Controller]struct{}{"team-a": {
+		{Namespace: "team-a", Kind: "deployment", Name: "llm"}:     {},
+		{Namespace: "team-a", Kind: "deployment", Name: "other-7"}: {},
+	}})
+	if len(h.prices.kick) != 1 {
+		t.Fatal("a newly wanted controller does not wake the loop")
+	}
+	h.prices.refreshOnce(context.Background(), true)
+	if v, ok := h.prices.price(opencost.Controller{Namespace: "team-a", Kind: "deployment", Name: "other-7"}, t0); !ok || v != 1 {
+		t.Errorf("other-7 after the wake-up: %v, %v; want 1", v, ok)
+	}
+	if q, _ := h.oc.recorded(); len(q) != 2 {
+		t.Errorf("%d queries, want 2 (the refresh, then the wake-up for other-7)", len(q))
+	}
+}
+
+// Refused controllers are logged in one line per refresh, for the controllers triggers need:
+// an answer with 20,000 refused controllers wrote 20,000 WARN lines. Here the two scale
+// targets are refused among 20,000 others: one WARN line with the count and both names.
+func TestOpenCostRefusedLoggedInOneLine(t *testing.T) {
+	h := newOpenCostHarness(t)
+	var b strings.Builder
+	b.WriteString(ocPod("team-a", "deployment", "llm", "llm-a", 60, -1) + "," + ocPod("team-a", "statefulset", "llm", "llm-0", 60, -1))
+	for i := range 20000 {
+		fmt.Fprintf(&b, `,"p%d":{"name":"p%d","properties":{"namespace":"team-a","controllerKind":"deployment","controller":"c%d","pod":"p%d"},"minutes":null,"totalCost":1}`, i, i, i, i)
+	}
+	h.oc.setPods("team-a", b.String())
+	h.srv.Refresh(t0)
+	h.prices.refreshOnce(context.Background(), false)
+	var lines []string
+	for l := range strings.SplitSeq(h.logs.String(), "\n") {
+		if strings.Contains(l, "OpenCost entr") {
+			lines = append(lines, l)
+		}
+	}
+	want := `level=WARN msg="OpenCost entries refused: no price for these controllers" opencostAddress="` + h.addr + `/?token=xxxxx" namespace=team-a count=2 controllers="deployment team-a/llm, statefulset team-a/llm" err=`
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Errorf("log lines %q, want one containing %q", lines, want)
+	}
+	if body := h.scrape(t); !strings.Contains(body, `inferscale_scaler_opencost_refused_controllers{namespace="team-a"} 2`+"\n") {
+		t.Errorf("refused count: want 2 (the scale targets):\n%s", grepLines(body, "refused"))
+	}
+	var cs []opencost.Controller
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		cs = append(cs, opencost.Controller{Namespace: "team-a", Kind: "deployment", Name: name})
+	}
+	if got, want := controllerList(cs), "deployment team-a/a, deployment team-a/b, deployment team-a/c and 2 more"; got != want {
+		t.Errorf("controllerList = %q, want %q", got, want)
+	}
 }

@@ -2,18 +2,28 @@ package scaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/inferscale/inferscale/internal/kubeevent"
 	"github.com/inferscale/inferscale/prom"
 	"github.com/inferscale/inferscale/scaler/decision"
 )
@@ -170,32 +180,46 @@ func TestRetryKeysInvalidArgument(t *testing.T) {
 func TestRetryEpisode(t *testing.T) {
 	var e retryEpisode
 	type step struct {
-		after time.Duration
-		a     float64
-		want  string // event reason, "" none
+		after   time.Duration
+		a       float64
+		queued  bool   // the recorder queues the event owed (false: rate-limited)
+		want    string // event reason owed, "" none
+		changed bool   // the episode starts or ends (logged)
 	}
 	for i, s := range []step{
-		{0, 3, ""},                          // above, not yet sustained
-		{30 * time.Second, 2, ""},           // still above
-		{time.Minute, 1.6, EventRetryStorm}, // sustained a minute: one event
-		{90 * time.Second, 4, ""},           // same episode: nothing more
-		{100 * time.Second, -1, ""},         // no amplification: neither starts nor ends
-		{2 * time.Minute, 1.5, EventRetryStormEnded},
-		{130 * time.Second, 1.2, ""}, // ended once
-		{140 * time.Second, 9, ""},   // a new run starts
-		{190 * time.Second, 1.4, ""}, // broken before a minute: no episode
-		{200 * time.Second, 9, ""},
-		{260 * time.Second, 9, EventRetryStorm}, // a new episode
+		{0, 3, true, "", false},                         // above, not yet sustained
+		{30 * time.Second, 2, true, "", false},          // still above
+		{time.Minute, 1.6, true, EventRetryStorm, true}, // sustained a minute: one event
+		{90 * time.Second, 4, true, "", false},          // same episode: nothing more
+		{100 * time.Second, -1, true, "", false},        // no amplification: neither starts nor ends
+		{2 * time.Minute, 1.5, true, EventRetryStormEnded, true},
+		{130 * time.Second, 1.2, true, "", false}, // ended once
+		{140 * time.Second, 9, true, "", false},   // a new run starts
+		{190 * time.Second, 1.4, true, "", false}, // broken before a minute: no episode
+		{200 * time.Second, 9, true, "", false},
+		{260 * time.Second, 9, false, EventRetryStorm, true},  // a new episode; its event is rate-limited
+		{265 * time.Second, 9, false, EventRetryStorm, false}, // still owed: offered again, not logged again
+		{270 * time.Second, -1, true, "", false},              // no amplification: nothing offered
+		{275 * time.Second, 9, true, EventRetryStorm, false},  // queued at last
+		{280 * time.Second, 9, true, "", false},
+		{285 * time.Second, 1, false, EventRetryStormEnded, true}, // ended; rate-limited
+		{290 * time.Second, 9, true, EventRetryStormEnded, false}, // a new run, no episode yet: the end is still owed, and queued
+		{300 * time.Second, 9, true, "", false},
+		{350 * time.Second, 9, false, EventRetryStorm, true}, // sustained since +290s: an episode; rate-limited
+		{355 * time.Second, 1, true, "", true},               // over before its start was queued: nothing owed (the last event says ended)
 	} {
-		ev, ok := e.step(s.a, t0.Add(s.after))
+		ev, owed, changed := e.step(s.a, t0.Add(s.after))
 		got := ""
-		if ok {
+		if owed {
 			got = ev.Reason
+			if s.queued {
+				e.written(ev)
+			}
 		}
-		if got != s.want {
-			t.Errorf("step %d (A %v at +%v): event %q, want %q", i, s.a, s.after, got, s.want)
+		if got != s.want || changed != s.changed {
+			t.Errorf("step %d (A %v at +%v): event %q, changed %v; want %q, %v", i, s.a, s.after, got, changed, s.want, s.changed)
 		}
-		if ok && ev.Reason == EventRetryStorm && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "above 1.5")) {
+		if owed && ev.Reason == EventRetryStorm && (ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "above 1.5")) {
 			t.Errorf("step %d: %+v, want a Warning naming the level", i, ev)
 		}
 	}
@@ -231,12 +255,13 @@ type recordingTargets struct {
 	got []string // namespace/name reason type
 }
 
-func (rt *recordingTargets) recordEvents(namespace, name string, specs []eventSpec) {
+func (rt *recordingTargets) recordEvents(namespace, name string, specs []eventSpec) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for _, sp := range specs {
 		rt.got = append(rt.got, namespace+"/"+name+" "+sp.Reason+" "+sp.Type)
 	}
+	return true
 }
 
 func (rt *recordingTargets) reasons(reason string) []string {
@@ -338,5 +363,233 @@ func TestVerifiedFallbackQuery(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("subscriptions %v: want the queue-time histogram as the verified signal", h.sig.subs)
+	}
+}
+
+// eventTargets writes events through the real Events writer, as the cluster's Targets do.
+type eventTargets struct {
+	fakeTargets
+	ev *Events
+}
+
+func (et eventTargets) recordEvents(namespace, name string, specs []eventSpec) bool {
+	return et.ev.Record(namespace, name, "uid", specs)
+}
+
+// A second storm within EventMinInterval of the first: its RetryStorm event was refused by
+// the rate limit while the episode counted as reported, so a storm of 30 minutes had no
+// event and the last one on the ScaledObject read RetryStormEnded. The event stays owed
+// until the limit lets it through: A = 3 for 70 s (storm at +60 s), 1.1 for one refresh
+// (ended at +75 s), then 3 for 30 minutes (a storm from +140 s, written at +6 m, 5 minutes
+// after the first).
+func TestRetryStormEventOwedPastRateLimit(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := eventsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dc := dynamicfake.NewSimpleDynamicClient(scheme)
+	ev := NewEvents(dc, "scaler-0", nil)
+	h := newHarness(t, eventTargets{fakeTargets: fakeTargets{}, ev: ev})
+	ev.now = h.clock.now
+	var logs syncBuffer
+	h.srv.log = slog.New(slog.NewTextHandler(&logs, nil))
+	r := ref("team-a", "pool", retryMeta())
+	at := t0
+	set := func(rate float64) {
+		h.clock.set(at)
+		h.sig.set("team-a", prom.KindRate, prom.Result{Value: rate, EvaluatedAt: at})
+		h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: at})
+	}
+	set(30)
+	if _, err := h.metrics(t, r); err != nil {
+		t.Fatal(err)
+	}
+	step := func(n int, rate float64) {
+		for range n {
+			at = at.Add(5 * time.Second)
+			set(rate)
+			h.srv.Refresh(at)
+		}
+	}
+	step(14, 30)
+	step(1, 11)
+	step(360, 30)
+	for len(ev.queue) > 0 {
+		ev.send(context.Background(), <-ev.queue)
+	}
+	ul, err := dc.Resource(kubeevent.GVR).Namespace("team-a").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range ul.Items {
+		var e eventsv1.Event
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.EventTime.Sub(t0).String()+" "+e.Reason+" "+e.Type)
+	}
+	sort.Slice(got, func(i, j int) bool { return eventAt(got[i]) < eventAt(got[j]) })
+	want := []string{"1m0s RetryStorm Warning", "1m15s RetryStormEnded Normal", "6m0s RetryStorm Warning"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	if n := strings.Count(logs.String(), "retry storm: amplification above 1.5"); n != 2 {
+		t.Errorf("storm logged %d times, want twice (once per episode, not per offer of the owed event):\n%s", n, logs.String())
+	}
+}
+
+// eventAt is the offset an event line of TestRetryStormEventOwedPastRateLimit starts with.
+func eventAt(line string) time.Duration {
+	d, _ := time.ParseDuration(strings.Fields(line)[0])
+	return d
+}
+
+// Rate 30/s over a unique rate of 1e-308: rate ÷ unique overflows. It capped the pool to one
+// replica while the note read "∞ (no unique requests)"; now it is sized as without a unique
+// rate (30 replicas at 1 s each and T 2 s), degraded, with no amplification series and no storm.
+func TestRetryAmplificationOverflowThroughServer(t *testing.T) {
+	rt := &recordingTargets{fakeTargets: fakeTargets{}}
+	h := newHarness(t, rt)
+	r := ref("team-a", "pool", retryMeta())
+	at := t0
+	for i := range 25 { // two minutes
+		at = t0.Add(time.Duration(i) * 5 * time.Second)
+		h.clock.set(at)
+		h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: at})
+		h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 1e-308, EvaluatedAt: at})
+		if i == 0 {
+			if _, err := h.metrics(t, r); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		h.srv.Refresh(at)
+	}
+	rec := h.rec(t, "team-a", "pool", retryMeta())
+	h2 := newHarness(t, nil)
+	h2.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+	plain, err := h2.metrics(t, ref("team-a", "pool", map[string]string{"rateQuery": "sum(rate(backend_requests_total[1m]))", "replicaThroughput": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.RetryCapped || rec.Amplification != -1 || !rec.Degraded || int64(rec.Replicas) != plain.MetricValue || rec.Replicas <= 1 {
+		t.Errorf("unique 1e-308: replicas %d capped %v amplification %v degraded %v; want %d as without a unique rate, uncapped, -1, degraded",
+			rec.Replicas, rec.RetryCapped, rec.Amplification, rec.Degraded, plain.MetricValue)
+	}
+	if n, err := testutil.GatherAndCount(h.reg, "inferscale_scaler_retry_amplification", "inferscale_scaler_retry_capped"); err != nil || n != 0 {
+		t.Errorf("%d amplification series (%v), want none", n, err)
+	}
+	if s := rt.reasons(EventRetryStorm); len(s) != 0 {
+		t.Errorf("events %v, want no RetryStorm: no amplification was measured", s)
+	}
+}
+
+// A verified rate of 5e304 or more overflowed verified × 3600 and exported a cost per 1,000
+// verified results of 0; the cost per result is now computed in an order that does not
+// overflow first, and a result that underflows to 0 from a positive cost is not exported.
+func TestCostPer1kVerifiedBounds(t *testing.T) {
+	tests := []struct {
+		name           string
+		rate, verified float64
+		want           float64
+		ok             bool
+	}{
+		{"35 per hour, 0.5 per second", 35, 0.5, 19.444444444444446, true},
+		{"verified 1e305", 35, 1e305, 35.0 / 3600 / 1e305 * 1000, true},
+		{"verified 1e308", 35, 1e308, 35.0 / 3600 / 1e308 * 1000, true},
+		{"no replicas: free", 0, 1e308, 0, true},
+		{"verified 1e-300 at the largest cost: overflows", 1e9 * 100000, 1e-300, 0, false},
+		{"underflows to 0", 5e-324, 1e10, 0, false},
+		{"no verified results", 35, 0, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := costPer1kVerified(tt.rate, tt.verified)
+		if math.Abs(got-tt.want) > 1e-12*tt.want || ok != tt.ok { // want is exact (constant arithmetic)
+			t.Errorf("%s: costPer1kVerified(%g, %g) = %v, %v; want %v, %v", tt.name, tt.rate, tt.verified, got, ok, tt.want, tt.ok)
+		}
+		if ok && tt.rate > 0 && !(got > 0) {
+			t.Errorf("%s: %v exported for a positive cost", tt.name, got)
+		}
+	}
+	// The cost rate never saturates: at the largest price and replica count it is exact.
+	if got, want := costRate(math.MaxInt32, maxGPUHourPrice), 2147483647e9; got != want {
+		t.Errorf("costRate(MaxInt32, %g) = %v, want %v", float64(maxGPUHourPrice), got, want)
+	}
+}
+
+// A verifiedQuery answering -1, NaN or +Inf (one series is passed on as Prometheus returned
+// it) left the verified rate and the cost per 1,000 absent with no word. It is logged at WARN
+// once per episode, naming the ScaledObject and the value, and at INFO when the value is
+// valid again.
+func TestVerifiedInvalidValueLogged(t *testing.T) {
+	for _, v := range []float64{-1, math.NaN(), math.Inf(1)} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			h := newHarness(t, nil)
+			var logs syncBuffer
+			h.srv.log = slog.New(slog.NewTextHandler(&logs, nil))
+			h.reg.MustRegister(newCostCollector(newDecisionCollector(h.srv)))
+			h.sig.set("team-a", prom.KindRate, prom.Result{Value: 30, EvaluatedAt: t0})
+			h.sig.set("team-a", prom.KindUniqueRate, prom.Result{Value: 10, EvaluatedAt: t0})
+			h.sig.set("team-a", prom.KindVerified, prom.Result{Value: v, EvaluatedAt: t0})
+			meta := retryMeta("gpuHourPrice", "2.5", "verifiedQuery", `sum(rate(eval_passed_total[5m]))`)
+			if _, err := h.metrics(t, ref("team-a", "pool", meta)); err != nil {
+				t.Fatal(err)
+			}
+			names := []string{"inferscale_scaler_verified_results_rate", "inferscale_scaler_cost_per_thousand_verified_results"}
+			for range 3 {
+				if n, err := testutil.GatherAndCount(h.reg, names...); err != nil || n != 0 {
+					t.Errorf("verified %v: %d series (%v), want none", v, n, err)
+				}
+			}
+			want := fmt.Sprintf(`level=WARN msg="verified results rate not usable: the verified query's value must be a finite number ≥ 0; verified_results_rate and cost_per_thousand_verified_results are absent" namespace=team-a scaledObject=pool metric=%s value=%v`,
+				MetricName("team-a", "pool", meta), v)
+			if n := strings.Count(logs.String(), want); n != 1 {
+				t.Errorf("verified %v over 3 scrapes: %d lines %q, want once:\n%s", v, n, want, logs.String())
+			}
+			h.sig.set("team-a", prom.KindVerified, prom.Result{Value: 0.5, EvaluatedAt: t0})
+			if n, err := testutil.GatherAndCount(h.reg, names...); err != nil || n != 2 || !strings.Contains(logs.String(), `level=INFO msg="verified results rate no longer invalid" namespace=team-a scaledObject=pool`) {
+				t.Errorf("valid again: %d series (%v), want 2 and the end logged:\n%s", n, err, logs.String())
+			}
+		})
+	}
+}
+
+// Metadata that would do nothing is refused naming the keys: retryBudget without
+// uniqueRateQuery (the budget bounds rate ÷ unique rate), and uniqueRateQuery (with or
+// without retryBudget) on a pool without a rate signal.
+func TestRetryKeysWithoutEffect(t *testing.T) {
+	d := Defaults{PrometheusAddress: "http://prometheus:9090"}
+	queueOnly := map[string]string{"queueQuery": "sum(q)", "replicaThroughput": "1"}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	rate := map[string]string{"rateQuery": "sum(rate(x[1m]))", "replicaThroughput": "1"}
+	tests := []struct {
+		name string
+		meta map[string]string
+		want string // "" accepted
+	}{
+		{"retryBudget without uniqueRateQuery", with(rate, "retryBudget", "2"),
+			"retryBudget is set without uniqueRateQuery: the budget bounds rate ÷ unique rate, so it has no effect"},
+		{"uniqueRateQuery on a queue-only pool", with(queueOnly, "uniqueRateQuery", "sum(rate(g[1m]))"),
+			"uniqueRateQuery needs a rate signal (rateQuery, or engine triton or vllm)"},
+		{"both on a queue-only pool", with(queueOnly, "uniqueRateQuery", "sum(rate(g[1m]))", "retryBudget", "1.1"),
+			"uniqueRateQuery and retryBudget need a rate signal (rateQuery, or engine triton or vllm)"},
+		{"with a rate query", with(rate, "uniqueRateQuery", "sum(rate(g[1m]))", "retryBudget", "2"), ""},
+		{"on a preset", map[string]string{"engine": "vllm", "model": "m", "uniqueRateQuery": "sum(rate(g[1m]))", "retryBudget": "2"}, ""},
+	}
+	for _, tt := range tests {
+		_, err := ParseMetadata(tt.meta, d)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tt.name, err)
+		case tt.want != "" && (err == nil || !errors.Is(err, ErrInvalidMetadata) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want InvalidArgument containing %q", tt.name, err, tt.want)
+		}
 	}
 }

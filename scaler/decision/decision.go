@@ -213,7 +213,8 @@ type Recommendation struct {
 	// Active is KEDA's 0 ↔ 1 answer (IsActive).
 	Active bool
 	// Degraded is true when a signal that once produced a valid sample
-	// (State.Measured) is out.
+	// (State.Measured) is out, or when rate ÷ unique rate overflows (a unique
+	// rate used as if missing; the reason's note says so).
 	Degraded bool
 	// Reason explains the number for logs and humans.
 	Reason string
@@ -378,17 +379,27 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// 93.7 % of unique requests answered in time to 96.1 GPU-hours and 0.7 %
 	// (docs/replay.md, "Clients that retry"). A missing unique rate never
 	// caps, nor does a zero one while the rate is positive (0 × retryBudget
-	// would size a loaded pool to nothing).
-	capFactor, lambdaRaw := 1.0, lambda
+	// would size a loaded pool to nothing), nor one so small that rate ÷
+	// unique rate overflows (30 ÷ 1e-308): that is no measured amplification,
+	// and capped it sized the pool on unique × retryBudget ≈ 0, one replica,
+	// while the metrics read "no unique requests". It counts as a missing
+	// unique rate: no amplification, no cap, and degraded (not below the last
+	// good answer), with a note.
+	capFactor, lambdaRaw, ampOverflow := 1.0, lambda, false
 	if unique, ok := usable(SignalUniqueRate); ok && lambdaOK && lambda > 0 {
-		rec.Amplification = math.Inf(1)
-		if unique > 0 {
-			rec.Amplification = lambda / unique
-		}
-		if budget := math.Max(1, p.RetryBudget); unique > 0 && rec.Amplification > budget {
-			rec.RetryCapped = true
-			capFactor = mulSat(unique, budget) / lambda
-			lambda *= capFactor
+		switch a := lambda / unique; {
+		case unique == 0:
+			rec.Amplification = math.Inf(1)
+		case math.IsInf(a, 1):
+			ampOverflow = true
+			note("uniqueRate=" + strconv.FormatFloat(unique, 'g', 4, 64) + " refused: rate ÷ unique rate overflows float64; not capped, as without a unique rate")
+		default:
+			rec.Amplification = a
+			if budget := math.Max(1, p.RetryBudget); a > budget {
+				rec.RetryCapped = true
+				capFactor = mulSat(unique, budget) / lambda
+				lambda *= capFactor
+			}
 		}
 	}
 	k := float64(max(p.ReplicaConcurrency, 1))
@@ -434,7 +445,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 			nevers = append(nevers, s.String())
 		}
 	}
-	rec.Degraded = len(outs) > 0
+	rec.Degraded = len(outs) > 0 || ampOverflow
 
 	// Demand terms.
 	demand, haveDemand := 0.0, false
@@ -972,7 +983,7 @@ func reason(p Policy, rec Recommendation, slo sloParams, lo, hi int32, activeWhy
 		b.s("; amplification ")
 		b.g(rec.Amplification, 3)
 	}
-	if rec.Degraded {
+	if len(outs) > 0 {
 		b.s("; degraded: ")
 		b.list(outs, ",")
 		b.s(" out past staleAfter ", p.StaleAfter.String())

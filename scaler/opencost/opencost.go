@@ -68,6 +68,20 @@ type Controller struct {
 
 func (c Controller) String() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
 
+// echo is c as an error repeats it: its kind and name (from OpenCost's answer, any size)
+// cut to maxEcho bytes each with their length (errtext.Cut); the namespace is the query's.
+func (c Controller) echo() string {
+	return errtext.Cut(c.Kind, maxEcho) + " " + c.Namespace + "/" + errtext.Cut(c.Name, maxEcho)
+}
+
+// maxEcho is how many bytes of a value from OpenCost's answer (an entry's key, a pod, a
+// controller, a number's text) an error repeats: a 4 MiB pod key made a 4 MiB error, logged
+// and kept per controller.
+const maxEcho = 64
+
+// echo quotes v for an error, cut to maxEcho bytes with its length when longer (errtext.Quote).
+func echo(v string) string { return errtext.Quote(v, maxEcho) }
+
 // Prices is one namespace's answer.
 type Prices struct {
 	// PerReplicaHour is Σ totalCost ÷ (Σ minutes ÷ 60) per controller with at least
@@ -77,9 +91,10 @@ type Prices struct {
 	// included), for logs.
 	Minutes map[Controller]float64
 	// Bad holds, per controller with a bad entry (a minutes or totalCost field that is
-	// missing, null, negative, or a sum that overflows), the error naming the pod and the
-	// field. Such a controller has no price: one bad pod fails its controller, not the
-	// namespace (a sum without it would under-price the rest).
+	// missing, null, not a number, out of float64's range (1e400), negative, or a sum that
+	// overflows), the error naming the pod and the field; a value it repeats from the answer
+	// is cut to maxEcho bytes with its length. Such a controller has no price: one bad pod
+	// fails its controller, not the namespace (a sum without it would under-price the rest).
 	Bad map[Controller]error
 }
 
@@ -197,10 +212,13 @@ type allocation struct {
 }
 
 // number is a JSON number that remembers whether it was present and whether it was null
-// (OpenCost writes NaN and ±Inf as null).
+// (OpenCost writes NaN and ±Inf as null). A value that is not a number float64 holds (a
+// string, an object, 1e400) is kept as bad, its text cut (echo), so that it fails its
+// controller, not the whole answer as json.Unmarshal's error did.
 type number struct {
 	v         float64
 	set, null bool
+	bad       string // the value as sent, echoed, when it is not a number float64 holds; "" otherwise
 }
 
 func (n *number) UnmarshalJSON(b []byte) error {
@@ -209,7 +227,17 @@ func (n *number) UnmarshalJSON(b []byte) error {
 		n.null = true
 		return nil
 	}
-	return json.Unmarshal(b, &n.v)
+	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) { // a string, object, array or bool
+		n.bad = echo(string(b))
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64) // a JSON number always parses; err is ErrRange
+	if err != nil {
+		n.bad = echo(string(b))
+		return nil
+	}
+	n.v = v
+	return nil
 }
 
 // check returns nil for a present, finite value ≥ 0, else why not, naming field.
@@ -219,6 +247,8 @@ func (n number) check(field string) error {
 		return fmt.Errorf("%s is missing", field)
 	case n.null:
 		return fmt.Errorf("%s is null (OpenCost writes NaN and ±Inf as null)", field)
+	case n.bad != "":
+		return fmt.Errorf("%s %s: must be a finite number ≥ 0", field, n.bad)
 	case math.IsNaN(n.v) || math.IsInf(n.v, 0):
 		return fmt.Errorf("%s %v: must be finite", field, n.v)
 	case n.v < 0:
@@ -294,8 +324,8 @@ func compute(namespace string, sets []map[string]allocation) (Prices, error) {
 				continue // __idle__, __unallocated__, __unmounted__
 			}
 			if a.Properties.Namespace != namespace {
-				return Prices{}, fmt.Errorf("opencost: entry %q is in namespace %q, not %q: this OpenCost does not apply the v2 filter (filter=namespace:\"…\"); upgrade it",
-					key, a.Properties.Namespace, namespace)
+				return Prices{}, fmt.Errorf("opencost: entry %s is in namespace %s, not %q: this OpenCost does not apply the v2 filter (filter=namespace:\"…\"); upgrade it",
+					echo(key), echo(a.Properties.Namespace), namespace)
 			}
 			if a.Properties.Controller == "" || a.Properties.ControllerKind == "" {
 				continue // a bare pod: no scale target to price
@@ -309,7 +339,7 @@ func compute(namespace string, sets []map[string]allocation) (Prices, error) {
 				pod = key
 			}
 			if err := firstBad(a.Minutes.check("minutes"), a.TotalCost.check("totalCost")); err != nil {
-				bad[ctl] = fmt.Errorf("opencost: %s: pod %q: %w", ctl, pod, err)
+				bad[ctl] = fmt.Errorf("opencost: %s: pod %s: %w", ctl.echo(), echo(pod), err)
 				delete(sums, ctl)
 				continue
 			}
@@ -325,7 +355,7 @@ func compute(namespace string, sets []map[string]allocation) (Prices, error) {
 	out := Prices{PerReplicaHour: map[Controller]float64{}, Minutes: map[Controller]float64{}, Bad: bad}
 	for ctl, s := range sums {
 		if math.IsInf(s.minutes, 0) || math.IsInf(s.cost, 0) {
-			bad[ctl] = fmt.Errorf("opencost: %s: the sum of minutes or totalCost over its pods overflows", ctl)
+			bad[ctl] = fmt.Errorf("opencost: %s: the sum of minutes or totalCost over its pods overflows", ctl.echo())
 			continue
 		}
 		out.Minutes[ctl] = s.minutes
@@ -334,7 +364,7 @@ func compute(namespace string, sets []map[string]allocation) (Prices, error) {
 		}
 		p := s.cost / (s.minutes / 60)
 		if math.IsNaN(p) || math.IsInf(p, 0) {
-			bad[ctl] = fmt.Errorf("opencost: %s: price %v over %v minutes is not finite", ctl, p, s.minutes)
+			bad[ctl] = fmt.Errorf("opencost: %s: price %v over %v minutes is not finite", ctl.echo(), p, s.minutes)
 			continue
 		}
 		out.PerReplicaHour[ctl] = p

@@ -182,6 +182,10 @@ func TestPricesBadEntries(t *testing.T) {
 		{"negative cost", "60", "-0.5", `deployment team-a/llm: pod "llm-b": totalCost -0.5: must be ≥ 0`},
 		{"negative minutes", "-1", "1", `deployment team-a/llm: pod "llm-b": minutes -1: must be ≥ 0`},
 		{"missing minutes", "", "1", `deployment team-a/llm: pod "llm-b": minutes is missing`},
+		// Out of float64's range: json.Unmarshal's error failed the whole namespace.
+		{"cost out of range", "60", "1e400", `deployment team-a/llm: pod "llm-b": totalCost "1e400": must be a finite number ≥ 0`},
+		{"minutes out of range", "-1e400", "1", `deployment team-a/llm: pod "llm-b": minutes "-1e400": must be a finite number ≥ 0`},
+		{"cost a string", "60", `"2.5"`, `deployment team-a/llm: pod "llm-b": totalCost "\"2.5\"": must be a finite number ≥ 0`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,6 +208,31 @@ func TestPricesBadEntries(t *testing.T) {
 				t.Errorf("prices %v, bad %v: the StatefulSet keeps its price 5", p.PerReplicaHour, p.Bad)
 			}
 		})
+	}
+}
+
+// A value OpenCost's answer repeats is cut to 64 bytes in an error, with its length: a 4 MiB
+// pod key made a 4 MiB error (for an entry of another namespace, failing the refresh) and a
+// 2 MiB pod and controller name a 4 MiB one (kept per refused controller).
+func TestPricesErrorsBounded(t *testing.T) {
+	big := strings.Repeat("x", 4<<20)
+	_, c, _ := start(t, http.StatusOK, allocationJSON(pod{big, "other", "deployment", "llm", "60", "1"}))
+	_, err := c.Prices(context.Background(), "team-a", time.Hour)
+	want := `opencost: entry "` + big[:64] + `"… (4194304 bytes) is in namespace "other", not "team-a"`
+	if err == nil || !strings.Contains(err.Error(), want) || len(err.Error()) > 512 {
+		t.Errorf("entry of another namespace keyed with 4 MiB: error of %d bytes, want at most 512 containing %q", len(fmt.Sprint(err)), want)
+	}
+
+	half := big[:2<<20]
+	_, c, _ = start(t, http.StatusOK, allocationJSON(pod{half, "team-a", "deployment", half, "null", "1"}))
+	p, err := c.Prices(context.Background(), "team-a", time.Hour)
+	if err != nil || len(p.Bad) != 1 {
+		t.Fatalf("Prices = %v, %v; want one refused controller", p, err)
+	}
+	bad := p.Bad[Controller{Namespace: "team-a", Kind: "deployment", Name: half}]
+	want = `opencost: deployment team-a/` + half[:64] + `… (2097152 bytes): pod "` + half[:64] + `"… (2097152 bytes): minutes is null`
+	if bad == nil || !strings.HasPrefix(bad.Error(), want) {
+		t.Errorf("refused entry with a 2 MiB pod and controller: %.300v, want it to start %q", bad, want)
 	}
 }
 
