@@ -46,7 +46,8 @@ type Config struct {
 	// (ModelReady says not ready) is held once and sent again. A request forwarded while the
 	// kept bytes would pass the bound is not kept: it goes to Triton with its buffers, and such
 	// a NOT_FOUND is answered UNAVAILABLE with the pushback, which a client's retry policy
-	// retries. Without the bound every forwarded request stayed in the sidecar's memory until
+	// retries (the planner is woken, so its view is right by then). A kept copy goes as soon as
+	// Triton's answer needs no re-hold. Without the bound every forwarded request stayed in the sidecar's memory until
 	// its answer (16 concurrent 3 MiB requests executing kept 48 MiB, their whole bytes, on
 	// top of a chart sidecar's 64 MiB hold budget within its 128 MiB limit). Requests
 	// forwarded after a hold, and stream messages, are never kept (they are not held again).

@@ -100,8 +100,10 @@ type Readiness interface {
 // Deps are the front's connections to the rest of the sidecar. Readiness is required.
 type Deps struct {
 	Readiness Readiness
-	// OnHold is called when a model's first request is held (its hold queue was empty), so the
-	// planner can act at once instead of at its next loop; it must not block. nil: none.
+	// OnHold is called when a model's first request is held (its hold queue was empty), and when
+	// a request the front kept no copy of met a stale READY (Triton's NOT_FOUND for a model
+	// unloaded since the front's view), so the planner can act at once instead of at its next
+	// loop; it must not block. nil: none.
 	OnHold func(model string)
 	// OnIdle is called when the last request the front forwards for a model (Forwarding) has
 	// its answer while the front holds or releases requests for any model, so the planner
@@ -213,7 +215,12 @@ func New(cfg Config, deps Deps) (*Front, error) {
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDisableRetry(), // a forwarded frame is sent once; the client owns retries
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
+		// No replay buffer either: with retries disabled grpc-go still kept every request up to
+		// 256 KiB (its default MaxRetryRPCBufferSize) until the answer, for a transparent retry
+		// of a stream Triton never saw, so 64 concurrent 128 KiB requests stayed in memory
+		// whatever --retain-max-total-bytes said. Such a stream now fails UNAVAILABLE, which
+		// the client retries.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32), grpc.MaxRetryRPCBufferSize(0)),
 	}, deps.DialOptions...)
 	conn, err := grpc.NewClient(cfg.Upstream, opts...)
 	if err != nil {
@@ -538,14 +545,23 @@ func (f *Front) infer(ss grpc.ServerStream, method string) error {
 		if !kept {
 			req.free()
 		}
-		again, err := f.unary(ss, method, name, out, held, kept)
-		if kept {
-			f.unkeep(size)
+		// drop lets the kept copy go once Triton's answer needs no re-hold, before the answer
+		// goes to a client that may read it slowly.
+		dropped := !kept
+		drop := func() {
+			if !dropped {
+				dropped = true
+				req.free()
+				f.unkeep(size)
+			}
 		}
+		again, err := f.unary(ss, method, name, out, held, kept, drop)
 		if !again {
+			drop()
 			return err
 		}
-		hold = true // Triton does not have the model after all: hold it once, by its arrival
+		f.unkeep(size) // the hold charges the bytes now
+		hold = true    // Triton does not have the model after all: hold it once, by its arrival
 	}
 }
 
@@ -602,9 +618,11 @@ func (s sendFrame) sent() {
 // unloads every model and a draining pod loads nothing, so the model, which is in the catalog,
 // is served elsewhere — UNAVAILABLE with the pushback, which clients retry, where NOT_FOUND
 // they would not. A request not held and not kept (past MaxRetainedBytes) gets that
-// UNAVAILABLE too: its bytes are gone, and a retry is held. It ends the caller's forwardStart
-// as soon as Triton has answered, before the answer goes on.
-func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held, kept bool) (again bool, err error) {
+// UNAVAILABLE too: its bytes are gone; the planner is woken (Deps.OnHold) so that its view,
+// and the front's, is right before the client's retry. It ends the caller's forwardStart as
+// soon as Triton has answered, and calls drop once no re-hold will follow, both before the
+// answer goes on.
+func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, held, kept bool, drop func()) (again bool, err error) {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
 	var resp frame
@@ -629,16 +647,22 @@ func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, 
 				return true, nil
 			}
 			if !held {
+				drop()
 				f.m.FastFailed.WithLabelValues(name, "unloaded").Inc()
-				return false, f.answer(ss, f.unavailable("unloaded", fmt.Sprintf("model %q was unloaded while this request was forwarded (the front kept no copy to hold: --retain-max-total-bytes is in use): retry", name)))
+				if f.deps.OnHold != nil {
+					f.deps.OnHold(name)
+				}
+				return false, f.answer(ss, f.unavailable("unloaded", fmt.Sprintf("model %q was unloaded while this request was forwarded, and the front kept no copy to hold it: its kept requests were at --retain-max-total-bytes (%d bytes); retry", name, f.cfg.MaxRetainedBytes)))
 			}
 		}
+		drop()
 		if len(header) > 0 {
 			_ = ss.SetHeader(header)
 		}
 		ss.SetTrailer(trailer)
 		return false, err
 	}
+	drop()
 	_ = ss.SetHeader(header)
 	err = ss.SendMsg(&resp)
 	resp.free() // no-op when sent

@@ -3,6 +3,7 @@ package front_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,62 +34,75 @@ func bigInfer(ctx context.Context, c inference.GRPCInferenceServiceClient, model
 // --retain-max-total-bytes. Before, every forwarded request stayed in the front's memory until
 // Triton answered it: 16 concurrent 3 MiB requests executing for 3 s added 48.4 MiB to the
 // heap beside the same requests sent straight to Triton, their whole bytes (measured with the
-// budget at 1 GiB). Now one is kept (the budget is 4 MiB): +3.1 MiB.
+// budget at 1 GiB). Now one is kept (the budget is 4 MiB): +3.1 MiB. Small requests were kept
+// by grpc-go itself, whatever the budget: its replay buffer held every request up to 256 KiB
+// until the answer (64 × 128 KiB with nothing to keep: +8.5 MiB, all their bytes).
 func TestForwardedRequestsKeptWithinBudget(t *testing.T) {
-	const n, size = 16, 3 << 20
-	tc := tritontest.DefaultConfig()
-	tc.Models = []tritontest.Model{{Name: "hot", MemoryBytes: 1 << 30, ServiceTime: 3 * time.Second, Concurrency: n}}
-	tc.StartupModels = []string{"hot"}
-	cfg := testConfig()
-	cfg.MaxRetainedBytes = 4 << 20
-	h := start(t, tc, cfg, false, "hot")
-	h.ready.set("hot", front.Ready)
-	ctx := context.Background()
-	heapDuring := func(c inference.GRPCInferenceServiceClient, during func()) int64 {
-		runtime.GC()
-		runtime.GC()
-		var before, mid runtime.MemStats
-		runtime.ReadMemStats(&before)
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() {
-				if err := bigInfer(ctx, c, "hot", size, nil); err != nil {
-					t.Error(err)
+	for _, c := range []struct {
+		name    string
+		n, size int
+		budget  int64
+		keptMin float64 // retained bytes while they execute, at least
+		keptMax float64 // and at most
+	}{
+		{"16 × 3 MiB, 4 MiB kept", 16, 3 << 20, 4 << 20, 3 << 20, 4 << 20},
+		{"64 × 128 KiB, none kept", 64, 128 << 10, 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tc := tritontest.DefaultConfig()
+			tc.Models = []tritontest.Model{{Name: "hot", MemoryBytes: 1 << 30, ServiceTime: 3 * time.Second, Concurrency: c.n}}
+			tc.StartupModels = []string{"hot"}
+			cfg := testConfig()
+			cfg.MaxRetainedBytes = c.budget
+			h := start(t, tc, cfg, false, "hot")
+			h.ready.set("hot", front.Ready)
+			ctx := context.Background()
+			heapDuring := func(cl inference.GRPCInferenceServiceClient, during func()) int64 {
+				runtime.GC()
+				runtime.GC()
+				var before, mid runtime.MemStats
+				runtime.ReadMemStats(&before)
+				var wg sync.WaitGroup
+				for range c.n {
+					wg.Go(func() {
+						if err := bigInfer(ctx, cl, "hot", c.size, nil); err != nil {
+							t.Error(err)
+						}
+					})
 				}
-			})
-		}
-		time.Sleep(1500 * time.Millisecond) // all sent, all executing (3 s)
-		if during != nil {
-			during()
-		}
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&mid)
-		wg.Wait()
-		return int64(mid.HeapInuse) - int64(before.HeapInuse)
-	}
-	direct := heapDuring(h.direct, nil)
-	var kept float64
-	through := heapDuring(h.client, func() { kept = testutil.ToFloat64(h.m.RetainedBytes) })
-	// One request is kept: its message (the 3 MiB input and a few bytes of protobuf framing)
-	// fits the 4 MiB budget, a second would not.
-	if kept < size || kept > float64(cfg.MaxRetainedBytes) {
-		t.Errorf("retained bytes while %d requests of %d bytes execute = %.0f, want one request's, in [%d, %d]", n, size, kept, size, cfg.MaxRetainedBytes)
-	}
-	if got := testutil.ToFloat64(h.m.RetainedBytes); got != 0 {
-		t.Errorf("retained bytes after every answer = %.0f, want 0", got)
-	}
-	extra := through - direct
-	t.Logf("heap while %d × %d MiB requests execute: direct %.1f MiB, through the front %.1f MiB (+%.1f MiB)", n, size>>20, float64(direct)/(1<<20), float64(through)/(1<<20), float64(extra)/(1<<20))
-	if limit := int64(n * size / 4); extra > limit {
-		t.Errorf("the front added %.1f MiB to the heap for %d requests of %d MiB, want at most %.1f MiB (a quarter of their bytes)", float64(extra)/(1<<20), n, size>>20, float64(limit)/(1<<20))
+				time.Sleep(1500 * time.Millisecond) // all sent, all executing (3 s)
+				if during != nil {
+					during()
+				}
+				runtime.GC()
+				runtime.GC()
+				runtime.ReadMemStats(&mid)
+				wg.Wait()
+				return int64(mid.HeapInuse) - int64(before.HeapInuse)
+			}
+			direct := heapDuring(h.direct, nil)
+			var kept float64
+			through := heapDuring(h.client, func() { kept = testutil.ToFloat64(h.m.RetainedBytes) })
+			if kept < c.keptMin || kept > c.keptMax {
+				t.Errorf("retained bytes while %d requests of %d bytes execute = %.0f, want in [%.0f, %.0f]", c.n, c.size, kept, c.keptMin, c.keptMax)
+			}
+			if got := testutil.ToFloat64(h.m.RetainedBytes); got != 0 {
+				t.Errorf("retained bytes after every answer = %.0f, want 0", got)
+			}
+			extra := through - direct
+			t.Logf("heap while %d × %d KiB requests execute: direct %.1f MiB, through the front %.1f MiB (+%.1f MiB)", c.n, c.size>>10, float64(direct)/(1<<20), float64(through)/(1<<20), float64(extra)/(1<<20))
+			if limit := c.budget + int64(c.n*c.size/4); extra > limit {
+				t.Errorf("the front added %.1f MiB to the heap for %d requests of %d KiB, want at most %.1f MiB (its budget and a quarter of their bytes)", float64(extra)/(1<<20), c.n, c.size>>10, float64(limit)/(1<<20))
+			}
+		})
 	}
 }
 
 // TestStaleReadyNotKeptUnavailable: a request past --retain-max-total-bytes (0 here: none is
 // kept) that Triton answers NOT_FOUND for a model unloaded since the front's view is answered
 // UNAVAILABLE with the pushback, which a client's retry policy retries and the front then
-// holds, never Triton's NOT_FOUND, which clients do not retry.
+// holds, never Triton's NOT_FOUND, which clients do not retry; the planner is woken at once
+// (Deps.OnHold), so that its view is right before the retry comes.
 func TestStaleReadyNotKeptUnavailable(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxRetainedBytes = 0
@@ -101,6 +115,12 @@ func TestStaleReadyNotKeptUnavailable(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(h.m.FastFailed.WithLabelValues("evicted", "unloaded")); got != 1 {
 		t.Errorf("fast_failed{reason=unloaded} = %v, want 1", got)
+	}
+	h.mu.Lock()
+	holds := slices.Clone(h.holds)
+	h.mu.Unlock()
+	if !slices.Equal(holds, []string{"evicted"}) {
+		t.Errorf("planner woken for %q, want [evicted]: its view, and the front's, must be right before the retry", holds)
 	}
 	// The client's retry, with the front's view now right, is held through the load.
 	h.ready.set("evicted", front.NotReady)
