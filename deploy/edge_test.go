@@ -482,9 +482,9 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "sidecar GOMEMLIMIT just above limit − 20 MiB",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "109MiB"}, "pools": pool(nil)},
 			want: []string{`pools[p]: residency.goMemLimit "109MiB" is above residency.resources.limits.memory (128Mi) − 20 MiB`}},
-		{name: "sidecar GOMEMLIMIT below the held bytes + 16 MiB",
-			give: map[string]any{"residency": map[string]any{"goMemLimit": "79MiB"}, "pools": pool(nil)},
-			want: []string{`pools[p]: residency.goMemLimit "79MiB" is below the sidecar's holdMaxTotalBytes (67108864 bytes; residency.config or pools[].residency.config) + 16 MiB`}},
+		{name: "sidecar GOMEMLIMIT below the held bytes + 32 MiB",
+			give: map[string]any{"residency": map[string]any{"goMemLimit": "95MiB"}, "pools": pool(nil)},
+			want: []string{`pools[p]: residency.goMemLimit "95MiB" is below the sidecar's holdMaxTotalBytes (67108864 bytes; residency.config or pools[].residency.config) + 32 MiB (its own heap and the forwarded requests it keeps)`}},
 		{name: "sidecar GOMEMLIMIT of one byte",
 			give: map[string]any{"residency": map[string]any{"goMemLimit": "1B"}, "pools": pool(nil)},
 			want: []string{`pools[p]: residency.goMemLimit "1B" is below`}},
@@ -515,6 +515,9 @@ func TestHostileValuesRefused(t *testing.T) {
 		{name: "--hold-max-total-bytes in the sidecar's extraArgs",
 			give: map[string]any{"residency": map[string]any{"extraArgs": []any{"--hold-max-total-bytes=1073741824"}}, "pools": pool(nil)},
 			want: []string{`residency.extraArgs sets --hold-max-total-bytes`}},
+		{name: "--retain-max-total-bytes in the sidecar's extraArgs",
+			give: map[string]any{"residency": map[string]any{"extraArgs": []any{"--retain-max-total-bytes=1073741824"}}, "pools": pool(nil)},
+			want: []string{`residency.extraArgs sets --retain-max-total-bytes, which the chart's memory check counts at cmd/residency's default (16 MiB`}},
 		{name: "GOMEMLIMIT in the scaler's env",
 			give: map[string]any{"scaler": map[string]any{"env": []any{map[string]any{"name": "GOMEMLIMIT", "value": "1TiB"}}}},
 			want: []string{`scaler.env sets GOMEMLIMIT`}},
@@ -623,12 +626,12 @@ func TestPodNameCut(t *testing.T) {
 	}
 }
 
-// TestSidecarMemoryBounds: the render accepts GOMEMLIMIT at both ends of [held + 16 MiB,
-// limit − 20 MiB] (80 MiB and 108 MiB with the chart's 64 MiB held and 128Mi limit), and
+// TestSidecarMemoryBounds: the render accepts GOMEMLIMIT at both ends of [held + 32 MiB,
+// limit − 20 MiB] (96 MiB and 108 MiB with the chart's 64 MiB held and 128Mi limit), and
 // with it unset ("" or off), where only the held-bytes bound applies; the scaler's the same
 // values under its 128Mi limit; and the 128Mi limit written in any quantity form.
 func TestSidecarMemoryBounds(t *testing.T) {
-	for _, gml := range []string{"80MiB", "108MiB", "83886080", "00096MiB", "", "off"} {
+	for _, gml := range []string{"96MiB", "108MiB", "100663296", "00096MiB", "", "off"} {
 		vals := map[string]any{"residency": map[string]any{"goMemLimit": gml}, "scaler": map[string]any{"goMemLimit": gml}, "pools": []any{tritonPool("p", nil)}}
 		if _, err := renderAs(t, "rel", namespace, vals); err != nil {
 			t.Errorf("goMemLimit %q: %v", gml, err)

@@ -421,21 +421,29 @@ when it is set in a form inferscale.bytes does not read, instead of skipping the
 
 {{/* Fails the render when the sidecar's memory settings cannot hold what its front may hold
 (BENCHMARKS.md, "Sidecar memory while holding"): --hold-max-total-bytes at most half the
-memory limit, and GOMEMLIMIT, when set, between held + 16 MiB (the sidecar's own heap) and the
+memory limit, and GOMEMLIMIT, when set, between held + 32 MiB (the sidecar's own 16 MiB heap and
+the 16 MiB of forwarded requests its front keeps, --retain-max-total-bytes' default) and the
 limit − 20 MiB (the binary's mapped pages). Call with (dict "root" $ "pool" $pool "rc" $residencyConfig). */}}
 {{- define "inferscale.checkSidecarMemory" -}}
 {{- $r := .root.Values.residency }}
 {{- $name := .pool.name }}
 {{- $held := float64 .rc.holdMaxTotalBytes }}
 {{- include "inferscale.checkNoOverride" (dict "component" "residency" "env" $r.env "args" $r.extraArgs "flags" (list "--hold-max-total-bytes" "-hold-max-total-bytes")) }}
+{{- range $a := $r.extraArgs }}
+{{- range $f := list "--retain-max-total-bytes" "-retain-max-total-bytes" }}
+{{- if or (eq (toString $a) $f) (hasPrefix (printf "%s=" $f) (toString $a)) }}
+{{- fail (printf "residency.extraArgs sets %s, which the chart's memory check counts at cmd/residency's default (16 MiB of forwarded requests kept, beside holdMaxTotalBytes): leave it at its default" $f) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- $memText := (($r.resources | default dict).limits | default dict).memory }}
 {{- $lim := include "inferscale.memoryLimitBytes" (dict "field" "residency.resources.limits.memory" "value" $memText) }}
 {{- $gmlText := toString ($r.goMemLimit | default "") }}
 {{- $gml := "" }}
 {{- if and $gmlText (ne $gmlText "off") }}
 {{- $gml = include "inferscale.bytes" $gmlText }}
-{{- if lt (float64 $gml) (addf $held 16777216.0) }}
-{{- fail (printf "pools[%s]: residency.goMemLimit %q is below the sidecar's holdMaxTotalBytes (%.0f bytes; residency.config or pools[].residency.config) + 16 MiB: it would collect without pause while holding requests; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText $held) }}
+{{- if lt (float64 $gml) (addf $held 33554432.0) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is below the sidecar's holdMaxTotalBytes (%.0f bytes; residency.config or pools[].residency.config) + 32 MiB (its own heap and the forwarded requests it keeps): it would collect without pause while holding requests; keep it in [holdMaxTotalBytes + 32 MiB, resources.limits.memory − 20 MiB]" $name $gmlText $held) }}
 {{- end }}
 {{- end }}
 {{- if $lim }}
@@ -443,7 +451,7 @@ limit − 20 MiB (the binary's mapped pages). Call with (dict "root" $ "pool" $p
 {{- fail (printf "pools[%s]: residency.config.holdMaxTotalBytes (%.0f bytes) is more than half residency.resources.limits.memory (%s): a sidecar holding its full budget would be OOM-killed; raise the limit with it" $name $held (toString $memText)) }}
 {{- end }}
 {{- if and $gml (gt (float64 $gml) (subf (float64 $lim) 20971520.0)) }}
-{{- fail (printf "pools[%s]: residency.goMemLimit %q is above residency.resources.limits.memory (%s) − 20 MiB (the binary's mapped pages): the sidecar would be OOM-killed before the Go runtime acts; keep it in [holdMaxTotalBytes + 16 MiB, resources.limits.memory − 20 MiB]" $name $gmlText (toString $memText)) }}
+{{- fail (printf "pools[%s]: residency.goMemLimit %q is above residency.resources.limits.memory (%s) − 20 MiB (the binary's mapped pages): the sidecar would be OOM-killed before the Go runtime acts; keep it in [holdMaxTotalBytes + 32 MiB, resources.limits.memory − 20 MiB]" $name $gmlText (toString $memText)) }}
 {{- end }}
 {{- end }}
 {{- end }}
