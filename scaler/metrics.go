@@ -50,7 +50,7 @@ func newDecisionCollector(s *Server) *decisionCollector {
 		desired:       d("desired_replicas", "Replica count answered to KEDA (GetMetrics value, target 1)."),
 		raw:           d("raw_replicas", "N_raw = clamp(N_demand + warm, min, max), before windows."),
 		active:        d("active", "IsActive answer (1 active, 0 inactive)."),
-		degraded:      d("degraded", "1 when a signal that was once valid is out past staleAfter, or when rate ÷ the unique rate overflows (that unique rate counts as missing)."),
+		degraded:      d("degraded", "1 when a signal that was once valid is out past staleAfter, or when rate ÷ the unique rate is above decision.MaxAmplification, 1000 (that unique rate counts as missing)."),
 		ready:         d("ready_replicas", "R as used by the decision (absent when unknown)."),
 		term:          d("term_replicas", "Formula terms: slo, drain, cap, occupancy, activity, warm, demand (absent when not computed; slo reads max + 1 when the bound cannot meet the SLO).", "term"),
 		lambdaH:       d("forecast_rate_rps", "λ_H: the arrival rate forecast over the cold-start horizon, requests per second (absent without a rate)."),

@@ -213,8 +213,9 @@ type Recommendation struct {
 	// Active is KEDA's 0 ↔ 1 answer (IsActive).
 	Active bool
 	// Degraded is true when a signal that once produced a valid sample
-	// (State.Measured) is out, or when rate ÷ unique rate overflows (a unique
-	// rate used as if missing; the reason's note says so).
+	// (State.Measured) is out, or when rate ÷ unique rate passes
+	// MaxAmplification (a unique rate used as if missing; the reason's note
+	// says so).
 	Degraded bool
 	// Reason explains the number for logs and humans.
 	Reason string
@@ -380,19 +381,21 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	// (docs/replay.md, "Clients that retry"). A missing unique rate never
 	// caps, nor does a zero one while the rate is positive (0 × retryBudget
 	// would size a loaded pool to nothing), nor one so small that rate ÷
-	// unique rate overflows (30 ÷ 1e-308): that is no measured amplification,
-	// and capped it sized the pool on unique × retryBudget ≈ 0, one replica,
-	// while the metrics read "no unique requests". It counts as a missing
-	// unique rate: no amplification, no cap, and degraded (not below the last
-	// good answer), with a note.
-	capFactor, lambdaRaw, ampOverflow := 1.0, lambda, false
+	// unique rate passes MaxAmplification (30 ÷ 1e-9, or 30 ÷ 1e-308, which
+	// overflows): that is no measured amplification but a unique-rate query
+	// that counts next to nothing, and capped it sized the pool on unique ×
+	// retryBudget ≈ 0, one replica. It counts as a missing unique rate: no
+	// amplification, no cap, and degraded (not below the last good answer),
+	// with a note.
+	capFactor, lambdaRaw, ampRefused := 1.0, lambda, false
 	if unique, ok := usable(SignalUniqueRate); ok && lambdaOK && lambda > 0 {
 		switch a := lambda / unique; {
 		case unique == 0:
 			rec.Amplification = math.Inf(1)
-		case math.IsInf(a, 1):
-			ampOverflow = true
-			note("uniqueRate=" + strconv.FormatFloat(unique, 'g', 4, 64) + " refused: rate ÷ unique rate overflows float64; not capped, as without a unique rate")
+		case !(a <= MaxAmplification):
+			ampRefused = true
+			note("uniqueRate=" + strconv.FormatFloat(unique, 'g', 4, 64) + " refused: rate ÷ unique rate = " + strconv.FormatFloat(a, 'g', 4, 64) +
+				", above 1000 (decision.MaxAmplification): no retry policy sends a request that often; not capped, as without a unique rate")
 		default:
 			rec.Amplification = a
 			if budget := math.Max(1, p.RetryBudget); a > budget {
@@ -445,7 +448,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 			nevers = append(nevers, s.String())
 		}
 	}
-	rec.Degraded = len(outs) > 0 || ampOverflow
+	rec.Degraded = len(outs) > 0 || ampRefused
 
 	// Demand terms.
 	demand, haveDemand := 0.0, false
@@ -798,6 +801,14 @@ func evalSignal(p Policy, s Signal, smp Sample, st *State, noneReady bool, now t
 // it; before, readyQuery vector(1e308) read as 2,147,483,647 ready replicas, became the restart
 // seed and held the pool at maxReplicas for a whole down-window.
 const MaxReadyReplicas = 1e6
+
+// MaxAmplification bounds rate ÷ unique rate as a retry amplification: 1,000
+// sends per request is three retrying layers of ten attempts each, past every
+// common policy (gRPC caps a retry policy's maxAttempts at 5, gRFC A6; Envoy
+// retries once by default; AWS SDKs make 3 attempts). A larger ratio is a
+// unique-rate query that counts next to nothing (a difference of two rates, a
+// wrong label), and capping on it sized a loaded pool to one replica.
+const MaxAmplification = 1000
 
 // MaxActivity bounds an engine activity sample: activity is a fraction of time (DCGM's
 // DCGM_FI_PROF_GR_ENGINE_ACTIVE is in [0, 1]), so a larger value is an invalid sample (a

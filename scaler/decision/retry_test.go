@@ -2,6 +2,7 @@ package decision
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -37,11 +38,11 @@ func TestRetryCapZeroUniqueNeverCapsToZero(t *testing.T) {
 	}
 }
 
-// A unique rate so small that rate ÷ unique rate overflows (30 ÷ 1e-308 = +Inf) is not a
-// measured amplification: capped, the pool was sized on 1e-308 × retryBudget, one replica,
-// while the metrics and the storm note read "∞ (no unique requests)". It counts as a missing
-// unique rate: no amplification (-1, not exported), no cap, sized as without a unique rate,
-// degraded, and the reason says why.
+// A unique rate so small that rate ÷ unique rate passes MaxAmplification (30 ÷ 0.01 = 3,000;
+// 30 ÷ 1e-308 overflows to +Inf) is not a measured amplification: capped, the pool was sized on
+// unique × retryBudget, one replica, while the metrics and the storm note read "∞ (no unique
+// requests)". It counts as a missing unique rate: no amplification (-1, not exported), no cap,
+// sized as without a unique rate, degraded, and the reason says why. At the bound it caps.
 func TestRetryCapAmplificationOverflowNeverCaps(t *testing.T) {
 	p := DefaultPolicy()
 	p.PrometheusAddress = "http://p:9090"
@@ -51,22 +52,28 @@ func TestRetryCapAmplificationOverflowNeverCaps(t *testing.T) {
 	plain, _ := Recommend(p, o, State{}, t0)
 
 	p.UniqueRateQuery = "u"
-	o.Samples[SignalUniqueRate] = val(1e-308, t0)
-	rec, _ := Recommend(p, o, State{}, t0)
-	if rec.RetryCapped || rec.Amplification != -1 || !rec.Degraded {
-		t.Errorf("unique 1e-308, rate 30: capped %v amplification %v degraded %v, want uncapped, -1 (not computed), degraded",
-			rec.RetryCapped, rec.Amplification, rec.Degraded)
+	for _, c := range []struct {
+		unique float64
+		ratio  string
+	}{{1e-308, "+Inf"}, {1e-9, "3e+10"}, {0.01, "3000"}} {
+		o.Samples[SignalUniqueRate] = val(c.unique, t0)
+		rec, _ := Recommend(p, o, State{}, t0)
+		if rec.RetryCapped || rec.Amplification != -1 || !rec.Degraded {
+			t.Errorf("unique %g, rate 30: capped %v amplification %v degraded %v, want uncapped, -1 (not computed), degraded",
+				c.unique, rec.RetryCapped, rec.Amplification, rec.Degraded)
+		}
+		if rec.Replicas != plain.Replicas || rec.Replicas < 30 {
+			t.Errorf("unique %g: %d replicas, want %d as without a unique rate (30/s at 1 s each), not 1", c.unique, rec.Replicas, plain.Replicas)
+		}
+		want := "uniqueRate=" + strconv.FormatFloat(c.unique, 'g', 4, 64) + " refused: rate ÷ unique rate = " + c.ratio + ", above 1000 (decision.MaxAmplification)"
+		if !strings.Contains(rec.Reason, want) || strings.Contains(rec.Reason, "out past staleAfter") {
+			t.Errorf("reason %q, want it to contain %q and no signal out", rec.Reason, want)
+		}
 	}
-	if rec.Replicas != plain.Replicas || rec.Replicas < 30 {
-		t.Errorf("unique 1e-308: %d replicas, want %d as without a unique rate (30/s at 1 s each), not 1", rec.Replicas, plain.Replicas)
-	}
-	if want := "uniqueRate=1e-308 refused: rate ÷ unique rate overflows float64; not capped, as without a unique rate"; !strings.Contains(rec.Reason, want) ||
-		strings.Contains(rec.Reason, "out past staleAfter") {
-		t.Errorf("reason %q, want it to contain %q and no signal out", rec.Reason, want)
-	}
-	// A unique rate at which the ratio fits still caps.
-	o.Samples[SignalUniqueRate] = val(1e-306, t0)
-	if rec, _ := Recommend(p, o, State{}, t0); !rec.RetryCapped || rec.Amplification != 30/1e-306 || rec.Degraded {
-		t.Errorf("unique 1e-306: capped %v amplification %v degraded %v, want capped, 3e307, not degraded", rec.RetryCapped, rec.Amplification, rec.Degraded)
+	// At the bound it caps: 30 ÷ 0.03 = 1,000, sized on 0.03 × 1.2.
+	o.Samples[SignalUniqueRate] = val(0.03, t0)
+	if rec, _ := Recommend(p, o, State{}, t0); !rec.RetryCapped || math.Abs(rec.Amplification-1000) > 1e-9 || rec.Degraded || rec.Replicas >= plain.Replicas {
+		t.Errorf("unique 0.03: capped %v amplification %v degraded %v replicas %d, want capped at 1000, not degraded, fewer than %d",
+			rec.RetryCapped, rec.Amplification, rec.Degraded, rec.Replicas, plain.Replicas)
 	}
 }
