@@ -72,7 +72,7 @@ func decisionEvents(prev decision.Recommendation, hadPrev bool, rec decision.Rec
 		switch {
 		case rec.Degraded && !prev.Degraded:
 			out = append(out, eventSpec{Type: corev1.EventTypeWarning, Reason: EventDegraded,
-				Note: fmt.Sprintf("a signal is out; deciding on the healthy ones, not below the last good result: %s", rec.Reason)})
+				Note: fmt.Sprintf("a signal is out or refused; deciding on the healthy ones, not below the last good result: %s", rec.Reason)})
 		case !rec.Degraded && prev.Degraded:
 			out = append(out, eventSpec{Type: corev1.EventTypeNormal, Reason: EventRecovered,
 				Note: fmt.Sprintf("every signal fresh again: desired %d replicas (%s)", rec.Replicas, rec.Term)})

@@ -68,7 +68,7 @@ func newDecisionCollector(s *Server) *decisionCollector {
 		noData:        d("no_data", "1 when the last evaluation had no usable signal (RPCs answer Unavailable)."),
 		triggers:      agg("triggers", "Registered ScaledObject triggers."),
 		nActive:       agg("triggers_active", "Triggers whose IsActive answer is true."),
-		nDegraded:     agg("triggers_degraded", "Triggers whose decision is degraded (a once-valid signal out past staleAfter)."),
+		nDegraded:     agg("triggers_degraded", "Triggers whose decision is degraded (a once-valid signal out past staleAfter, or a unique rate refused as implausible)."),
 		nNoData:       agg("triggers_no_data", "Triggers with no usable signal (RPCs answer Unavailable)."),
 		exported:      agg("object_metrics", "1 when this scrape carries per-ScaledObject series; 0 when --object-metrics is off or more than --object-metrics-max-triggers triggers are registered."),
 	}

@@ -307,6 +307,9 @@ func traceFormat(trace, format string) (replay.Format, error) {
 	head := make([]byte, 64<<10)
 	n, _ := io.ReadFull(fh, head)
 	fh.Close()
+	if n == 0 {
+		return "", fmt.Errorf("%s: %w", p, replay.ErrEmptyFile) // as replay.Load says it
+	}
 	first, _, _ := strings.Cut(string(head[:n]), "\n")
 	f, err := replay.DetectFormat(first)
 	if err != nil {

@@ -162,6 +162,21 @@ func TestTraceFormat(t *testing.T) {
 	}
 }
 
+// TestEmptyTraceWithPoolFlags: a zero-byte trace is "file is empty" with a pool flag too (the
+// format check before the run had said "unknown trace format").
+func TestEmptyTraceWithPoolFlags(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "empty.csv")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--trace", p}, {"--trace", p, "--policies=static"}} {
+		err := run(append(args, "--out", t.TempDir()))
+		if want := p + ": file is empty"; err == nil || err.Error() != want {
+			t.Errorf("run(%q) = %v, want %q", args, err, want)
+		}
+	}
+}
+
 // TestInstancesTraceRefusesUnreadFlags: on the DLRM instance trace, which is reported whole,
 // --policies, --slo and the pool's flags did nothing; they are refused, by name.
 func TestInstancesTraceRefusesUnreadFlags(t *testing.T) {
