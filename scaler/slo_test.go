@@ -137,7 +137,7 @@ func TestSLOTermsMissingData(t *testing.T) {
 		t.Error(err)
 	}
 	const notDegraded = `
-# HELP inferscale_scaler_triggers_degraded Triggers whose decision is degraded (a once-valid signal out past staleAfter).
+# HELP inferscale_scaler_triggers_degraded Triggers whose decision is degraded (a once-valid signal out past staleAfter, or a unique rate refused as implausible).
 # TYPE inferscale_scaler_triggers_degraded gauge
 inferscale_scaler_triggers_degraded 0
 `
