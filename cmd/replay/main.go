@@ -305,8 +305,11 @@ func traceFormat(trace, format string) (replay.Format, error) {
 		return "", err
 	}
 	head := make([]byte, 64<<10)
-	n, _ := io.ReadFull(fh, head)
+	n, err := io.ReadFull(fh, head)
 	fh.Close()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
 	if n == 0 {
 		return "", fmt.Errorf("%s: %w", p, replay.ErrEmptyFile) // as replay.Load says it
 	}

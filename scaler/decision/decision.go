@@ -395,7 +395,7 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		case !(a <= MaxAmplification):
 			ampRefused = true
 			note("uniqueRate=" + strconv.FormatFloat(unique, 'g', 4, 64) + " refused: rate ÷ unique rate = " + strconv.FormatFloat(a, 'g', 4, 64) +
-				", above 1000 (decision.MaxAmplification): no retry policy sends a request that often; not capped, as without a unique rate")
+				", above " + strconv.FormatFloat(MaxAmplification, 'g', -1, 64) + " (decision.MaxAmplification): no retry policy sends a request that often; not capped, as without a unique rate")
 		default:
 			rec.Amplification = a
 			if budget := math.Max(1, p.RetryBudget); a > budget {
