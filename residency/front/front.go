@@ -646,8 +646,7 @@ func (f *Front) unary(ss grpc.ServerStream, method, name string, req sendFrame, 
 			if !held && kept {
 				return true, nil
 			}
-			if !held {
-				drop()
+			if !held { // not kept: nothing to drop
 				f.m.FastFailed.WithLabelValues(name, "unloaded").Inc()
 				if f.deps.OnHold != nil {
 					f.deps.OnHold(name)
