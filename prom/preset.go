@@ -145,6 +145,32 @@ const (
 	DispersionMedianChi2 = 0.4549
 )
 
+// ServiceTimePriorCompletions and ServiceTimeLongWindow shape the service-time preset, S.
+//
+// Engines count a request's service when it completes (Triton's duration counters, vLLM's
+// latency histograms), so the last minute's ratio service seconds ÷ completions is the mean
+// of however few requests happened to finish in it: one 24 s request ending in an otherwise
+// idle minute reads S = 24 s where a thousand 1 s requests had just read 1 s, and the sizing
+// rule multiplies that S by the forecast arrival rate. The preset therefore weighs the
+// minute's mean against the mean over ServiceTimeLongWindow by the minute's completion
+// count n, a credibility estimate (Bühlmann, "Experience rating and credibility", ASTIN
+// Bulletin 4(3), 1967; the mean of a Gamma–Poisson or normal model with a prior worth n₀
+// observations):
+//
+//	S = (n·S₁ + n₀·S₁₀) ÷ (n + n₀) = (60·B₁ + n₀·B₁₀/C₁₀) ÷ (60·C₁ + n₀)
+//
+// with B the seconds of service per second and C the completions per second over 1m and
+// 10m, and n₀ = 4: the minute's own mean weighs half at 4 completions, 80 % at 16 and 96 %
+// at 100, so a pool completing requests every second follows its last minute as before
+// while a lone completion moves S a fifth of the way. n₀ is a prior strength stated in
+// requests, not fitted to a trace (docs/replay.md gives the figures at 4 and 16). With no
+// completion in the last minute S is the 10-minute mean; with none in 10 minutes it is
+// 0/0, NaN, an invalid sample, and the scaler holds the last good S.
+const (
+	ServiceTimePriorCompletions = 4
+	ServiceTimeLongWindow       = "10m"
+)
+
 // ActivityMetric is NVIDIA DCGM's graphics-engine activity, 0..1 per GPU or MIG instance.
 // Unlike DCGM_FI_DEV_GPU_UTIL it is reported per MIG instance.
 const ActivityMetric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -203,9 +229,12 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 		if p.RunningMetric != "" {
 			return fmt.Sprintf("sum by (%s) (%s)", by, p.RunningMetric), nil
 		}
-		return busy(p, by), nil
+		return busy(p, by, "1m"), nil
 	case KindServiceTime:
-		return fmt.Sprintf("%s / sum by (%s) (rate(%s[1m]))", busy(p, by), by, p.Completions), nil
+		// (60·B₁ + n₀·B₁₀/C₁₀) ÷ (60·C₁ + n₀): ServiceTimePriorCompletions' credibility blend.
+		long := fmt.Sprintf("%s / sum by (%s) (rate(%s[%s]))", busy(p, by, ServiceTimeLongWindow), by, p.Completions, ServiceTimeLongWindow)
+		return fmt.Sprintf("(60 * %s + %d * (%s)) / (60 * sum by (%s) (rate(%s[1m])) + %d)",
+			busy(p, by, "1m"), ServiceTimePriorCompletions, long, by, p.Completions, ServiceTimePriorCompletions), nil
 	case KindDispersion:
 		// One rate per window, as the rate preset sums it, and the same a window earlier; a
 		// subquery samples their difference and the rate once per window over the span.
@@ -248,10 +277,11 @@ func PresetBundle(engine string, l Labels) (string, error) {
 	return strings.Join(parts, " or "), nil
 }
 
-// busy is the mean number of requests in service over the last minute, in seconds of
-// service per second: (rate(total) − rate(waiting)) × unit.
-func busy(p Preset, by string) string {
-	q := fmt.Sprintf("(sum by (%s) (rate(%s[1m])) - sum by (%s) (rate(%s[1m])))", by, p.BusyTotal, by, p.BusyWaiting)
+// busy is the seconds of service per second of the requests completed over the last window
+// (a PromQL range such as "1m"): (rate(total) − rate(waiting)) × unit. Over a window with no
+// request longer than itself it is the mean number of requests in service (Little's law).
+func busy(p Preset, by, window string) string {
+	q := fmt.Sprintf("(sum by (%s) (rate(%s[%s])) - sum by (%s) (rate(%s[%s])))", by, p.BusyTotal, window, by, p.BusyWaiting, window)
 	if p.BusyUnitSeconds != 1 {
 		q = fmt.Sprintf("%s * %s", q, strconv.FormatFloat(p.BusyUnitSeconds, 'f', -1, 64)) // the parser's own print
 	}

@@ -27,8 +27,10 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //   - queue, rate (1 min), running and activity as the simulator reports
 //     them (the presets' gauges and rate()),
 //   - S, the mean service time, as the presets compute it from the
-//     engine's counters: service seconds ÷ requests over the last minute
-//     (Signals.ServiceTime1m). With no requests the ratio is 0/0, NaN in
+//     engine's counters, which count a request when it completes: the last
+//     minute's mean weighed against the last ten minutes' by the minute's
+//     completions (Signals.ServiceTime, prom.ServiceTimePriorCompletions).
+//     With nothing completed in ten minutes the ratio is 0/0, NaN in
 //     Prometheus, an invalid sample here, and the last good S holds;
 //   - I, the dispersion, as the preset's subqueries compute it: the
 //     one-minute rate sampled once a minute, the last eleven samples,
@@ -124,8 +126,8 @@ func (c *inferscaleCtl) Desired(s Signals) int {
 	obs.Samples[decision.SignalActivity] = smp(s.Activity)
 	obs.Samples[decision.SignalRunning] = smp(s.Running)
 	obs.Samples[decision.SignalServiceTime] = missing
-	if s.ServiceTime1m > 0 {
-		obs.Samples[decision.SignalServiceTime] = smp(s.ServiceTime1m)
+	if s.ServiceTime > 0 {
+		obs.Samples[decision.SignalServiceTime] = smp(s.ServiceTime)
 	}
 	obs.Samples[decision.SignalDispersion] = missing
 	if d, ok := dispersion(c.minute); ok {

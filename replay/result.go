@@ -32,11 +32,36 @@ type Signals struct {
 	Current int
 	// Slots is the concurrency of one replica.
 	Slots int
-	// ServiceTime1m is the mean service seconds of the requests that entered
-	// service over the last minute (slot-seconds of service ÷ requests), as
-	// an engine's duration counters ÷ its request counter give it; 0 when
-	// none did.
-	ServiceTime1m float64
+	// ServiceTime is S as the service-time preset reads it from an engine's
+	// counters, which count a request when it completes (Triton's duration
+	// counters, vLLM's latency histograms): the last minute's mean service
+	// seconds of the requests completed, weighed against the last ten
+	// minutes' by the minute's completions (serviceTime; seconds); 0 when
+	// nothing completed in ten minutes (the preset's NaN).
+	ServiceTime float64
+}
+
+// serviceTimePriorCompletions is n₀ of the service-time preset,
+// prom.ServiceTimePriorCompletions, whose doc gives the estimator and its
+// source (TestServiceTimeMatchesPreset holds the two equal; the replay does
+// not import the scaler's Prometheus client).
+const serviceTimePriorCompletions = 4
+
+// serviceTime is the service-time preset's S (prom.ServiceTimePriorCompletions):
+// from svc1, n1, the service seconds and completions of the last minute, and
+// svc10, n10, those of the last ten minutes,
+//
+//	S = (svc1 + n₀·svc10/n10) ÷ (n1 + n₀), n₀ = serviceTimePriorCompletions,
+//
+// the minute's mean weighed by its completions against the ten minutes'. It
+// returns 0 (missing) when n10 is 0 or any input is not a count, as the
+// preset's 0/0 is NaN.
+func serviceTime(svc1, n1, svc10, n10 float64) float64 {
+	if !(n10 > 0) || !(n1 >= 0) || !(svc1 >= 0) || !(svc10 >= 0) {
+		return 0
+	}
+	const n0 = float64(serviceTimePriorCompletions)
+	return (svc1 + n0*svc10/n10) / (n1 + n0)
 }
 
 // Controller decides the replica count of the pool. Implementations keep
@@ -170,15 +195,19 @@ func (h *waitHist) quantile(q float64) float64 {
 	return histTopS
 }
 
-// history keeps per-second cumulative counters for the last 61 seconds.
+// historyLen is how many per-second entries history keeps: ten minutes and
+// the entry before them, for the service-time preset's long window.
+const historyLen = 601
+
+// history keeps per-second cumulative counters for the last 601 seconds.
 type history struct {
-	arr, busy, slots, inPool [61]float64
-	svc, served              [61]float64 // cumulative service slot-seconds and requests entering service
+	arr, busy, slots, inPool [historyLen]float64
+	svc, served              [historyLen]float64 // cumulative service seconds and requests, counted at completion
 	n                        int
 }
 
 func (h *history) push(arr, busy, slots, inPool, svc, served float64) {
-	i := h.n % 61
+	i := h.n % historyLen
 	h.arr[i], h.busy[i], h.slots[i], h.inPool[i] = arr, busy, slots, inPool
 	h.svc[i], h.served[i] = svc, served
 	h.n++
@@ -187,23 +216,22 @@ func (h *history) push(arr, busy, slots, inPool, svc, served float64) {
 // back returns the index k seconds before the newest entry (clamped to the
 // oldest kept).
 func (h *history) back(k int) (int, int) {
-	k = min(k, h.n-1, 60)
-	return (h.n - 1 - k) % 61, k
+	k = min(k, h.n-1, historyLen-1)
+	return (h.n - 1 - k) % historyLen, k
 }
 
 func (h *history) signals(s *Signals) {
 	if h.n < 2 {
 		return
 	}
-	last := (h.n - 1) % 61
+	last := (h.n - 1) % historyLen
 	if i, k := h.back(60); k > 0 {
 		// Over the span kept (60 s once a minute has passed): the run
 		// starts mid-stream, not from an idle pool.
 		s.Rate1m = (h.arr[last] - h.arr[i]) / float64(k)
 		s.Concurrency60s = (h.inPool[last] - h.inPool[i]) / float64(k)
-		if d := h.served[last] - h.served[i]; d > 0 {
-			s.ServiceTime1m = (h.svc[last] - h.svc[i]) / d
-		}
+		j, _ := h.back(600)
+		s.ServiceTime = serviceTime(h.svc[last]-h.svc[i], h.served[last]-h.served[i], h.svc[last]-h.svc[j], h.served[last]-h.served[j])
 	}
 	if i, k := h.back(15); k > 0 {
 		if d := h.slots[last] - h.slots[i]; d > 0 {

@@ -386,9 +386,9 @@ type retrySim struct {
 	dead      int
 	poolSnaps []poolSnap // poolAcc at each decision, oldest first
 
-	sentSec, uniqSec, startSec []float64 // per second
-	svcSec                     []float64 // service seconds started per second
-	res                        RetryResult
+	sentSec, uniqSec, endSec []float64 // per second
+	svcSec                   []float64 // service seconds of attempts ended per second
+	res                      RetryResult
 }
 
 func (s *retrySim) push(t float64, kind uint8, a, b int32) {
@@ -566,8 +566,6 @@ func (s *retrySim) dispatch() {
 		svc := s.w.ServiceS[s.att[a].req]
 		s.att[a].svc = true
 		s.att[a].rep, s.att[a].start = int32(ri), s.now
-		s.sec(&s.startSec, 1)
-		s.sec(&s.svcSec, svc)
 		s.push(s.now+svc, evDone, a, int32(ri))
 	}
 	if s.qHead > 4096 && s.qHead*2 > len(s.queue) {
@@ -652,8 +650,9 @@ func (s *retrySim) signals(interval float64) Signals {
 			sig.Current++
 		}
 	}
-	if n := window(s.startSec, s.now, span); n > 0 {
-		sig.ServiceTime1m = window(s.svcSec, s.now, span) / n
+	if span > 0 {
+		long := min(600, int(s.now))
+		sig.ServiceTime = serviceTime(window(s.svcSec, s.now, span), window(s.endSec, s.now, span), window(s.svcSec, s.now, long), window(s.endSec, s.now, long))
 	}
 	if ds := s.slotAcc - s.lastSlotAcc; ds > 0 {
 		sig.Activity = (s.busyAcc - s.lastBusyAcc) / ds
@@ -762,7 +761,8 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 				// shorter, completed ones only, and lower still.
 				at.done = true
 				s.wasteS += s.now - at.start
-				s.svcSec[int(at.start)] -= s.w.ServiceS[at.req] - (s.now - at.start)
+				s.sec(&s.endSec, 1)
+				s.sec(&s.svcSec, s.now-at.start)
 				s.endService(at.rep)
 				s.dispatch()
 			}
@@ -774,6 +774,10 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 			}
 			at.done = true
 			s.endService(e.b)
+			// Counted at completion, as Triton's duration counters and vLLM's
+			// latency histograms record a request when it ends.
+			s.sec(&s.endSec, 1)
+			s.sec(&s.svcSec, s.w.ServiceS[at.req])
 			if at.abandoned {
 				s.wasteS += s.w.ServiceS[at.req]
 			} else {

@@ -25,6 +25,9 @@ type event struct {
 	t   float64
 	rep int32
 	gen uint32
+	// svc is a completion's service seconds (0 for a replica's start):
+	// counted in the service-time signal when the request completes.
+	svc float64
 }
 
 // eventHeap is a binary min-heap on t; typed to keep the hot loop free of
@@ -92,7 +95,7 @@ type sim struct {
 	now                          float64
 	busy, ready, live, spec      int // busy slots, ready replicas, billed replicas, spec replicas
 	busyAcc, slotAcc, replicaAcc float64
-	svcAcc, servedN              float64 // service seconds and count of requests started
+	svcAcc, servedN              float64 // service seconds and count of requests completed
 	queueAcc                     float64
 	arrived                      int
 
@@ -132,9 +135,7 @@ func (s *sim) start(i int32, r int32) {
 	}
 	s.reps[r].busy++
 	s.busy++
-	s.svcAcc += s.w.ServiceS[i]
-	s.servedN++
-	s.ev.push(event{t: s.now + s.w.ServiceS[i], rep: r, gen: s.reps[r].gen})
+	s.ev.push(event{t: s.now + s.w.ServiceS[i], rep: r, gen: s.reps[r].gen, svc: s.w.ServiceS[i]})
 }
 
 func (s *sim) enqueue(i int32) {
@@ -364,6 +365,10 @@ func simulateRequests(cfg PoolConfig, w *Workload, ctl Controller, opt runOption
 			rp := &s.reps[e.rep]
 			rp.busy--
 			s.busy--
+			// Counted at completion, as Triton's duration counters and vLLM's
+			// latency histograms record a request when it ends.
+			s.svcAcc += e.svc
+			s.servedN++
 			switch {
 			case rp.state == stReady && s.qLen > 0:
 				s.start(s.dequeue(), e.rep)
