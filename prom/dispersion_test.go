@@ -98,6 +98,25 @@ func wantDispersion(times []time.Time, counts []int, at time.Time) float64 {
 	return 30 * (sq[4] + sq[5]) / 2 / (DispersionMedianChi2 * mean)
 }
 
+// waitBackfilled waits until Prometheus holds n samples of the series selector picks (one
+// series) up to at: every timed sample the exporter served has been scraped and ingested.
+func waitBackfilled(ctx context.Context, t *testing.T, srv *promtest.Server, selector string, at time.Time, n int) {
+	t.Helper()
+	for {
+		v, _, _, err := srv.API().Query(ctx, "count_over_time("+selector+"[30m])", at)
+		if err == nil {
+			if vec, ok := v.(model.Vector); ok && len(vec) == 1 && int(vec[0].Value) == n {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Prometheus did not ingest %d backfilled samples: last %v, %v\n%s", n, v, err, srv.Logs())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // The preset against a real Prometheus, on 23 minutes of backfilled counters of three
 // pools: steady Poisson arrivals at 20/s, a step from 0 to 20/s (Poisson), and on/off
 // bursts (Poisson at 40/s in odd minutes, nothing in even ones).
@@ -138,20 +157,7 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	end := times[len(times)-1]
-	for {
-		v, _, _, err := srv.API().Query(ctx, `count_over_time(nv_inference_request_failure{model="bursty"}[30m])`, end)
-		if err == nil {
-			if vec, ok := v.(model.Vector); ok && len(vec) == 1 && int(vec[0].Value) == len(times) {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Prometheus did not ingest %d backfilled samples: last %v, %v\n%s", len(times), v, err, srv.Logs())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	waitBackfilled(ctx, t, srv, `nv_inference_request_failure{model="bursty"}`, times[len(times)-1], len(times))
 
 	q, err := PresetQuery(EngineTriton, KindDispersion, testLabels)
 	if err != nil {

@@ -92,19 +92,7 @@ func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	for {
-		v, _, _, err := srv.API().Query(ctx, `count_over_time(nv_inference_queue_duration_us{model="idle"}[30m])`, at)
-		if err == nil {
-			if vec, ok := v.(model.Vector); ok && len(vec) == 1 && int(vec[0].Value) == len(times) {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Prometheus did not ingest %d backfilled samples: last %v, %v\n%s", len(times), v, err, srv.Logs())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	waitBackfilled(ctx, t, srv, `nv_inference_queue_duration_us{model="idle"}`, at, len(times))
 
 	eval := func(query, m string) float64 {
 		t.Helper()
