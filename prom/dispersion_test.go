@@ -6,51 +6,19 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/promtest"
-	"github.com/prometheus/common/model"
 )
 
 // dispersionStep is the spacing of the backfilled counter samples: three per one-minute
 // rate window, so that Prometheus 2.x's rate over a closed [t−1m, t] window on minute-aligned
 // samples is exactly (c(t) − c(t−1m)) ÷ 60.
 const dispersionStep = 20 * time.Second
-
-// timedCounters serves Triton's two request counters for a few models, one sample per scrape
-// with an explicit timestamp (Prometheus honours exposition timestamps by default), so that
-// 23 minutes of counter history reach a real Prometheus in 70 one-second scrapes.
-type timedCounters struct {
-	mu     sync.Mutex
-	times  []time.Time
-	counts map[string][]int // model → cumulative count at each of times
-	next   int
-}
-
-func (tc *timedCounters) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	tc.mu.Lock()
-	i := min(tc.next, len(tc.times)-1)
-	tc.next++
-	tc.mu.Unlock()
-	ms := tc.times[i].UnixMilli()
-	var b strings.Builder
-	b.WriteString("# TYPE nv_inference_request_success counter\n")
-	for _, m := range slices.Sorted(maps.Keys(tc.counts)) {
-		fmt.Fprintf(&b, "nv_inference_request_success{namespace=\"ns\",model=%q} %d %d\n", m, tc.counts[m][i], ms)
-	}
-	b.WriteString("# TYPE nv_inference_request_failure counter\n")
-	for _, m := range slices.Sorted(maps.Keys(tc.counts)) {
-		fmt.Fprintf(&b, "nv_inference_request_failure{namespace=\"ns\",model=%q} 0 %d\n", m, ms)
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	_, _ = w.Write([]byte(b.String()))
-}
 
 // poissonCounts returns the cumulative count at each of times of a Poisson process whose
 // rate (per second) at time t is rate(t) ≤ peak, by thinning a peak-rate process.
@@ -98,25 +66,6 @@ func wantDispersion(times []time.Time, counts []int, at time.Time) float64 {
 	return 30 * (sq[4] + sq[5]) / 2 / (DispersionMedianChi2 * mean)
 }
 
-// waitBackfilled waits until Prometheus holds n samples of the series selector picks (one
-// series) up to at: every timed sample the exporter served has been scraped and ingested.
-func waitBackfilled(ctx context.Context, t *testing.T, srv *promtest.Server, selector string, at time.Time, n int) {
-	t.Helper()
-	for {
-		v, _, _, err := srv.API().Query(ctx, "count_over_time("+selector+"[30m])", at)
-		if err == nil {
-			if vec, ok := v.(model.Vector); ok && len(vec) == 1 && int(vec[0].Value) == n {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Prometheus did not ingest %d backfilled samples: last %v, %v\n%s", n, v, err, srv.Logs())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
 // The preset against a real Prometheus, on 23 minutes of backfilled counters of three
 // pools: steady Poisson arrivals at 20/s, a step from 0 to 20/s (Poisson), and on/off
 // bursts (Poisson at 40/s in odd minutes, nothing in even ones).
@@ -136,7 +85,7 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 	}
 	step := base.Add(12 * time.Minute)
 	rng := rand.New(rand.NewPCG(7, 11))
-	tc := &timedCounters{times: times, counts: map[string][]int{
+	counts := map[string][]int{
 		"steady": poissonCounts(rng, times, 20, func(time.Time) float64 { return 20 }),
 		"step": poissonCounts(rng, times, 20, func(ts time.Time) float64 {
 			if ts.After(step) {
@@ -150,7 +99,18 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 			}
 			return 0
 		}),
-	}}
+	}
+	tc := &timedExporter{times: times}
+	for _, m := range slices.Sorted(maps.Keys(counts)) {
+		f := make([]float64, len(times))
+		for i, c := range counts[m] {
+			f[i] = float64(c)
+		}
+		tc.add("nv_inference_request_success", "counter", m, f)
+	}
+	for _, m := range slices.Sorted(maps.Keys(counts)) {
+		tc.add("nv_inference_request_failure", "counter", m, make([]float64, len(times)))
+	}
 	exp := httptest.NewServer(tc)
 	t.Cleanup(exp.Close)
 	srv := promtest.Start(t, strings.TrimPrefix(exp.URL, "http://"))
@@ -168,36 +128,20 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := fmt.Sprintf("60 * stddev_over_time((%s)[10m:1m]) ^ 2 / avg_over_time((%s)[10m:1m])", rate, rate)
-	eval := func(query, m string, at time.Time) float64 {
-		t.Helper()
-		v, _, _, err := srv.API().Query(ctx, query, at)
-		if err != nil {
-			t.Fatalf("query at %v: %v", at, err)
-		}
-		for _, s := range v.(model.Vector) {
-			if s.Metric["model"] == model.LabelValue(m) && s.Metric["namespace"] == "ns" {
-				if len(s.Metric) != 2 {
-					t.Errorf("result labels %v, want exactly namespace and model (the poller splits on them)", s.Metric)
-				}
-				return float64(s.Value)
-			}
-		}
-		t.Fatalf("no %s series at %v in %v", m, at, v)
-		return 0
-	}
+	eval := evalModel(ctx, t, srv)
 	same := func(got, want float64) bool {
 		return math.IsNaN(got) && math.IsNaN(want) || math.Abs(got-want) <= 1e-9*math.Abs(want)
 	}
 
 	at := base.Add(22*time.Minute + 30*time.Second)
-	steady, want := eval(q, "steady", at), wantDispersion(times, tc.counts["steady"], at)
+	steady, want := eval(q, "steady", at), wantDispersion(times, counts["steady"], at)
 	if !same(steady, want) {
 		t.Errorf("steady: Prometheus I = %v, the counts give %v", steady, want)
 	}
 	if steady < 0.09 || steady > 5.1 {
 		t.Errorf("steady Poisson: I = %.3f, want within [0.09, 5.1]", steady)
 	}
-	bursty, want := eval(q, "bursty", at), wantDispersion(times, tc.counts["bursty"], at)
+	bursty, want := eval(q, "bursty", at), wantDispersion(times, counts["bursty"], at)
 	if !same(bursty, want) {
 		t.Errorf("bursty: Prometheus I = %v, the counts give %v", bursty, want)
 	}
@@ -212,7 +156,7 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 	oldMax := 0.0
 	for j := range 11 {
 		at := step.Add(time.Duration(j)*time.Minute + 30*time.Second)
-		got, want := eval(q, "step", at), wantDispersion(times, tc.counts["step"], at)
+		got, want := eval(q, "step", at), wantDispersion(times, counts["step"], at)
 		if !same(got, want) {
 			t.Errorf("step +%dm: Prometheus I = %v, the counts give %v", j, got, want)
 		}

@@ -4,47 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/promtest"
-	"github.com/prometheus/common/model"
 )
-
-// tritonDurations serves Triton's success and duration counters for a few models, one
-// sample per scrape with an explicit timestamp, so that 13 minutes of history reach a real
-// Prometheus in a few seconds of scrapes.
-type tritonDurations struct {
-	mu    sync.Mutex
-	times []time.Time
-	// per model: cumulative successes, request µs and queue µs at each of times
-	success, requestUS, queueUS map[string][]float64
-	next                        int
-}
-
-func (td *tritonDurations) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	td.mu.Lock()
-	i := min(td.next, len(td.times)-1)
-	td.next++
-	td.mu.Unlock()
-	ms := td.times[i].UnixMilli()
-	var b strings.Builder
-	for _, c := range []struct {
-		name string
-		v    map[string][]float64
-	}{{"nv_inference_request_success", td.success}, {"nv_inference_request_duration_us", td.requestUS}, {"nv_inference_queue_duration_us", td.queueUS}} {
-		fmt.Fprintf(&b, "# TYPE %s counter\n", c.name)
-		for m, v := range c.v {
-			fmt.Fprintf(&b, "%s{namespace=\"ns\",model=%q} %g %d\n", c.name, m, v[i], ms)
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	_, _ = w.Write([]byte(b.String()))
-}
 
 // The service-time preset against a real Prometheus, on 13 minutes of Triton counters:
 //   - "lone": one completion a second of 1 s service (and 0.5 s queued) for 12 minutes, then
@@ -67,7 +33,8 @@ func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
 	for ts := base; !ts.After(at); ts = ts.Add(step) {
 		times = append(times, ts)
 	}
-	td := &tritonDurations{times: times, success: map[string][]float64{}, requestUS: map[string][]float64{}, queueUS: map[string][]float64{}}
+	td := &timedExporter{times: times}
+	success, requestUS, queueUS := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	lone := at.Add(-30 * time.Second)
 	for _, m := range []string{"lone", "quiet", "idle"} {
 		var n, req, queue float64
@@ -81,9 +48,17 @@ func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
 			case m == "lone" && ts.Equal(lone):
 				n, req, queue = n+1, req+24.5e6, queue+0.5e6
 			}
-			td.success[m] = append(td.success[m], n+1000) // counters long past zero
-			td.requestUS[m] = append(td.requestUS[m], req+1e9)
-			td.queueUS[m] = append(td.queueUS[m], queue+1e8)
+			success[m] = append(success[m], n+1000) // counters long past zero
+			requestUS[m] = append(requestUS[m], req+1e9)
+			queueUS[m] = append(queueUS[m], queue+1e8)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    map[string][]float64
+	}{{"nv_inference_request_success", success}, {"nv_inference_request_duration_us", requestUS}, {"nv_inference_queue_duration_us", queueUS}} {
+		for _, m := range []string{"lone", "quiet", "idle"} {
+			td.add(c.name, "counter", m, c.v[m])
 		}
 	}
 	exp := httptest.NewServer(td)
@@ -94,23 +69,8 @@ func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
 	defer cancel()
 	waitBackfilled(ctx, t, srv, `nv_inference_queue_duration_us{model="idle"}`, at, len(times))
 
-	eval := func(query, m string) float64 {
-		t.Helper()
-		v, _, _, err := srv.API().Query(ctx, query, at)
-		if err != nil {
-			t.Fatalf("query: %v", err)
-		}
-		for _, s := range v.(model.Vector) {
-			if s.Metric["model"] == model.LabelValue(m) && s.Metric["namespace"] == "ns" {
-				if len(s.Metric) != 2 {
-					t.Errorf("result labels %v, want exactly namespace and model (the poller splits on them)", s.Metric)
-				}
-				return float64(s.Value)
-			}
-		}
-		t.Fatalf("no %s series in %v", m, v)
-		return 0
-	}
+	evalAt := evalModel(ctx, t, srv)
+	eval := func(query, m string) float64 { t.Helper(); return evalAt(query, m, at) }
 	q, err := PresetQuery(EngineTriton, KindServiceTime, testLabels)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,13 @@ type Metrics struct {
 	HoldSeconds *prometheus.HistogramVec
 	// Forwarded is inferscale_front_forwarded_total{model}: inference requests sent to Triton.
 	Forwarded *prometheus.CounterVec
+	// Forwarding is inferscale_front_forwarding_requests{model}: unary ModelInfer and HTTP
+	// inference requests forwarded to Triton whose answer has not come, now (Front.Forwarding;
+	// ModelStreamInfer streams are not counted). Triton has no gauge of requests executing, so
+	// the scaler's Triton preset reads the requests running as this less Triton's
+	// nv_inference_pending_request_count (docs/scaler-prom.md). A model's series stays at 0
+	// once created.
+	Forwarding *prometheus.GaugeVec
 	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
 	// front answered itself without holding them; reason is one of not_found, quarantined,
 	// never_fits, queue_full, hold_budget (--hold-max-total-bytes), draining, bad_request,
@@ -46,6 +53,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
 		Forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
 			Help: "Inference requests forwarded to Triton."}, []string{"model"}),
+		Forwarding: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "forwarding_requests",
+			Help: "Unary and HTTP inference requests forwarded to Triton and not yet answered (streams not counted)."}, []string{"model"}),
 		FastFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fast_failed_total",
 			Help: "Inference requests answered at once without holding them, by reason."}, []string{"model", "reason"}),
 		HoldFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hold_failed_total",
@@ -53,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		RetainedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "retained_bytes",
 			Help: "Bytes of forwarded inference requests kept now to be held again if Triton answers NOT_FOUND for a model unloaded meanwhile."}),
 	}
-	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.FastFailed, m.HoldFailed, m.RetainedBytes} {
+	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.Forwarding, m.FastFailed, m.HoldFailed, m.RetainedBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
