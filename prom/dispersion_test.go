@@ -6,13 +6,9 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/inferscale/inferscale/internal/promtest"
 )
 
 // dispersionStep is the spacing of the backfilled counter samples: three per one-minute
@@ -111,9 +107,7 @@ func TestDispersionPresetAgainstPrometheus(t *testing.T) {
 	for _, m := range slices.Sorted(maps.Keys(counts)) {
 		tc.add("nv_inference_request_failure", "counter", m, make([]float64, len(times)))
 	}
-	exp := httptest.NewServer(tc)
-	t.Cleanup(exp.Close)
-	srv := promtest.Start(t, strings.TrimPrefix(exp.URL, "http://"))
+	srv := tc.prometheus(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -3,12 +3,8 @@ package prom
 import (
 	"context"
 	"math"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/inferscale/inferscale/internal/promtest"
 )
 
 // The Triton running preset against a real Prometheus, on 13 minutes of Triton's counters
@@ -26,14 +22,7 @@ import (
 // by Prometheus from the preset's own busy-rate query, which tests the comparison, the `or`
 // and the label matching; the scenario's busy rate of 4 is checked too.
 func TestTritonRunningPresetAgainstPrometheus(t *testing.T) {
-	now := time.Now().Truncate(time.Minute)
-	at := now.Add(-time.Minute)
-	base := at.Add(-13 * time.Minute)
-	const step = 15 * time.Second
-	var times []time.Time
-	for ts := base; !ts.After(at); ts = ts.Add(step) {
-		times = append(times, ts)
-	}
+	at, times := backfillTimes(13*time.Minute, 15*time.Second)
 	last := len(times) - 1
 	models := []string{"step", "stream", "falling", "nofront"}
 	// At the last instant: requests forwarded by the front (-1: no series) and pending in Triton.
@@ -72,9 +61,7 @@ func TestTritonRunningPresetAgainstPrometheus(t *testing.T) {
 			e.add("inferscale_front_forwarding_requests", "gauge", m, gauge(forwarding[m], 4))
 		}
 	}
-	exp := httptest.NewServer(e)
-	t.Cleanup(exp.Close)
-	srv := promtest.Start(t, strings.TrimPrefix(exp.URL, "http://"))
+	srv := e.prometheus(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/inferscale/inferscale/internal/promtest"
 )
 
 // The service-time preset against a real Prometheus, on 13 minutes of Triton counters:
@@ -25,14 +21,8 @@ import (
 // 1-minute and 10-minute rates, which tests the query's arithmetic and label matching;
 // rate()'s extrapolation is Prometheus's.
 func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
-	now := time.Now().Truncate(time.Minute)
-	at := now.Add(-time.Minute)
-	base := at.Add(-13 * time.Minute)
-	const step = 15 * time.Second // one sample per scrape: 53 scrapes of a second
-	var times []time.Time
-	for ts := base; !ts.After(at); ts = ts.Add(step) {
-		times = append(times, ts)
-	}
+	at, times := backfillTimes(13*time.Minute, 15*time.Second) // one sample per scrape: 53 scrapes of a second
+	base := times[0]
 	td := &timedExporter{times: times}
 	success, requestUS, queueUS := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	lone := at.Add(-30 * time.Second)
@@ -61,9 +51,7 @@ func TestServiceTimePresetAgainstPrometheus(t *testing.T) {
 			td.add(c.name, "counter", m, c.v[m])
 		}
 	}
-	exp := httptest.NewServer(td)
-	t.Cleanup(exp.Close)
-	srv := promtest.Start(t, strings.TrimPrefix(exp.URL, "http://"))
+	srv := td.prometheus(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,16 @@ type timedExporter struct {
 	times  []time.Time
 	series []timedSeries
 	next   int
+}
+
+// backfillTimes returns the instants a timedExporter serves: every step over span, ending at
+// at, the minute before now's minute (so the last sample is already in the past).
+func backfillTimes(span, step time.Duration) (at time.Time, times []time.Time) {
+	at = time.Now().Truncate(time.Minute).Add(-time.Minute)
+	for ts := at.Add(-span); !ts.After(at); ts = ts.Add(step) {
+		times = append(times, ts)
+	}
+	return at, times
 }
 
 // timedSeries is one series of a timedExporter: its metric name, TYPE (counter or gauge),
@@ -63,6 +74,15 @@ func (e *timedExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// prometheus serves the exporter and starts a real Prometheus scraping it every second;
+// both stop with the test.
+func (e *timedExporter) prometheus(t *testing.T) *promtest.Server {
+	t.Helper()
+	exp := httptest.NewServer(e)
+	t.Cleanup(exp.Close)
+	return promtest.Start(t, strings.TrimPrefix(exp.URL, "http://"))
 }
 
 // waitBackfilled waits until Prometheus holds n samples of the series selector picks (one
