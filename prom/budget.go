@@ -10,10 +10,10 @@ import (
 // tree (measured on a 2-core machine, Prometheus v0.316: 16 KiB of `a+a+…` (8k chained
 // operators) 0.6 s, 8k nested parentheses 0.5 s, 16k unary minus 1.4 s, 87 KB of summed terms
 // 19 s), while 16 KiB of realistic terms at depth ≤ 64 parses in milliseconds. The limits
-// are generous for real queries: the scaler's longest preset (vLLM's service time) is 522
+// are generous for real queries: the scaler's longest preset (Triton's running) is 676
 // bytes, its deepest (Triton's service time) 14 deep, and rule and dashboard queries of the kube-prometheus mixins stay under 2 KiB and 20 deep.
 const (
-	// MaxQueryBytes is the longest query accepted, in bytes: 16 KiB, 31× the longest preset.
+	// MaxQueryBytes is the longest query accepted, in bytes: 16 KiB, 24× the longest preset.
 	MaxQueryBytes = 16 << 10
 	// MaxQueryDepth is the deepest expression accepted, as [QueryDepth] measures it: enough for
 	// a sum of 60 terms or 60 nested function calls.

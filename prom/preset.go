@@ -69,13 +69,16 @@ type Preset struct {
 	// ModelLabel is the label that carries the model name on the engine's series.
 	ModelLabel string
 	// RunningMetric is a gauge of requests being served, per pod and model; empty when the
-	// engine has none (Triton), and then running is BusySeconds' rate (Little's law).
+	// engine has none (Triton), and then running is read from BusySeconds' rate (Little's law)
+	// and, where set, ForwardingSeconds.
 	RunningMetric string
-	// ForwardingMetric, when set (with RunningMetric empty), is a gauge of requests forwarded
-	// to the engine and not yet answered, per pod and model: the residency sidecar's inference
-	// front counts them (inferscale_front_forwarding_requests). Less the engine's QueueMetric,
-	// it is the requests executing now, and running is the larger of that and BusySeconds' rate.
-	ForwardingMetric string
+	// ForwardingSeconds, when set (with RunningMetric empty), is a counter of the
+	// request-seconds of requests forwarded to the engine and not yet answered, per pod and
+	// model: the residency sidecar's inference front counts them
+	// (inferscale_front_forwarding_seconds_total). Its rate less the engine's mean QueueMetric
+	// is the mean number executing, counted while they run; running is the larger of that and
+	// BusySeconds' rate, which counts them when they end.
+	ForwardingSeconds string
 	// BusySeconds are the counters of total request time and of its waiting part, and
 	// their unit in seconds: rate(total) − rate(waiting) is the mean number of requests in
 	// service, and that ÷ rate(Completions) is the mean service time S.
@@ -98,22 +101,22 @@ type Preset struct {
 // scheduler queue), so their difference's rate is microseconds of service per second;
 // Triton has no in-flight gauge, so running is that rate in seconds (Little's law: mean
 // requests in service), or, where the residency sidecar's front forwards the requests, the
-// front's count of requests forwarded and not answered less Triton's pending count, when
-// that is larger (see [PresetQuery]). vLLM exports vllm:num_requests_running and the histograms
+// rate of the front's request-seconds forwarded and not answered less Triton's mean pending
+// count, when that is larger (see [PresetQuery]). vLLM exports vllm:num_requests_running and the histograms
 // vllm:e2e_request_latency_seconds and vllm:request_queue_time_seconds, whose _sum
 // difference is seconds of service and whose _count counts finished requests.
 var Presets = map[string]Preset{
 	EngineTriton: {
-		Engine:           EngineTriton,
-		QueueMetric:      "nv_inference_pending_request_count",
-		HeldMetric:       "inferscale_front_held_requests",
-		RequestCounters:  []string{"nv_inference_request_success", "nv_inference_request_failure"},
-		ModelLabel:       "model",
-		ForwardingMetric: "inferscale_front_forwarding_requests",
-		BusyTotal:        "nv_inference_request_duration_us",
-		BusyWaiting:      "nv_inference_queue_duration_us",
-		BusyUnitSeconds:  1e-6,
-		Completions:      "nv_inference_request_success",
+		Engine:            EngineTriton,
+		QueueMetric:       "nv_inference_pending_request_count",
+		HeldMetric:        "inferscale_front_held_requests",
+		RequestCounters:   []string{"nv_inference_request_success", "nv_inference_request_failure"},
+		ModelLabel:        "model",
+		ForwardingSeconds: "inferscale_front_forwarding_seconds_total",
+		BusyTotal:         "nv_inference_request_duration_us",
+		BusyWaiting:       "nv_inference_queue_duration_us",
+		BusyUnitSeconds:   1e-6,
+		Completions:       "nv_inference_request_success",
 	},
 	EngineVLLM: {
 		Engine:          EngineVLLM,
@@ -203,13 +206,16 @@ type Labels struct {
 // mean DCGM engine activity (a pod with two GPUs counts once); ready is the number of those
 // pods.
 //
-// Running on Triton, which has no gauge of requests executing, is the larger of two
-// readings (requests, per pool): the front's forwarded-and-unanswered requests less Triton's
-// pending ones, clamped at 0 (instantaneous, but blind to ModelStreamInfer streams and to
-// clients that bypass the front), and the busy rate of the last minute's completions (Little's
-// law on the duration counters: sees every request, but only once it ends, so it lags a step
-// by up to a minute plus the requests' own duration). The larger follows a rise at once and
-// holds the busy rate while the gauge reads low; a pool without the front reads the busy rate.
+// Running on Triton, which has no gauge of requests executing, is the larger of two readings
+// (requests, per pool, each a mean over the last minute): the front's forwarded-and-unanswered
+// request-seconds per second less Triton's mean pending count, clamped at 0 (counted while
+// requests run, but blind to gRPC ModelStreamInfer streams and to clients that bypass the
+// front), and the busy rate of the last minute's completions (Little's law on the duration
+// counters: sees every request, but only once it ends, so it lags a rise by up to a minute plus
+// the requests' own duration). The larger follows a rise within the minute whatever the
+// requests' length; the busy rate is its floor; a pool without the front reads the busy rate.
+// Both are one-minute means, not an instant's count: an instant's count of busy slots, taken as
+// offered load, ordered a replica more whenever a poll found every slot of a small pool busy.
 //
 // Errors wrap [ErrBadRequest] for an unknown engine or kind.
 func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
@@ -245,12 +251,14 @@ func PresetQuery(engine string, kind Kind, l Labels) (string, error) {
 		if p.RunningMetric != "" {
 			return fmt.Sprintf("sum by (%s) (%s)", by, p.RunningMetric), nil
 		}
-		if p.ForwardingMetric != "" {
-			// max(forwarding − queue, busy) per group: the comparison keeps the left side
-			// where it is at least the busy rate, and `or` takes the busy rate for the other
-			// groups, and for pools without the front (no forwarding series).
-			executing := fmt.Sprintf("clamp_min(sum by (%s) (%s) - sum by (%s) (%s), 0)", by, p.ForwardingMetric, by, p.QueueMetric)
-			return fmt.Sprintf("(%s >= %s) or %s", executing, busy(p, by, "1m"), busy(p, by, "1m")), nil
+		if p.ForwardingSeconds != "" {
+			// max(executing, busy) per group: the comparison keeps executing where it is at
+			// least the busy rate, the first `or` takes the busy rate for the other groups and
+			// for pools without the front, the second takes executing where the busy rate is
+			// absent (Triton recreates its counters when it loads a model).
+			b := busy(p, by, "1m")
+			executing := fmt.Sprintf("clamp_min(sum by (%s) (rate(%s[1m])) - sum by (%s) (avg_over_time(%s[1m])), 0)", by, p.ForwardingSeconds, by, p.QueueMetric)
+			return fmt.Sprintf("(%s >= %s) or %s or %s", executing, b, b, executing), nil
 		}
 		return busy(p, by, "1m"), nil
 	case KindServiceTime:

@@ -2,70 +2,94 @@ package prom
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 )
 
 // The Triton running preset against a real Prometheus, on 13 minutes of Triton's counters
-// and pending gauge and the residency front's forwarding gauge. Every pool completes 4
-// requests a second of 1 s service (and 0.5 s queued) throughout, so the busy rate (Little's
-// law on the last minute's completions) reads 4 requests in service; at the last instant:
-//   - "step": the load has just risen: the front has 20 requests forwarded and unanswered,
-//     Triton 6 pending, so 14 execute, which no completion has yet shown: running 14;
-//   - "stream": the front forwards nothing it counts (ModelStreamInfer streams), Triton has 2
-//     pending: forwarding − pending is clamped at 0 and the busy rate, 4, is taken;
+// and pending gauge and the residency front's forwarding request-seconds. Every pool but
+// "fresh" completes 4 requests a second of 1 s service (and 0.5 s queued) throughout, so the
+// busy rate (Little's law on the last minute's completions) reads 4 requests in service; over
+// the last minute:
+//   - "step": the load has risen: the front's request-seconds grow at 20 a second (20
+//     forwarded and unanswered on average) while Triton has 6 pending, so 14 execute, which
+//     no completion has yet shown: running 14;
+//   - "stream": the front forwards nothing it counts (gRPC streams), Triton has 2 pending:
+//     the difference is clamped at 0 and the busy rate, 4, is taken;
 //   - "falling": 1 forwarded, none pending: the busy rate, 4, is the larger;
-//   - "nofront": Triton without the sidecar (no forwarding series): the busy rate, 4.
+//   - "nofront": Triton without the sidecar (no forwarding series): the busy rate, 4;
+//   - "fresh": a model just loaded, whose duration counters Triton has not exported yet (no
+//     busy rate), with 3 forwarded: 3.
 //
-// Each value is checked against max(max(forwarding − pending, 0), busy) with busy evaluated
-// by Prometheus from the preset's own busy-rate query, which tests the comparison, the `or`
-// and the label matching; the scenario's busy rate of 4 is checked too.
+// Each value is checked against max(executing, busy), each side evaluated by Prometheus from
+// the preset's own parts, which tests the comparison, both `or`s and the label matching; the
+// scenario's 4, 14 and 3 are checked too.
 func TestTritonRunningPresetAgainstPrometheus(t *testing.T) {
 	at, times := backfillTimes(13*time.Minute, 15*time.Second)
-	last := len(times) - 1
-	models := []string{"step", "stream", "falling", "nofront"}
-	// At the last instant: requests forwarded by the front (-1: no series) and pending in Triton.
-	forwarding := map[string]float64{"step": 20, "stream": 0, "falling": 1, "nofront": -1}
-	pending := map[string]float64{"step": 6, "stream": 2, "falling": 0, "nofront": 0}
+	lastMinute := func(i int) bool { return !times[i].Before(at.Add(-time.Minute)) }
+	// Over the last minute: request-seconds per second forwarded by the front (-1: no series),
+	// Triton's pending count, and whether Triton exports its duration counters.
+	type pool struct {
+		forwarding, pending float64
+		durations           bool
+	}
+	pools := map[string]pool{
+		"step": {20, 6, true}, "stream": {0, 2, true}, "falling": {1, 0, true},
+		"nofront": {-1, 0, true}, "fresh": {3, 0, false},
+	}
+	models := []string{"step", "stream", "falling", "nofront", "fresh"}
 	e := &timedExporter{times: times}
-	counter := func(perStep, offset float64) []float64 {
+	series := func(perSecond func(i int) float64, counter bool) []float64 {
 		v := make([]float64, len(times))
+		acc := 1000.0 // counters long past zero
 		for i := range v {
-			v[i] = offset + perStep*float64(i)
+			if !counter {
+				v[i] = perSecond(i)
+				continue
+			}
+			if i > 0 {
+				acc += perSecond(i) * 15 // the growth from the previous sample, 15 s before
+			}
+			v[i] = acc
 		}
 		return v
 	}
-	for _, m := range models {
-		e.add("nv_inference_request_success", "counter", m, counter(60, 1000))
-	}
-	for _, m := range models {
-		e.add("nv_inference_request_duration_us", "counter", m, counter(60*1.5e6, 1e9))
-	}
-	for _, m := range models {
-		e.add("nv_inference_queue_duration_us", "counter", m, counter(60*0.5e6, 1e8))
-	}
-	gauge := func(final, before float64) []float64 {
-		v := make([]float64, len(times))
-		for i := range v {
-			v[i] = before
+	steady := func(x float64) func(int) float64 { return func(int) float64 { return x } }
+	for _, c := range []struct {
+		name    string
+		perSecS float64
+	}{{"nv_inference_request_success", 4}, {"nv_inference_request_duration_us", 4 * 1.5e6}, {"nv_inference_queue_duration_us", 4 * 0.5e6}} {
+		for _, m := range models {
+			if pools[m].durations {
+				e.add(c.name, "counter", m, series(steady(c.perSecS), true))
+			}
 		}
-		v[last] = final
-		return v
 	}
 	for _, m := range models {
-		e.add("nv_inference_pending_request_count", "gauge", m, gauge(pending[m], 0))
+		e.add("nv_inference_pending_request_count", "gauge", m, series(func(i int) float64 {
+			if lastMinute(i) {
+				return pools[m].pending
+			}
+			return 0
+		}, false))
 	}
 	for _, m := range models {
-		if forwarding[m] >= 0 {
-			e.add("inferscale_front_forwarding_requests", "gauge", m, gauge(forwarding[m], 4))
+		if f := pools[m].forwarding; f >= 0 {
+			e.add("inferscale_front_forwarding_seconds_total", "counter", m, series(func(i int) float64 {
+				if lastMinute(i) {
+					return f
+				}
+				return 4
+			}, true))
 		}
 	}
 	srv := e.prometheus(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitBackfilled(ctx, t, srv, `inferscale_front_forwarding_requests{model="falling"}`, at, len(times))
+	waitBackfilled(ctx, t, srv, `inferscale_front_forwarding_seconds_total{model="fresh"}`, at, len(times))
 	waitBackfilled(ctx, t, srv, `nv_inference_queue_duration_us{model="nofront"}`, at, len(times))
 
 	eval := evalModel(ctx, t, srv)
@@ -73,21 +97,33 @@ func TestTritonRunningPresetAgainstPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := busy(Presets[EngineTriton], "namespace, model", "1m")
+	p, by := Presets[EngineTriton], "namespace, model"
+	busyQ := busy(p, by, "1m")
+	executingQ := fmt.Sprintf("clamp_min(sum by (%s) (rate(%s[1m])) - sum by (%s) (avg_over_time(%s[1m])), 0)", by, p.ForwardingSeconds, by, p.QueueMetric)
 	for _, m := range models {
-		busyRate := eval(b, m, at)
-		if math.Abs(busyRate-4) > 1e-9 {
-			t.Fatalf("%s: busy rate = %v, want 4 (the scenario)", m, busyRate)
+		want := math.Inf(-1)
+		if pools[m].durations {
+			b := eval(busyQ, m, at)
+			if math.Abs(b-4) > 1e-9 {
+				t.Fatalf("%s: busy rate = %v, want 4 (the scenario)", m, b)
+			}
+			want = b
 		}
-		want := busyRate
-		if f := forwarding[m]; f >= 0 {
-			want = max(max(f-pending[m], 0), busyRate)
+		if f := pools[m].forwarding; f >= 0 {
+			x := eval(executingQ, m, at)
+			if wantX := max(0, f-pools[m].pending); math.Abs(x-wantX) > 1e-9 {
+				t.Fatalf("%s: executing = %v, want %v (the scenario)", m, x, wantX)
+			}
+			want = max(want, x)
 		}
 		if got := eval(q, m, at); math.Abs(got-want) > 1e-9 {
 			t.Errorf("%s: preset running = %v, want %v", m, got, want)
 		}
 	}
-	if got := eval(q, "step", at); got != 14 {
+	if got := eval(q, "step", at); math.Abs(got-14) > 1e-9 {
 		t.Errorf("step: running = %v, want 14 (20 forwarded − 6 pending), not the lagging busy rate", got)
+	}
+	if got := eval(q, "fresh", at); math.Abs(got-3) > 1e-9 {
+		t.Errorf("fresh: running = %v, want 3 (no busy rate yet)", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	prommodel "github.com/prometheus/common/model"
@@ -16,9 +15,9 @@ import (
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
-// tritonPending reads nv_inference_pending_request_count for the model from tritontest's
-// metrics endpoint, as Prometheus would scrape it (summed over versions).
-func tritonPending(t *testing.T, h *harness, model string) float64 {
+// tritonMetric reads a Triton metric for the model from tritontest's metrics endpoint, as
+// Prometheus would scrape it, summed over versions (a gauge's or a counter's value).
+func tritonMetric(t *testing.T, h *harness, name, model string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.triton.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -28,22 +27,24 @@ func tritonPending(t *testing.T, h *harness, model string) float64 {
 		t.Fatalf("tritontest metrics: %v", err)
 	}
 	var sum float64
-	for _, m := range fams["nv_inference_pending_request_count"].GetMetric() {
+	for _, m := range fams[name].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "model" && l.GetValue() == model {
-				sum += m.GetGauge().GetValue()
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
 	}
 	return sum
 }
 
-// TestForwardingGauge: inferscale_front_forwarding_requests{model} counts the unary requests
-// forwarded to Triton and not yet answered, those Triton queues included. Three requests to a
-// model that executes one at a time for 2 s: the gauge reads 3 while Triton's pending count
-// reads 2, so forwarding − pending is the one executing, what the scaler's Triton preset reads
-// as running (prom.PresetQuery); once every answer has come the gauge reads 0, its series kept.
-func TestForwardingGauge(t *testing.T) {
+// TestForwardingSeconds: inferscale_front_forwarding_seconds_total{model} integrates the
+// unary requests forwarded to Triton and not yet answered, those Triton queues included.
+// Three requests to a model that executes one at a time for 2 s, sent together: answered
+// after about 2, 4 and 6 s, 12 request-seconds; of them Triton counts 2 + 4 = 6 s queued
+// (nv_inference_queue_duration_us), and the rest, 3 × 2 s, executing: the difference the
+// scaler's Triton preset reads as running (prom.PresetQuery). While the first executes the
+// front has 3 forwarded and Triton 2 pending.
+func TestForwardingSeconds(t *testing.T) {
 	tc := tritontest.DefaultConfig()
 	tc.Models = []tritontest.Model{{Name: "slow", MemoryBytes: 1 << 30, ServiceTime: 2 * time.Second, Concurrency: 1}}
 	tc.StartupModels = []string{"slow"}
@@ -51,7 +52,6 @@ func TestForwardingGauge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	gauge := func() float64 { return testutil.ToFloat64(h.m.Forwarding.WithLabelValues("slow")) }
 	var wg sync.WaitGroup
 	for _, id := range []string{"a", "b", "c"} {
 		wg.Go(func() {
@@ -60,25 +60,31 @@ func TestForwardingGauge(t *testing.T) {
 			}
 		})
 	}
-	// Within the first request's 2 s: all three forwarded, one executing, two pending.
+	pending := func() float64 { return tritonMetric(t, h, "nv_inference_pending_request_count", "slow") }
 	deadline := time.Now().Add(1500 * time.Millisecond)
-	for gauge() != 3 || tritonPending(t, h, "slow") != 2 {
+	for h.front.Forwarding()["slow"] != 3 || pending() != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("forwarding gauge %v, Triton pending %v; want 3 and 2 while the first request executes", gauge(), tritonPending(t, h, "slow"))
+			t.Fatalf("forwarding %v, Triton pending %v; want 3 and 2 while the first request executes", h.front.Forwarding(), pending())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if diff := cmp.Diff(map[string]int{"slow": 3}, h.front.Forwarding()); diff != "" {
-		t.Errorf("Forwarding (-want +got):\n%s", diff)
-	}
-	if executing := gauge() - tritonPending(t, h, "slow"); executing != 1 {
-		t.Errorf("forwarding − pending = %v, want 1 (Concurrency 1)", executing)
-	}
+	mid := testutil.ToFloat64(h.m.ForwardingSeconds)
 	wg.Wait()
-	if got := gauge(); got != 0 {
-		t.Errorf("forwarding gauge after every answer = %v, want 0", got)
+	total := testutil.ToFloat64(h.m.ForwardingSeconds)
+	if mid <= 0 || mid >= 3*1.5 {
+		t.Errorf("request-seconds while the first executes = %v, want in (0, 4.5): three requests for under 1.5 s", mid)
 	}
-	if n := testutil.CollectAndCount(h.m.Forwarding); n != 1 {
-		t.Errorf("forwarding series = %d, want 1 (kept at 0)", n)
+	if total < 11.5 || total > 13.5 {
+		t.Errorf("request-seconds after the three answers = %v, want about 2 + 4 + 6 = 12", total)
+	}
+	queued := tritonMetric(t, h, "nv_inference_queue_duration_us", "slow") / 1e6
+	if executing := total - queued; executing < 5.9 || executing > 6.6 {
+		t.Errorf("forwarded − Triton's queued seconds = %v − %v = %v, want about 3 × 2 s executing", total, queued, executing)
+	}
+	if got := testutil.ToFloat64(h.m.ForwardingSeconds); got != total {
+		t.Errorf("request-seconds with nothing forwarded moved: %v then %v", total, got)
+	}
+	if got := h.front.Forwarding(); len(got) != 0 {
+		t.Errorf("Forwarding after every answer = %v, want empty", got)
 	}
 }

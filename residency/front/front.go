@@ -406,14 +406,14 @@ func (f *Front) forwardStart(name string) {
 	f.mu.Lock()
 	f.forwarding[name]++
 	f.mu.Unlock()
-	f.m.Forwarding.WithLabelValues(name).Inc()
+	f.m.ForwardingSeconds.add(name, 1)
 }
 
 // forwardEnd ends one forwardStart of the model, once its answer has come. When that leaves
 // the model with no request forwarded while the front holds or releases requests for any
 // model (a queue exists), it calls Deps.OnIdle(model).
 func (f *Front) forwardEnd(name string) {
-	f.m.Forwarding.WithLabelValues(name).Dec()
+	f.m.ForwardingSeconds.add(name, -1)
 	f.mu.Lock()
 	n := f.forwarding[name] - 1
 	if n > 0 {

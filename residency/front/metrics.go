@@ -1,6 +1,11 @@
 package front
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the front's Prometheus collectors, registered on a caller's (private) registry.
 // Names are prefixed inferscale_front_. The model label is the catalog model's name; requests
@@ -15,13 +20,14 @@ type Metrics struct {
 	HoldSeconds *prometheus.HistogramVec
 	// Forwarded is inferscale_front_forwarded_total{model}: inference requests sent to Triton.
 	Forwarded *prometheus.CounterVec
-	// Forwarding is inferscale_front_forwarding_requests{model}: unary ModelInfer and HTTP
-	// inference requests forwarded to Triton whose answer has not come, now (Front.Forwarding;
-	// ModelStreamInfer streams are not counted). Triton has no gauge of requests executing, so
-	// the scaler's Triton preset reads the requests running as this less Triton's
-	// nv_inference_pending_request_count (docs/scaler-prom.md). A model's series stays at 0
-	// once created.
-	Forwarding *prometheus.GaugeVec
+	// ForwardingSeconds is inferscale_front_forwarding_seconds_total{model}: the request-seconds
+	// of unary ModelInfer and HTTP inference requests forwarded to Triton and not yet answered
+	// (gRPC ModelStreamInfer streams are not counted; an HTTP request counts until its answer
+	// has been copied to the client), so that its rate() over a window is the mean number of
+	// them over that window, counted while they run rather than when they end. Triton has no
+	// gauge of requests executing, so the scaler's Triton preset reads the requests running as
+	// this rate less Triton's mean nv_inference_pending_request_count (docs/scaler-prom.md).
+	ForwardingSeconds *ForwardingSeconds
 	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
 	// front answered itself without holding them; reason is one of not_found, quarantined,
 	// never_fits, queue_full, hold_budget (--hold-max-total-bytes), draining, bad_request,
@@ -53,8 +59,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"model"}),
 		Forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwarded_total",
 			Help: "Inference requests forwarded to Triton."}, []string{"model"}),
-		Forwarding: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "forwarding_requests",
-			Help: "Unary and HTTP inference requests forwarded to Triton and not yet answered (streams not counted)."}, []string{"model"}),
+		ForwardingSeconds: newForwardingSeconds(prometheus.BuildFQName(ns, sub, "forwarding_seconds_total"), time.Now),
 		FastFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fast_failed_total",
 			Help: "Inference requests answered at once without holding them, by reason."}, []string{"model", "reason"}),
 		HoldFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hold_failed_total",
@@ -62,10 +67,67 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		RetainedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "retained_bytes",
 			Help: "Bytes of forwarded inference requests kept now to be held again if Triton answers NOT_FOUND for a model unloaded meanwhile."}),
 	}
-	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.Forwarding, m.FastFailed, m.HoldFailed, m.RetainedBytes} {
+	for _, c := range []prometheus.Collector{m.HeldRequests, m.HoldSeconds, m.Forwarded, m.ForwardingSeconds, m.FastFailed, m.HoldFailed, m.RetainedBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// ForwardingSeconds is the collector of inferscale_front_forwarding_seconds_total{model}: per
+// model, the integral over time of the requests forwarded to Triton and not yet answered, in
+// seconds (each request adds the time from its forwarding to its answer, continuously, not
+// when it ends). A model's series exists from its first forwarded request on.
+type ForwardingSeconds struct {
+	desc *prometheus.Desc
+	now  func() time.Time
+
+	mu     sync.Mutex
+	models map[string]*inFlight
+}
+
+// inFlight is one model's count of requests forwarded now, since when it has had that count,
+// and the request-seconds accumulated before then.
+type inFlight struct {
+	n     int
+	since time.Time
+	acc   float64
+}
+
+func newForwardingSeconds(name string, now func() time.Time) *ForwardingSeconds {
+	return &ForwardingSeconds{
+		desc: prometheus.NewDesc(name, "Request-seconds of unary and HTTP inference requests forwarded to Triton and not yet answered "+
+			"(gRPC streams not counted); its rate is the mean number of them.", []string{"model"}, nil),
+		now: now, models: map[string]*inFlight{}}
+}
+
+// add changes the model's count by d (+1 when a request is forwarded, −1 when its answer has
+// come), first accumulating the request-seconds of the count it had.
+func (c *ForwardingSeconds) add(model string, d int) {
+	c.mu.Lock() // the clock is read under the lock, so that every interval is ≥ 0
+	defer c.mu.Unlock()
+	now := c.now()
+	s := c.models[model]
+	if s == nil {
+		s = &inFlight{since: now}
+		c.models[model] = s
+	}
+	s.acc += float64(s.n) * now.Sub(s.since).Seconds()
+	s.n, s.since = max(0, s.n+d), now
+}
+
+// Describe implements prometheus.Collector.
+func (c *ForwardingSeconds) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector: each model's accumulated request-seconds plus those
+// of the requests forwarded now, up to now.
+func (c *ForwardingSeconds) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for model, s := range c.models {
+		v := s.acc + float64(s.n)*now.Sub(s.since).Seconds()
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, model)
+	}
 }
