@@ -106,7 +106,7 @@ func waitBackfilled(ctx context.Context, t *testing.T, srv *promtest.Server, sel
 
 // evalModel returns a function that evaluates a grouped query on srv at an instant and
 // returns the value of the (namespace="ns", model) series; it fails the test when the query
-// fails, when that series is absent, or when it carries labels other than namespace and
+// fails, when that series is absent or not alone, or when it carries labels other than namespace and
 // model (the poller splits a preset's result on exactly those two).
 func evalModel(ctx context.Context, t *testing.T, srv *promtest.Server) func(query, m string, at time.Time) float64 {
 	return func(query, m string, at time.Time) float64 {
@@ -115,15 +115,18 @@ func evalModel(ctx context.Context, t *testing.T, srv *promtest.Server) func(que
 		if err != nil {
 			t.Fatalf("query at %v: %v", at, err)
 		}
+		var found []float64
 		for _, s := range v.(model.Vector) {
 			if s.Metric["model"] == model.LabelValue(m) && s.Metric["namespace"] == "ns" {
 				if len(s.Metric) != 2 {
 					t.Errorf("result labels %v, want exactly namespace and model (the poller splits on them)", s.Metric)
 				}
-				return float64(s.Value)
+				found = append(found, float64(s.Value))
 			}
 		}
-		t.Fatalf("no %s series at %v in %v", m, at, v)
-		return 0
+		if len(found) != 1 {
+			t.Fatalf("%d %s series at %v in %v, want one", len(found), m, at, v)
+		}
+		return found[0]
 	}
 }

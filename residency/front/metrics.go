@@ -22,8 +22,8 @@ type Metrics struct {
 	Forwarded *prometheus.CounterVec
 	// ForwardingSeconds is inferscale_front_forwarding_seconds_total{model}: the request-seconds
 	// of unary ModelInfer and HTTP inference requests forwarded to Triton and not yet answered
-	// (gRPC ModelStreamInfer streams are not counted; an HTTP request counts until its answer
-	// has been copied to the client), so that its rate() over a window is the mean number of
+	// (gRPC ModelStreamInfer streams are not counted; an HTTP request counts from the start of
+	// its body's upload until its answer has been copied to the client), so that its rate() over a window is the mean number of
 	// them over that window, counted while they run rather than when they end. Triton has no
 	// gauge of requests executing, so the scaler's Triton preset reads the requests running as
 	// this rate less Triton's mean nv_inference_pending_request_count (docs/scaler-prom.md).
@@ -124,10 +124,14 @@ func (c *ForwardingSeconds) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc 
 // of the requests forwarded now, up to now.
 func (c *ForwardingSeconds) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
+	ms := make([]prometheus.Metric, 0, len(c.models))
 	for model, s := range c.models {
 		v := s.acc + float64(s.n)*now.Sub(s.since).Seconds()
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, model)
+		ms = append(ms, prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v, model))
+	}
+	c.mu.Unlock() // sent after: a slow scrape does not hold up forwarding
+	for _, m := range ms {
+		ch <- m
 	}
 }
