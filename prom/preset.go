@@ -102,9 +102,9 @@ type Preset struct {
 // Triton has no in-flight gauge, so running is that rate in seconds (Little's law: mean
 // requests in service), or, where the residency sidecar's front forwards the requests, the
 // rate of the front's request-seconds forwarded and not answered less Triton's mean pending
-// count, when that is larger (see [PresetQuery]). vLLM exports vllm:num_requests_running and the histograms
-// vllm:e2e_request_latency_seconds and vllm:request_queue_time_seconds, whose _sum
-// difference is seconds of service and whose _count counts finished requests.
+// count, when that is larger (see [PresetQuery]). vLLM exports vllm:num_requests_running and
+// the histograms vllm:e2e_request_latency_seconds and vllm:request_queue_time_seconds, whose
+// _sum difference is seconds of service and whose _count counts finished requests.
 var Presets = map[string]Preset{
 	EngineTriton: {
 		Engine:            EngineTriton,

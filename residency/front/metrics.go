@@ -23,10 +23,11 @@ type Metrics struct {
 	// ForwardingSeconds is inferscale_front_forwarding_seconds_total{model}: the request-seconds
 	// of unary ModelInfer and HTTP inference requests forwarded to Triton and not yet answered
 	// (gRPC ModelStreamInfer streams are not counted; an HTTP request counts from the start of
-	// its body's upload until its answer has been copied to the client), so that its rate() over a window is the mean number of
-	// them over that window, counted while they run rather than when they end. Triton has no
-	// gauge of requests executing, so the scaler's Triton preset reads the requests running as
-	// this rate less Triton's mean nv_inference_pending_request_count (docs/scaler-prom.md).
+	// its body's upload until its answer has been copied to the client), so that its rate()
+	// over a window is the mean number of them over that window, counted while they run rather
+	// than when they end. Triton has no gauge of requests executing, so the scaler's Triton
+	// preset reads the requests running as this rate less Triton's mean
+	// nv_inference_pending_request_count (docs/scaler-prom.md).
 	ForwardingSeconds *ForwardingSeconds
 	// FastFailed is inferscale_front_fast_failed_total{model,reason}: inference requests the
 	// front answered itself without holding them; reason is one of not_found, quarantined,
