@@ -76,28 +76,25 @@ func TestTritonRunningPresetAgainstPrometheus(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range models {
-		e.add("nv_inference_pending_request_count", "gauge", m, series(func(i int) float64 {
+	// shape is a value per sample: before ahead of the last minute; inside it, the step's
+	// values for "step" and the pool's own for the others.
+	shape := func(m string, before float64, step []float64, own float64) func(int) float64 {
+		return func(i int) float64 {
 			switch {
 			case !lastMinute(i):
-				return 0
+				return before
 			case m == "step":
-				return stepPending[inMinute(i)]
+				return step[inMinute(i)]
 			}
-			return pools[m].pending
-		}, false))
+			return own
+		}
+	}
+	for _, m := range models {
+		e.add("nv_inference_pending_request_count", "gauge", m, series(shape(m, 0, stepPending, pools[m].pending), false))
 	}
 	for _, m := range models {
 		if f := pools[m].forwarding; f >= 0 {
-			e.add("inferscale_front_forwarding_seconds_total", "counter", m, series(func(i int) float64 {
-				switch {
-				case !lastMinute(i):
-					return 4
-				case m == "step":
-					return stepForwarding[inMinute(i)]
-				}
-				return f
-			}, true))
+			e.add("inferscale_front_forwarding_seconds_total", "counter", m, series(shape(m, 4, stepForwarding, f), true))
 		}
 	}
 	srv := e.prometheus(t)
