@@ -54,6 +54,18 @@ func splitList(s string) []string {
 	return out
 }
 
+// checkModels refuses a --model list with an empty name: splitList drops
+// empty names, so --model="," (or --model="") kept no model and replayed
+// every model as one pool without a word.
+func checkModels(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if strings.TrimSpace(v) == "" {
+			return fmt.Errorf("model %q (--model): an empty model name; want comma-separated model names, or no --model to replay every model as one pool", s)
+		}
+	}
+	return nil
+}
+
 func run(args []string) error { return runIO(args, os.Stderr) }
 
 // runIO is run with the usage (--help, a bad flag) written to stderr.
@@ -160,6 +172,11 @@ func runIO(args []string, stderr io.Writer) error {
 		}
 	}
 	cfg.TracePath, cfg.Format, cfg.Mode = *trace, replay.Format(*format), *mode
+	if set["model"] {
+		if err := checkModels(*models); err != nil {
+			return err
+		}
+	}
 	cfg.Models, cfg.Policies = splitList(*models), splitList(*policies)
 	for i, p := range cfg.Policies {
 		if slices.Contains(cfg.Policies[:i], p) { // each row was printed twice

@@ -23,6 +23,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		// Each of its rows was printed twice.
 		{"policy twice", []string{"--policies=static,inferscale,static"}, `policies: "static" is listed twice; list each family once`},
 		{"format", []string{"--format=parquet"}, `format "parquet"`},
+		// Kept no model and replayed every model as one pool, without a word.
+		{"model only a comma", []string{"--model=,"}, `model "," (--model): an empty model name; want comma-separated model names, or no --model to replay every model as one pool`},
+		{"model empty", []string{"--model="}, `model "" (--model): an empty model name`},
+		{"model with an empty name", []string{"--model=m-large,,m-small"}, `model "m-large,,m-small" (--model): an empty model name`},
 		{"decode", []string{"--decode-tps=0"}, "decode-tps 0: want a finite rate of at least 1/3600 tokens per second"},
 		// +Inf passed "> 0" and replayed with free prefill.
 		{"prefill infinite", []string{"--prefill-tps=Inf"}, "prefill-tps +Inf: want a finite rate of at least 1/3600 tokens per second"},
