@@ -279,8 +279,14 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 			sampleArr, sampleBsy, sampleSlt = arrived, busyAcc, slotAcc
 			stepWait, stepMiss = 0, 0
 		}
-		if sec >= n-1 && backlog == 0 && len(draining) == 0 || t > float64(n)+opt.maxOverrunS {
+		if sec >= n-1 && backlog == 0 && len(draining) == 0 {
 			res.DurationS = t + 1
+			break
+		}
+		if t > float64(n)+opt.maxOverrunS {
+			extra, endS, unserved := finishBinned(t+1, ready, cfg.Slots, backlog, backlogN, draining)
+			res.ReplicaSeconds += extra
+			res.DurationS, res.Unserved = endS, unserved
 			break
 		}
 	}
@@ -290,4 +296,37 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
 	bins.fill(&res)
 	return res
+}
+
+// finishBinned ends a binned run at the overrun cap (runOptions.maxOverrunS),
+// at time now, seconds, without further decisions: starting replicas are
+// cancelled, the ready replicas serve the backlog (backlog slot-seconds,
+// backlogN requests) at their capacity ready·slots, billed backlog ÷
+// (ready·slots) seconds each (backlog ÷ slots replica-seconds in all, the
+// fluid model's own drain), and draining replicas are billed until they go.
+// With no ready replica the backlog is never served: its requests are
+// returned as unserved and their work is not billed. It returns the
+// replica-seconds to add, the run's end, seconds, and the unserved
+// requests. The fluid model fixed each arrival's wait when it arrived, on
+// the assumption that the backlog drains at the ready capacity; this bills
+// that drain. (Before, the run stopped at the cap and billed none of the
+// backlog.)
+func finishBinned(now float64, ready, slots int, backlog, backlogN float64, draining []pending) (replicaS, endS, unserved float64) {
+	endS = now
+	if backlog > 0 {
+		if ready > 0 {
+			dt := backlog / float64(ready*slots)
+			replicaS += float64(ready) * dt
+			endS = now + dt
+		} else {
+			unserved = backlogN
+		}
+	}
+	for _, p := range draining {
+		if p.at > now {
+			replicaS += float64(p.n) * (p.at - now)
+			endS = math.Max(endS, p.at)
+		}
+	}
+	return replicaS, endS, unserved
 }

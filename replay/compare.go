@@ -75,9 +75,12 @@ type Comparison struct {
 	Bound *Bound
 	// Optimum is the cheapest offline plan found that meets the SLO
 	// (Policy "optimum"); OptimumRuns counts the plans replayed. Zero
-	// when CompareOptions.NoOptimum.
+	// when CompareOptions.NoOptimum (OptimumAbsent says so).
 	Optimum     Result
 	OptimumRuns int
+	// OptimumAbsent says why Optimum is empty and the table has no
+	// optimum row (CompareOptions.NoOptimum); empty when it was searched.
+	OptimumAbsent string
 	// Best holds the policy rows: per family, published, tuned, then
 	// (with Hindsight) hindsight; SettingSet says which.
 	Best []Result
@@ -204,27 +207,28 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 			c.Best = append(c.Best, best)
 		}
 	}
-	if !o.NoOptimum {
+	if o.NoOptimum {
+		c.OptimumAbsent = "No optimum row: the offline optimum search was skipped (--optimum=false)."
+	} else {
 		seed := c.Bound
 		if seed.WindowS < 1 {
 			// The shortest cold start is too short for the coverage
 			// bound (measured load times start at a few seconds): seed
 			// the search with windows sized from the median cold start
-			// instead. Only the search uses them; the bound stays Σ
-			// service ÷ slots.
+			// instead, at least 1 s (a cold start under the SLO + 2 s
+			// gave none, and the optimum row was left out without a
+			// word: --cold-start=3s). Only the search uses them; the
+			// bound stays Σ service ÷ slots.
 			med := cfg.ColdStart.Seconds()
 			if len(cfg.ColdStartSamples) > 0 {
 				med = quantileDur(cfg.ColdStartSamples, 0.5).Seconds()
 			}
-			if L := math.Min(60, math.Floor((med-cfg.SLO.Seconds())/2)); L >= 1 {
-				n, arr, miss := windows(L)
-				seed = computeBound(cfg, 1, L, n, arr, miss, total, c.Requests)
-			}
+			L := math.Max(1, math.Min(60, math.Floor((med-cfg.SLO.Seconds())/2)))
+			n, arr, miss := windows(L)
+			seed = computeBound(cfg, 1, L, n, arr, miss, total, c.Requests)
 		}
-		if seed.WindowS >= 1 {
-			c.Optimum, c.OptimumRuns = searchOptimum(cfg, seed, run, opt, int(math.Ceil(dur))+1, work)
-			c.Optimum.SettingSet = SetOptimum
-		}
+		c.Optimum, c.OptimumRuns = searchOptimum(cfg, seed, run, opt, int(math.Ceil(dur))+1, work)
+		c.Optimum.SettingSet = SetOptimum
 	}
 	if o.Progress != nil {
 		o.Progress(steps, steps)

@@ -35,6 +35,9 @@ type Row struct {
 	// RatioToOptimum is GPU-hours ÷ the optimum's (NaN when no optimum
 	// meeting the SLO was found); RatioToBound ÷ the bound.
 	RatioToOptimum, RatioToBound float64
+	// Unserved is Result.Unserved: requests the run stopped without
+	// serving, whose work GPUHours does not include (0 for the bound).
+	Unserved float64
 }
 
 // optimumGPUHours is the optimum's GPU-hours when it meets the SLO, else NaN.
@@ -52,7 +55,7 @@ func (c *Comparison) row(r Result) Row {
 		Policy: r.Policy, SettingSet: r.SettingSet, Setting: r.Setting, GPUHours: gh, Cost: gh * c.Pool.PricePerGPUHour,
 		SLOPercent: 100 * r.Attainment(), WorstHourSLOPercent: 100 * r.WorstHourAttainment, MeetsSLO: r.MeetsSLO,
 		P50: r.WaitP50, P95: r.WaitP95, P99: r.WaitP99, ColdStarts: r.ColdStarts,
-		RatioToOptimum: gh / c.optimumGPUHours(), RatioToBound: gh / c.BoundGPUHours(),
+		RatioToOptimum: gh / c.optimumGPUHours(), RatioToBound: gh / c.BoundGPUHours(), Unserved: r.Unserved,
 	}
 	if hours > 0 {
 		row.EventsPerHour = float64(r.ScaleEvents) / hours
@@ -165,7 +168,7 @@ func fwait(v float64) string {
 // WriteTable prints it under the table; the HTML report shows it under its
 // table.
 const ComparisonLegend = "Legend: set = published (each system's documented default), tuned (one setting per family for every shared trace, chosen by `go run ./cmd/replay tune`), " +
-	"hindsight (the family's cheapest setting meeting the SLO on this trace: a reference no operator can pick in advance, never the comparison), " +
+	"hindsight (the family's cheapest setting meeting the SLO on this trace, or, when no setting of the family meets it, the one with the highest SLO % (marked ✗): a reference no operator can pick in advance, never the comparison), " +
 	"optimum (the cheapest offline plan found with the whole trace known, replayed through the same simulator) and bound (a proven lower bound on any schedule; docs/replay.md). " +
 	"✗ after SLO % = misses the SLO target. worst h = SLO % of the worst hour. " +
 	"× opt = GPU-hours ÷ the optimum's; × bound = ÷ the bound. Every run starts from the same pool (--initial-replicas)."
@@ -201,6 +204,12 @@ func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 	if gap := c.Gap(); !math.IsNaN(gap) {
 		fmt.Fprintf(&b, " Optimum ÷ bound = %s (gap %s%%; %d plans replayed).", fnum(1+gap, 3), fnum(100*gap, 1), c.OptimumRuns)
 	}
+	if n := c.OptimumNote(); n != "" {
+		b.WriteString(" " + n)
+	}
+	if n := c.CutShortNote(); n != "" {
+		b.WriteString(" " + n)
+	}
 	b.WriteString("\n\n")
 	b.WriteString("| policy | set | setting | GPU-h | cost $ | SLO % | worst h % | wait p50 | p95 | p99 | scale ev/h | cold starts | × opt | × bound |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -213,8 +222,12 @@ func (c *Comparison) writeTable(w io.Writer, legend bool) error {
 		if r.ColdStarts < 0 {
 			cs = "–"
 		}
+		gh := fnum(r.GPUHours, 2)
+		if r.Unserved > 0 {
+			gh += " " + cutShortMark
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Policy, r.SettingSet, r.Setting, fnum(r.GPUHours, 2), fnum(r.Cost, 2), slo, fnum(r.WorstHourSLOPercent, 2), fwait(r.P50), fwait(r.P95), fwait(r.P99),
+			r.Policy, r.SettingSet, r.Setting, gh, fnum(r.Cost, 2), slo, fnum(r.WorstHourSLOPercent, 2), fwait(r.P50), fwait(r.P95), fwait(r.P99),
 			fnum(r.EventsPerHour, 1), cs, fnum(r.RatioToOptimum, 2), fnum(r.RatioToBound, 2))
 	}
 	if legend {
@@ -233,6 +246,29 @@ func (c *Comparison) UnreachableNote() string {
 	}
 	return fmt.Sprintf("The SLO cannot be met: with at most %d replicas (%d ready at start, none more ready before the first cold start ends) at least %s of the %s requests wait longer than %s, over the %s the SLO allows; no policy or plan can meet it, and the bound is Σ service ÷ slots.",
 		c.Pool.MaxReplicas, c.Pool.InitialReplicas, fnum(c.Bound.MinMisses, 0), fnum(c.Requests, 0), c.Pool.SLO, fnum(c.Bound.MissBudget, 0))
+}
+
+// cutShortMark follows the GPU-hours of a row whose run stopped with
+// requests unserved (Result.Unserved).
+const cutShortMark = "‡"
+
+// CutShortNote names, when any row's run stopped with requests unserved
+// (Result.Unserved: still queued 6 h after the last arrival, or a binned
+// backlog with no ready replica), those rows and how many requests each
+// left, and says that their GPU-hours exclude that work and can be below
+// the bound; empty otherwise.
+func (c *Comparison) CutShortNote() string {
+	var cut []string
+	for _, r := range c.Rows() {
+		if r.Unserved > 0 {
+			cut = append(cut, fmt.Sprintf("%s %s (%s of %s requests)", r.Policy, r.SettingSet, fnum(math.Ceil(r.Unserved), 0), fnum(c.Requests, 0)))
+		}
+	}
+	if len(cut) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Cut short (%s after GPU-h): %s stopped %s after the last arrival with requests never served; they count as missing the SLO and their work is not billed, so these GPU-hours can be below the bound, which bounds schedules that serve every request.",
+		cutShortMark, strings.Join(cut, ", "), fnum(defaultMaxOverrunS/3600, 0)+" h")
 }
 
 // Gap is optimum ÷ bound − 1 (NaN without an optimum meeting the SLO).
@@ -489,3 +525,7 @@ func WriteHTML(w io.Writer, title, footer string, sections []Section) error {
 		Sections []Section
 	}{title, footer, sections})
 }
+
+// OptimumNote says why the table has no optimum row
+// (Comparison.OptimumAbsent); empty when it has one.
+func (c *Comparison) OptimumNote() string { return c.OptimumAbsent }

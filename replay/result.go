@@ -99,7 +99,8 @@ type Result struct {
 	// Value the family's setting value.
 	SettingSet string
 	Value      float64
-	// Requests is the number of requests served (fractional in binned mode).
+	// Requests is the number of requests that arrived, served or not
+	// (Unserved; fractional in binned mode).
 	Requests float64
 	// SLOMet is how many started service within the SLO.
 	SLOMet float64
@@ -122,6 +123,14 @@ type Result struct {
 	// by arrival time); WorstHour is its index.
 	WorstHourAttainment float64
 	WorstHour           int
+	// Unserved counts the requests the run stopped without serving
+	// (fractional in binned mode): still queued when it stopped, 6 h after
+	// the last arrival (runOptions.maxOverrunS), in per-request mode, or
+	// the binned backlog left with no ready replica to serve it. They
+	// count as missing the SLO and their work is not billed, so a run with
+	// Unserved > 0 can cost less than the bound (which bounds schedules
+	// serving every request); the table and summary.json mark it (CutShort).
+	Unserved float64
 	// windowArrivals and windowMet count by runOptions.windowS window.
 	windowArrivals, windowMet []float64
 }
@@ -133,6 +142,9 @@ func (r Result) Attainment() float64 {
 	}
 	return r.SLOMet / r.Requests
 }
+
+// CutShort reports whether the run stopped with requests unserved.
+func (r Result) CutShort() bool { return r.Unserved > 0 }
 
 // GPUHours converts billed replica time.
 func (r Result) GPUHours(gpusPerReplica int) float64 {

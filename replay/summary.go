@@ -21,6 +21,13 @@ type Summary struct {
 	// slots) and absent otherwise; SLOUnreachableNote says by how much.
 	SLOUnreachable     bool   `json:"sloUnreachable,omitempty"`
 	SLOUnreachableNote string `json:"sloUnreachableNote,omitempty"`
+	// OptimumNote says why Rows has no optimum row (the search was
+	// skipped); absent when it has one.
+	OptimumNote string `json:"optimumNote,omitempty"`
+	// CutShortNote names the rows whose runs stopped with requests never
+	// served (SummaryRow.UnservedRequests) and says what that does to
+	// their GPU-hours; absent when none did.
+	CutShortNote string `json:"cutShortNote,omitempty"`
 }
 
 // SummarySLO is the queue-wait objective: a request meets it when it waits
@@ -55,6 +62,12 @@ type SummaryRow struct {
 	// the replica count per hour of trace.
 	ColdStarts         *int     `json:"coldStarts"`
 	ScaleEventsPerHour *float64 `json:"scaleEventsPerHour"`
+	// UnservedRequests counts the requests the run stopped without
+	// serving (Result.Unserved: still queued 6 h after the last arrival;
+	// fractional in binned mode). They count as missing the SLO and their
+	// work is not in GPUHours, which can then be below the bound row. The
+	// key is absent when every request was served.
+	UnservedRequests float64 `json:"unservedRequests,omitempty"`
 }
 
 func finite(v float64) *float64 {
@@ -67,11 +80,12 @@ func finite(v float64) *float64 {
 // Summary builds summary.json's content from the table rows.
 func (c *Comparison) Summary() Summary {
 	s := Summary{Trace: c.Trace, Requests: c.Requests, SLO: SummarySLO{WaitSeconds: c.Pool.SLO.Seconds(), Quantile: c.Pool.SLOTarget}, Rows: []SummaryRow{},
-		SLOUnreachable: c.Bound != nil && c.Bound.Unreachable, SLOUnreachableNote: c.UnreachableNote()}
+		SLOUnreachable: c.Bound != nil && c.Bound.Unreachable, SLOUnreachableNote: c.UnreachableNote(),
+		OptimumNote: c.OptimumNote(), CutShortNote: c.CutShortNote()}
 	for _, r := range c.Rows() {
 		row := SummaryRow{Policy: r.Policy, SettingSet: r.SettingSet, Setting: r.Setting, GPUHours: r.GPUHours, Cost: r.Cost,
 			SLOPercent: finite(r.SLOPercent), WorstHourSLOPercent: finite(r.WorstHourSLOPercent), WaitP99Seconds: finite(r.P99),
-			ScaleEventsPerHour: finite(r.EventsPerHour)}
+			ScaleEventsPerHour: finite(r.EventsPerHour), UnservedRequests: r.Unserved}
 		if r.ColdStarts >= 0 {
 			cs := r.ColdStarts
 			row.ColdStarts = &cs
