@@ -67,6 +67,16 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 		}
 		f.httpUpstreamError(w, r, upstream, err)
 	}
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if fw, ok := resp.Request.Context().Value(forwardedKey{}).(*forwarded); ok {
+			if fw.stream {
+				resp.Body = &endOnBodyEnd{ReadCloser: resp.Body, fw: fw}
+			} else {
+				fw.done()
+			}
+		}
+		return nil
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isModelControl(r) {
 			f.m.FastFailed.WithLabelValues("", "model_control").Inc()
@@ -243,9 +253,10 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, db))
 	}
 	f.m.Forwarded.WithLabelValues(name).Inc()
+	fw := &forwarded{end: func() { f.forwardEnd(name) }, stream: strings.HasSuffix(r.URL.EscapedPath(), "/generate_stream")}
 	f.forwardStart(name)
-	defer f.forwardEnd(name) // deferred: the proxy panics with http.ErrAbortHandler on a broken copy
-	proxy.ServeHTTP(w, r)
+	defer fw.done() // deferred: the proxy panics with http.ErrAbortHandler on a broken copy
+	proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardedKey{}, fw)))
 }
 
 // httpAnswer writes r as a KServe v2 error: 404 for NOT_FOUND, 400 for a bad request, 403 for
@@ -456,6 +467,46 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // expired reports a body that had not ended by its deadline.
 func (b *deadlineBody) expired(now time.Time) bool { return !b.ended.Load() && !now.Before(b.deadline) }
+
+// forwarded ends one HTTP request's forwardStart once, when Triton's answer has come: at its
+// response header for infer and generate, which Triton's HTTP server sends with the whole
+// answer, once the model has run; at the end of its body for generate_stream, whose events
+// come as the model generates them (the proxy's ModifyResponse); or when the handler returns
+// (an error, a broken copy), whichever is first. A client that reads its answer slowly or not
+// at all then no longer counts as a request running on the model (Forwarding, the
+// inferscale_front_forwarding_seconds_total counter, a busy model the planner never evicts);
+// it stays active (Active, which the drain waits for) until its answer is written.
+type forwarded struct {
+	once   sync.Once
+	end    func()
+	stream bool // generate_stream: ends with the upstream body
+}
+
+func (fw *forwarded) done() { fw.once.Do(fw.end) }
+
+// forwardedKey is the request context key of a forwarded request's *forwarded, for the proxy's
+// ModifyResponse (it gets the outgoing request, a clone carrying the incoming one's context).
+type forwardedKey struct{}
+
+// endOnBodyEnd is an upstream answer's body that ends its request's forwarding when it ends:
+// at its first read error (io.EOF included) or its Close.
+type endOnBodyEnd struct {
+	io.ReadCloser
+	fw *forwarded
+}
+
+func (b *endOnBodyEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.fw.done()
+	}
+	return n, err
+}
+
+func (b *endOnBodyEnd) Close() error {
+	b.fw.done()
+	return b.ReadCloser.Close()
+}
 
 // deadlineBodyKey is the request context key of a forwarded request's *deadlineBody, for the
 // proxy's ErrorHandler (it gets the outgoing request, whose body the proxy may have wrapped).

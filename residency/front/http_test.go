@@ -181,10 +181,17 @@ func TestHTTPGenerateStreamHeld(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "data: {\"text_output\":\"Hello\"}\n\n" {
 		t.Fatalf("first event %q, %v; want it before the upstream sends the second", first, err)
 	}
+	// The model is still generating: the request counts as forwarded until the stream ends.
+	if got := h.front.Forwarding()["llm"]; got != 1 {
+		t.Errorf("Forwarding[llm] = %d between the events, want 1", got)
+	}
 	close(second)
 	rest, err := io.ReadAll(resp.Body)
 	if err != nil || string(rest) != "data: {\"text_output\":\" world\"}\n\n" {
 		t.Errorf("second event %q, %v", rest, err)
+	}
+	if got := h.front.Forwarding(); len(got) != 0 {
+		t.Errorf("Forwarding = %v once the stream ended, want empty", got)
 	}
 	if st, _ := h.triton.Model("llm"); st.Loads != 1 {
 		t.Errorf("loads = %d, want 1 (the held request's)", st.Loads)
