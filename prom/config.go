@@ -3,8 +3,10 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,6 +90,18 @@ func (c PollerConfig) Validate() error {
 	}
 	if !ValidLabelName(c.PodLabel) {
 		errs = append(errs, fmt.Errorf("PodLabel %q: must be %s", c.PodLabel, LabelNameRule))
+	}
+	if c.NamespaceLabel == c.PodLabel && ValidLabelName(c.PodLabel) {
+		errs = append(errs, fmt.Errorf("PodLabel %q: must differ from NamespaceLabel (the presets group by both)", c.PodLabel))
+	}
+	for _, e := range slices.Sorted(maps.Keys(Presets)) {
+		ml := Presets[e].ModelLabel
+		if c.NamespaceLabel == ml {
+			errs = append(errs, fmt.Errorf("NamespaceLabel %q: must not be the %s preset's model label (the presets group by both)", c.NamespaceLabel, e))
+		}
+		if c.PodLabel == ml {
+			errs = append(errs, fmt.Errorf("PodLabel %q: must not be the %s preset's model label (the presets group by both)", c.PodLabel, e))
+		}
 	}
 	if c.MaxResponseBytes != 0 && (c.MaxResponseBytes < minResponseBytes || c.MaxResponseBytes > maxResponseBytes) {
 		errs = append(errs, fmt.Errorf("MaxResponseBytes %d: must be 0 (default, %d) or in [%d, %d] (64 KiB, 1 GiB)", c.MaxResponseBytes, DefaultMaxResponseBytes, minResponseBytes, maxResponseBytes))

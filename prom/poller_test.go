@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -365,6 +366,36 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !containsField(err.Error(), field) {
 			t.Errorf("Validate error %v does not name %s", err, field)
 		}
+	}
+}
+
+// TestConfigValidateLabelClashes: the namespace and pod labels must differ from each other
+// and from every preset's model label, which the presets group and join by beside them
+// (--pod-label=namespace made the ready preset count 1 per pool whatever its pods).
+func TestConfigValidateLabelClashes(t *testing.T) {
+	for _, tc := range []struct {
+		ns, pod, want string
+	}{
+		{"namespace", "namespace", `PodLabel "namespace": must differ from NamespaceLabel`},
+		{"model", "pod", `NamespaceLabel "model": must not be the triton preset's model label`},
+		{"model_name", "pod", `NamespaceLabel "model_name": must not be the vllm preset's model label`},
+		{"namespace", "model", `PodLabel "model": must not be the triton preset's model label`},
+		{"namespace", "model_name", `PodLabel "model_name": must not be the vllm preset's model label`},
+	} {
+		c := DefaultConfig()
+		c.NamespaceLabel, c.PodLabel = tc.ns, tc.pod
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("namespace %q, pod %q: Validate = %v, want it to say %q", tc.ns, tc.pod, err, tc.want)
+		}
+		if err != nil && strings.Count(err.Error(), "\n") != 0 {
+			t.Errorf("namespace %q, pod %q: Validate = %v, want one violation", tc.ns, tc.pod, err)
+		}
+	}
+	c := DefaultConfig()
+	c.NamespaceLabel, c.PodLabel = "kubernetes_namespace", "kubernetes_pod_name"
+	if err := c.Validate(); err != nil {
+		t.Errorf("distinct labels: Validate = %v, want nil", err)
 	}
 }
 
