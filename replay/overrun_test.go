@@ -69,13 +69,7 @@ func TestFinishInServiceAtTheCap(t *testing.T) {
 // Before, the row was 6 h 0 m 1 s (6.00 GPU-h) against the bound with no
 // mark.
 func TestCutShortIsMarked(t *testing.T) {
-	w := &Workload{ArrivalS: []float64{0, 0, 0}, ServiceS: []float64{1e5, 1, 1}}
-	cfg := testPool(1)
-	cfg.MaxReplicas = 1
-	c, err := Compare(cfg, Workloads{Name: "never served", Requests: w}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := neverServed(t)
 	r := c.Best[0]
 	if r.Unserved != 2 || r.ReplicaSeconds != 1e5 || !r.CutShort() {
 		t.Errorf("unserved %g, replica-seconds %g, cut short %v; want 2, 100000, true", r.Unserved, r.ReplicaSeconds, r.CutShort())
@@ -169,4 +163,19 @@ func TestOptimumWithShortColdStart(t *testing.T) {
 			t.Errorf("cold start %v: %d optimum rows in summary.json, want 1", cs, n)
 		}
 	}
+}
+
+// neverServed compares static on one replica of one slot with three
+// requests at t = 0: the first (10^5 s) holds the slot past the 6 h overrun,
+// so the other two are never served.
+func neverServed(t *testing.T) *Comparison {
+	t.Helper()
+	w := &Workload{ArrivalS: []float64{0, 0, 0}, ServiceS: []float64{1e5, 1, 1}}
+	cfg := testPool(1)
+	cfg.MaxReplicas = 1
+	c, err := Compare(cfg, Workloads{Name: "never served", Requests: w}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

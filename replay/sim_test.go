@@ -538,14 +538,7 @@ func TestNeverServedWaitIsNotAFigure(t *testing.T) {
 	if got := fwait(h.quantile(0.99)); got != ">67108.9s" {
 		t.Errorf("fwait = %q, want >67108.9s", got)
 	}
-	// One replica of one slot; the first request holds it past the 6 h overrun.
-	w := &Workload{ArrivalS: []float64{0, 0, 0}, ServiceS: []float64{1e5, 1, 1}}
-	cfg := testPool(1)
-	cfg.MaxReplicas = 1
-	c, err := Compare(cfg, Workloads{Name: "never served", Requests: w}, CompareOptions{Families: []string{FamilyStatic}, NoOptimum: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := neverServed(t)
 	r := c.Best[0]
 	if r.SLOMet != 1 || !math.IsInf(r.WaitP50, 1) || !math.IsInf(r.WaitP99, 1) {
 		t.Errorf("SLO met %g, waits p50 %g, p99 %g; want 1 (waits 0, ∞, ∞), +Inf, +Inf", r.SLOMet, r.WaitP50, r.WaitP99)

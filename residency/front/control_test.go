@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -76,13 +75,7 @@ func TestRepositoryControlSpellingsRefused(t *testing.T) {
 		mu.Unlock()
 		_, _ = io.WriteString(w, "{}")
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h.front.HTTPHandler(u))
-	defer srv.Close()
+	srv := frontOver(t, h, up)
 	do := func(method, path string) int {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))

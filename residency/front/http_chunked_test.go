@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -246,14 +245,8 @@ func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 		}
 	}
 	up.Start()
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := start(t, oneModel("m", 0), testConfig(), true, "m")
-	srv := httptest.NewServer(h.front.HTTPHandler(u))
-	defer srv.Close()
+	srv := frontOver(t, h, up)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	var wg sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -26,17 +25,11 @@ func TestHTTPForwardingEndsWhenTritonAnswers(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write(big)
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := start(t, oneModel("m", 0), testConfig(), true, "m")
-	srv := httptest.NewServer(h.front.HTTPHandler(u))
-	defer srv.Close()
+	srv := frontOver(t, h, up)
 
 	c := rawRequest(t, strings.TrimPrefix(srv.URL, "http://"), "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
-	defer c.Close() // before srv.Close, which waits for the handler blocked writing to c
+	defer c.Close() // before srv.Close (at cleanup), which waits for the handler blocked writing to c
 	if line, err := statusLine(c); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
 		t.Fatalf("status line %q, %v; want 200", line, err)
 	}

@@ -51,6 +51,20 @@ func httpUpstream(t *testing.T, h *harness) *url.URL {
 	return u
 }
 
+// frontOver serves h's front over the upstream server up (closed at cleanup, after the
+// front's server, which cleanup also closes).
+func frontOver(t *testing.T, h *harness, up *httptest.Server) *httptest.Server {
+	t.Helper()
+	t.Cleanup(up.Close)
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.front.HTTPHandler(u))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func post(t *testing.T, base, model, id string) (int, http.Header, map[string]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -153,14 +167,7 @@ func TestHTTPGenerateStreamHeld(t *testing.T) {
 		<-second
 		_, _ = io.WriteString(w, "data: {\"text_output\":\" world\"}\n\n")
 	})
-	up := httptest.NewServer(mux)
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h.front.HTTPHandler(u))
-	defer srv.Close()
+	srv := frontOver(t, h, httptest.NewServer(mux))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
