@@ -94,6 +94,11 @@ func (c PollerConfig) Validate() error {
 	if c.NamespaceLabel == c.PodLabel && ValidLabelName(c.PodLabel) {
 		errs = append(errs, fmt.Errorf("PodLabel %q: must differ from NamespaceLabel (the presets group by both)", c.PodLabel))
 	}
+	for _, l := range []struct{ field, value string }{{"NamespaceLabel", c.NamespaceLabel}, {"PodLabel", c.PodLabel}} {
+		if l.value == SignalLabel {
+			errs = append(errs, fmt.Errorf("%s %q: must not be %s, the label the preset bundles name each signal's series by", l.field, l.value, SignalLabel))
+		}
+	}
 	for _, e := range slices.Sorted(maps.Keys(Presets)) {
 		ml := Presets[e].ModelLabel
 		if c.NamespaceLabel == ml {

@@ -369,9 +369,11 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestConfigValidateLabelClashes: the namespace and pod labels must differ from each other
-// and from every preset's model label, which the presets group and join by beside them
-// (--pod-label=namespace made the ready preset count 1 per pool whatever its pods).
+// TestConfigValidateLabelClashes: the namespace and pod labels must differ from each other,
+// from every preset's model label, which the presets group and join by beside them
+// (--pod-label=namespace made the ready preset count 1 per pool whatever its pods), and from
+// SignalLabel, which a preset bundle's label_replace writes over (the namespace of every
+// series would read as a signal's name).
 func TestConfigValidateLabelClashes(t *testing.T) {
 	for _, tc := range []struct {
 		ns, pod, want string
@@ -381,6 +383,8 @@ func TestConfigValidateLabelClashes(t *testing.T) {
 		{"model_name", "pod", `NamespaceLabel "model_name": must not be the vllm preset's model label`},
 		{"namespace", "model", `PodLabel "model": must not be the triton preset's model label`},
 		{"namespace", "model_name", `PodLabel "model_name": must not be the vllm preset's model label`},
+		{SignalLabel, "pod", `NamespaceLabel "inferscale_signal": must not be inferscale_signal, the label the preset bundles name each signal's series by`},
+		{"namespace", SignalLabel, `PodLabel "inferscale_signal": must not be inferscale_signal`},
 	} {
 		c := DefaultConfig()
 		c.NamespaceLabel, c.PodLabel = tc.ns, tc.pod

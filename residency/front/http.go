@@ -69,7 +69,7 @@ func (f *Front) HTTPHandler(upstream *url.URL) http.Handler {
 	}
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		if fw, ok := resp.Request.Context().Value(forwardedKey{}).(*forwarded); ok {
-			if fw.stream {
+			if fw.toBodyEnd {
 				resp.Body = &endOnBodyEnd{ReadCloser: resp.Body, fw: fw}
 			} else {
 				fw.done()
@@ -253,7 +253,7 @@ func (f *Front) serveHTTPInfer(w http.ResponseWriter, r *http.Request, name stri
 		r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, db))
 	}
 	f.m.Forwarded.WithLabelValues(name).Inc()
-	fw := &forwarded{end: func() { f.forwardEnd(name) }, stream: strings.HasSuffix(r.URL.EscapedPath(), "/generate_stream")}
+	fw := &forwarded{end: func() { f.forwardEnd(name) }, toBodyEnd: !strings.HasSuffix(r.URL.EscapedPath(), "/infer")}
 	f.forwardStart(name)
 	defer fw.done() // deferred: the proxy panics with http.ErrAbortHandler on a broken copy
 	proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardedKey{}, fw)))
@@ -468,18 +468,23 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // expired reports a body that had not ended by its deadline.
 func (b *deadlineBody) expired(now time.Time) bool { return !b.ended.Load() && !now.Before(b.deadline) }
 
-// forwarded ends one HTTP request's forwardStart once, when Triton's answer has come: at its
-// response header for infer and generate, which Triton's HTTP server sends with the whole
-// answer, once the model has run; at the end of its body for generate_stream, whose events
-// come as the model generates them (the proxy's ModifyResponse); or when the handler returns
-// (an error, a broken copy), whichever is first. A client that reads its answer slowly or not
-// at all then no longer counts as a request running on the model (Forwarding, the
-// inferscale_front_forwarding_seconds_total counter, a busy model the planner never evicts);
-// it stays active (Active, which the drain waits for) until its answer is written.
+// forwarded ends one HTTP request's forwardStart once, when Triton's answer has come (the
+// proxy's ModifyResponse), or when the handler returns (an error, a broken copy), whichever is
+// first. For infer, at its response header: Triton's HTTP server refuses decoupled models
+// there and replies only with the final response, once the model has run
+// (src/http_server.cc, CheckTransactionPolicy and the infer ReplyCallback). For generate and
+// generate_stream, at the end of its body: Triton starts that reply at the model's first
+// response, and a decoupled model goes on generating after it. So a client that reads an infer
+// answer slowly or not at all no longer counts as a request running on the model (Forwarding,
+// the inferscale_front_forwarding_seconds_total counter, a busy model the planner never
+// evicts); on generate and generate_stream the upstream body is read only as fast as the
+// client takes it, so such a client keeps counting for an answer larger than the sockets'
+// buffers. Either way the request stays active (Active, which the drain waits for) until its
+// answer is written.
 type forwarded struct {
-	once   sync.Once
-	end    func()
-	stream bool // generate_stream: ends with the upstream body
+	once      sync.Once
+	end       func()
+	toBodyEnd bool // generate, generate_stream: ends with the upstream body
 }
 
 func (fw *forwarded) done() { fw.once.Do(fw.end) }

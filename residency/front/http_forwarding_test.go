@@ -59,3 +59,41 @@ func TestHTTPForwardingEndsWhenTritonAnswers(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestHTTPGenerateCountsToTheBodyEnd: Triton starts a generate reply at the model's first
+// response, and a decoupled model goes on generating after it, so a generate request counts
+// as forwarded until the upstream body ends, not from the header on: forwarded while the
+// upstream holds the rest of its answer, not once it has ended.
+func TestHTTPGenerateCountsToTheBodyEnd(t *testing.T) {
+	rest := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, `{"text_output":"Hello`)
+		w.(http.Flusher).Flush()
+		<-rest
+		_, _ = io.WriteString(w, ` world"}`)
+	}))
+	h := start(t, oneModel("m", 0), testConfig(), true, "m")
+	srv := frontOver(t, h, up)
+	resp, err := http.Post(srv.URL+"/v2/models/m/generate", "application/json", strings.NewReader(`{"text_input":"Hi"}`))
+	if err != nil {
+		close(rest)
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len(`{"text_output":"Hello`))
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		close(rest)
+		t.Fatalf("first part: %v", err)
+	}
+	if got := h.front.Forwarding()["m"]; got != 1 {
+		t.Errorf("Forwarding[m] = %d after Triton's header and first response, want 1 (the model may still be generating)", got)
+	}
+	close(rest)
+	if b, err := io.ReadAll(resp.Body); err != nil || string(first)+string(b) != `{"text_output":"Hello world"}` {
+		t.Errorf("answer %q, %v", string(first)+string(b), err)
+	}
+	if got := h.front.Forwarding(); len(got) != 0 {
+		t.Errorf("Forwarding = %v once the answer ended, want empty", got)
+	}
+}

@@ -24,8 +24,9 @@ type Metrics struct {
 	// of unary ModelInfer and HTTP inference requests forwarded to Triton and not yet answered
 	// (gRPC ModelStreamInfer streams are not counted; an HTTP request counts from its
 	// forwarding, while its body may still be arriving when it was not held, until Triton's
-	// answer has come: its response header for infer and generate, the end of its body for
-	// generate_stream, however slowly the client reads it), so that its rate()
+	// answer has come: its response header for infer, however slowly the client reads it; the
+	// end of its body for generate and generate_stream, which Triton starts at the model's
+	// first response), so that its rate()
 	// over a window is the mean number of them over that window, counted while they run rather
 	// than when they end. Triton has no gauge of requests executing, so the scaler's Triton
 	// preset reads the requests running as this rate less Triton's mean
