@@ -290,10 +290,19 @@ func simulateBinned(cfg PoolConfig, b *Binned, ctl Controller, opt runOptions) R
 			break
 		}
 	}
+	if res.Unserved > 0 {
+		// The fluid model judged each arrival when it came, on the capacity then; requests
+		// of a backlog never served did not meet the SLO whatever that judgement was. The
+		// backlog is the latest arrivals (first in, first out), so their judgements are taken
+		// back from the latest bins.
+		u := math.Min(res.Unserved, met)
+		met -= u
+		bins.unmet(u)
+	}
 	res.Requests = total
 	res.SLOMet = met
 	res.WaitP50, res.WaitP95, res.WaitP99 = hist.quantile(0.5), hist.quantile(0.95), hist.quantile(0.99)
-	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
+	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget && res.Unserved == 0
 	bins.fill(&res)
 	return res
 }

@@ -125,6 +125,40 @@ func TestBinnedBacklogBilledPastTheCap(t *testing.T) {
 	}
 }
 
+// TestCutShortNeverMeetsTheSLO: a run that stops with requests never served
+// does not meet the SLO, whatever its attainment, and its unserved requests
+// count as missed in binned mode too, which judges a request when it
+// arrives. Binned: ten requests of 1 s in second 0 on one replica of four
+// slots, judged met at arrival (a 0.75 s fluid wait); the pool then goes to
+// 0 replicas at the first decision (15 s) with 2 slot-seconds of backlog
+// left, 2 requests: 8 met, not meeting. Before, 10 of 10 met and the run met
+// the SLO. Per request: 1,000 short requests, then six of 10^5 s on one
+// slot: 995 + 1 of 1,006 start in time (99.5 %, above the 99 % target),
+// five never start; before, that run met the SLO at 0.17× the bound and
+// headed the table.
+func TestCutShortNeverMeetsTheSLO(t *testing.T) {
+	cfg := testPool(4)
+	cfg.MinReplicas = 0
+	r := simulateBinned(cfg, &Binned{Arrivals: []float64{10}, WorkS: []float64{10}}, &staticCtl{n: 0}, runOptions{initial: 1, sampleStepS: 60, maxOverrunS: 100})
+	if r.Unserved != 2 || r.SLOMet != 8 || r.MeetsSLO || r.WorstHourAttainment != 0.8 {
+		t.Errorf("binned: unserved %g, met %g of %g, meets %v, worst hour %g; want 2, 8 of 10, false, 0.8", r.Unserved, r.SLOMet, r.Requests, r.MeetsSLO, r.WorstHourAttainment)
+	}
+
+	w := &Workload{}
+	for i := range 1000 {
+		w.ArrivalS, w.ServiceS = append(w.ArrivalS, float64(i)), append(w.ServiceS, 0.01)
+	}
+	for range 6 {
+		w.ArrivalS, w.ServiceS = append(w.ArrivalS, 1000), append(w.ServiceS, 1e5)
+	}
+	pc := testPool(1)
+	pc.MaxReplicas = 1
+	res := simulateRequests(pc, w, &staticCtl{n: 1}, runOptions{initial: 1, sampleStepS: 60, maxOverrunS: defaultMaxOverrunS})
+	if res.Unserved != 5 || res.Attainment() < pc.SLOTarget || res.MeetsSLO {
+		t.Errorf("per request: unserved %g, attainment %g (target %g), meets %v; want 5, at or above the target, false", res.Unserved, res.Attainment(), pc.SLOTarget, res.MeetsSLO)
+	}
+}
+
 // TestOptimumWithShortColdStart: a cold start under the SLO + 2 s gave the
 // optimum's search no windows, and the optimum row, the "Optimum ÷ bound"
 // header and summary.json's optimum row were left out without a word

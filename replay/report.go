@@ -267,7 +267,7 @@ func (c *Comparison) CutShortNote() string {
 	if len(cut) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Cut short (%s after GPU-h): %s stopped %s after the last arrival with requests never served; they count as missing the SLO and their work is not billed, so these GPU-hours can be below the bound, which bounds schedules that serve every request.",
+	return fmt.Sprintf("Cut short (%s after GPU-h): %s stopped %s after the last arrival with requests never served; they count as missing the SLO and their work is not billed, so these GPU-hours can be below the bound, which bounds schedules that serve every request; such a run does not meet the SLO.",
 		cutShortMark, strings.Join(cut, ", "), fnum(defaultMaxOverrunS/3600, 0)+" h")
 }
 

@@ -116,7 +116,10 @@ type Result struct {
 	DurationS float64
 	// Series samples the run for the CSV and the charts.
 	Series []Sample
-	// MeetsSLO is SLOMet/Requests ≥ the pool's SLOTarget.
+	// MeetsSLO is SLOMet/Requests ≥ the pool's SLOTarget with every
+	// request served (Unserved = 0): a run cut short is never the cheapest
+	// meeting the SLO (hindsight, optimum, headline), since the work it left
+	// is not billed.
 	MeetsSLO bool
 	// WorstHourAttainment is the lowest SLO attainment of any hour of the
 	// trace with arrivals (hours counted from the first arrival, requests
@@ -127,9 +130,11 @@ type Result struct {
 	// (fractional in binned mode): still queued when it stopped, 6 h after
 	// the last arrival (runOptions.maxOverrunS), in per-request mode, or
 	// the binned backlog left with no ready replica to serve it. They
-	// count as missing the SLO and their work is not billed, so a run with
-	// Unserved > 0 can cost less than the bound (which bounds schedules
-	// serving every request); the table and summary.json mark it (CutShort).
+	// count as missing the SLO (in binned mode, which judges a request when
+	// it arrives, taken back from the latest arrivals judged met) and their
+	// work is not billed, so a run with Unserved > 0 can cost less than the
+	// bound (which bounds schedules serving every request); the table and
+	// summary.json mark it (CutShort), and it does not meet the SLO.
 	Unserved float64
 	// windowArrivals and windowMet count by runOptions.windowS window.
 	windowArrivals, windowMet []float64

@@ -493,7 +493,7 @@ done:
 	res.ColdStarts = s.coldStarts
 	res.DurationS = s.now
 	res.WaitP50, res.WaitP95, res.WaitP99 = s.hist.quantile(0.5), s.hist.quantile(0.95), s.hist.quantile(0.99)
-	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget
+	res.MeetsSLO = res.Attainment() >= cfg.SLOTarget && res.Unserved == 0
 	s.bins.fill(&res)
 	return res
 }
@@ -528,6 +528,21 @@ func (b *attainBins) met(at, n float64) {
 	if b.winS > 0 {
 		b.winMet[min(len(b.winMet)-1, int(at/b.winS))] += n
 	}
+}
+
+// unmet takes back n requests judged met from the latest bins, hour and
+// window, latest first (a binned backlog never served: binned.go).
+func (b *attainBins) unmet(n float64) {
+	take := func(met []float64) {
+		r := n
+		for i := len(met) - 1; i >= 0 && r > 0; i-- {
+			d := math.Min(met[i], r)
+			met[i] -= d
+			r -= d
+		}
+	}
+	take(b.hourMet)
+	take(b.winMet)
 }
 
 // fill sets the worst hour: the lowest attainment among the trace's hours
