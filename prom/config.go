@@ -98,14 +98,10 @@ func (c PollerConfig) Validate() error {
 		if l.value == SignalLabel {
 			errs = append(errs, fmt.Errorf("%s %q: must not be %s, the label the preset bundles name each signal's series by", l.field, l.value, SignalLabel))
 		}
-	}
-	for _, e := range slices.Sorted(maps.Keys(Presets)) {
-		ml := Presets[e].ModelLabel
-		if c.NamespaceLabel == ml {
-			errs = append(errs, fmt.Errorf("NamespaceLabel %q: must not be the %s preset's model label (the presets group by both)", c.NamespaceLabel, e))
-		}
-		if c.PodLabel == ml {
-			errs = append(errs, fmt.Errorf("PodLabel %q: must not be the %s preset's model label (the presets group by both)", c.PodLabel, e))
+		for _, e := range slices.Sorted(maps.Keys(Presets)) {
+			if l.value == Presets[e].ModelLabel {
+				errs = append(errs, fmt.Errorf("%s %q: must not be the %s preset's model label (the presets group by both)", l.field, l.value, e))
+			}
 		}
 	}
 	if c.MaxResponseBytes != 0 && (c.MaxResponseBytes < minResponseBytes || c.MaxResponseBytes > maxResponseBytes) {

@@ -75,12 +75,9 @@ type Comparison struct {
 	Bound *Bound
 	// Optimum is the cheapest offline plan found that meets the SLO
 	// (Policy "optimum"); OptimumRuns counts the plans replayed. Zero
-	// when CompareOptions.NoOptimum (OptimumAbsent says so).
+	// when CompareOptions.NoOptimum (OptimumNote says so).
 	Optimum     Result
 	OptimumRuns int
-	// OptimumAbsent says why Optimum is empty and the table has no
-	// optimum row (CompareOptions.NoOptimum); empty when it was searched.
-	OptimumAbsent string
 	// Best holds the policy rows: per family, published, tuned, then
 	// (with Hindsight) hindsight; SettingSet says which.
 	Best []Result
@@ -207,9 +204,7 @@ func Compare(cfg PoolConfig, wl Workloads, o CompareOptions) (*Comparison, error
 			c.Best = append(c.Best, best)
 		}
 	}
-	if o.NoOptimum {
-		c.OptimumAbsent = "No optimum row: the offline optimum search was skipped (--optimum=false)."
-	} else {
+	if !o.NoOptimum {
 		seed := c.Bound
 		if seed.WindowS < 1 {
 			// The shortest cold start is too short for the coverage

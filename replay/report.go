@@ -526,6 +526,12 @@ func WriteHTML(w io.Writer, title, footer string, sections []Section) error {
 	}{title, footer, sections})
 }
 
-// OptimumNote says why the table has no optimum row
-// (Comparison.OptimumAbsent); empty when it has one.
-func (c *Comparison) OptimumNote() string { return c.OptimumAbsent }
+// OptimumNote says why the table has no optimum row; empty when it has one.
+// The search, when it runs, always keeps a plan (the best met, else the
+// highest attainment), so an empty Optimum means it was skipped.
+func (c *Comparison) OptimumNote() string {
+	if c.Optimum.Policy != "" {
+		return ""
+	}
+	return "No optimum row: the offline optimum search was skipped (--optimum=false)."
+}
