@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/replay"
 )
 
@@ -46,6 +47,7 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&pool.InitialReplicas, "initial-replicas", pool.InitialReplicas, "ready replicas at t = 0")
 	fs.DurationVar(&pool.ColdStart, "cold-start", pool.ColdStart, "replica cold start")
 	fs.Float64Var(&pool.PricePerGPUHour, "price", pool.PricePerGPUHour, "dollars per GPU-hour")
+	showVersion := version.Flag(fs)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), retryUsage)
@@ -56,6 +58,10 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("replay"))
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("retry: unexpected arguments %q", fs.Args())

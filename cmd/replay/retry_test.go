@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inferscale/inferscale/internal/version"
 )
 
 func TestRetrySubcommand(t *testing.T) {
@@ -84,5 +86,17 @@ func TestRetrySubcommandBounds(t *testing.T) {
 				t.Errorf("runRetry(%q) wrote %q, want nothing", tt.args, out.String())
 			}
 		})
+	}
+}
+
+// TestRetryVersion: every command prints its version with --version (README),
+// the retry subcommand too, and runs nothing.
+func TestRetryVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := runRetry([]string{"--version"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), version.String("replay")+"\n"; got != want {
+		t.Errorf("replay retry --version printed %q, want %q", got, want)
 	}
 }

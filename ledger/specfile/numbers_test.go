@@ -104,3 +104,28 @@ func TestMergedNumbersChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryFaultInOnePass: a value numberWalk reports (a leading zero, a fraction of a
+// replica) no longer hides the range and cross-field faults elsewhere until it is fixed (the
+// docs promise one error per fault; safeRPSPerReplica: -12 came only on the second run). The
+// values reported read as null for the rest of the pass, so they cause no second error: a
+// placement of two nodes beside readyReplicas: 1.5 is not "readyReplicas is 0". A misspelt
+// key still stops there, as its field would only be reported missing.
+func TestEveryFaultInOnePass(t *testing.T) {
+	const base = "nodes:\n  - name: a\n    pricePerHour: 0367\n    gpus: [{product: A100-SXM4-80GB}]\n  - name: b\n    gpus: [{product: A100-SXM4-80GB}]\n" +
+		"services:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: 10\n    safeRPSPerReplica: -12\n    readyReplicas: 1.5\n    placement: [a, b]\n  - name: t\n    tier: P7\n    profile: 1g.10gb\n    peakRPS: 1e400\n"
+	_, err := Parse([]byte(base), "x.yaml")
+	want := "x.yaml:3: nodes[0].pricePerHour: 0367 has a leading zero, which yaml.v3 reads as octal; want a plain decimal number in [0, 1e6] USD per hour (0 and 0.5 are fine)\n" +
+		"x.yaml:13: services[0].readyReplicas: 1.5: want a whole number\n" +
+		"x.yaml:18: services[1].peakRPS: 1e400 is outside [0, 1e+09]\n" +
+		"x.yaml:12: services[0].safeRPSPerReplica: -12 is outside (0, 1e+09], required for P1 (or record: an admission record)\n" +
+		"x.yaml:16: services[1].tier: \"P7\" is not one of P0, P1, P2"
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse = %v\nwant %s", err, want)
+	}
+	misspelt := strings.Replace(base, "safeRPSPerReplica", "safeRPSperReplica", 1)
+	_, err = Parse([]byte(misspelt), "x.yaml")
+	if err == nil || !strings.Contains(err.Error(), "services[0].safeRPSperReplica: unknown field") || strings.Contains(err.Error(), "required for") || strings.Contains(err.Error(), "P7") {
+		t.Errorf("misspelt key: Parse = %v\nwant the unknown field alone beside the number errors, no required or later error", err)
+	}
+}

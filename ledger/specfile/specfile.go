@@ -126,22 +126,49 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		return spec, errs
 	}
 	var numErrs []error
+	var unread []*yaml.Node // the scalars numberWalk reported
 	if fe := plainNumbers(&root, name); fe != nil {
 		numErrs = append(numErrs, fe)
 	} else {
-		w := numberWalk{name: name, errs: &numErrs, merged: map[mergedVisit]bool{}}
+		w := numberWalk{name: name, errs: &numErrs, bad: &unread, merged: map[mergedVisit]bool{}}
 		w.fields(&root, reflect.TypeFor[ledger.Spec](), "")
 	}
 	// Errors about the nodes alone do not stop the services from being read: `ledger --live`
 	// replaces the spec's nodes and ignores such errors (cmd/ledger), and returning no services
 	// there would report every node releasable.
+	sanitized := false
 	if len(numErrs) > 0 && !AboutNodes(numErrs) {
-		return spec, numErrs
+		if len(unread) == 0 || unknownField(numErrs) {
+			// plainNumbers' error (not walked on), or a misspelt key, whose field Validate
+			// would report missing: a second error for the same fault.
+			return spec, numErrs
+		}
+		// One error per fault, all at once: the values numberWalk reported read as null (a
+		// pointer nil, a number 0; Validate's errors on their paths are not repeated below) so
+		// that the rest of the spec is decoded and checked in the same pass. Unknown fields,
+		// reported too, are skipped by Node.Decode.
+		for _, n := range unread {
+			n.Kind, n.Tag, n.Value, n.Style = yaml.ScalarNode, "!!null", "", 0
+		}
+		sanitized = true
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	nodesUnread := false
-	if err := dec.Decode(&spec); err != nil {
+	decode := func() error { return dec.Decode(&spec) }
+	if sanitized {
+		decode = func() error {
+			var first yaml.Node // the decoder past the first document, for the check below
+			if err := dec.Decode(&first); err != nil {
+				return err
+			}
+			return root.Decode(&spec)
+		}
+	}
+	if err := decode(); err != nil {
+		if sanitized {
+			return spec, numErrs
+		}
 		if len(numErrs) == 0 {
 			return spec, []error{fmt.Errorf("%w: %s: %w", ErrInvalid, name, boundYAML(err))}
 		}
@@ -226,6 +253,16 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		}
 	}
 	return spec, append(numErrs, errs...)
+}
+
+// unknownField reports whether errs hold numberWalk's error for a key the spec does not have.
+func unknownField(errs []error) bool {
+	for _, err := range errs {
+		if fe := (*FieldError)(nil); errors.As(err, &fe) && strings.HasPrefix(fe.Msg, unknownFieldMsg) {
+			return true
+		}
+	}
+	return false
 }
 
 // recordCache holds each admission record read, so that a file is read and parsed once
@@ -424,6 +461,9 @@ var fieldRange = map[string]string{
 	"readyReplicas":     fmt.Sprintf("[0, %d]", ledger.MaxReplicas),
 }
 
+// unknownFieldMsg opens numberWalk's error for a key the spec's types do not have.
+const unknownFieldMsg = "unknown field"
+
 // numberWalk walks the document along the spec's types (yaml tags) and reports each number
 // go.yaml.in/yaml/v3 would not read as written: a leading zero (pricePerHour: 0367, which
 // yaml.v3 reads as octal 247), a fraction in an integer field (readyReplicas: 1.5 became 1),
@@ -438,6 +478,7 @@ var fieldRange = map[string]string{
 type numberWalk struct {
 	name   string // the spec file, for errors
 	errs   *[]error
+	bad    *[]*yaml.Node // the scalars reported
 	merged map[mergedVisit]bool
 }
 
@@ -477,7 +518,7 @@ func (w *numberWalk) fields(n *yaml.Node, t reflect.Type, path string) {
 			if t != nil && t.Kind() == reflect.Struct {
 				if ft = yamlField(t, key.Value); ft == nil {
 					// yaml.v3's own text names the Go type, not the field's path.
-					*errs = append(*errs, &FieldError{File: name, Line: key.Line, Field: p, Msg: "unknown field; want one of " + strings.Join(yamlFields(t), ", ")})
+					*errs = append(*errs, &FieldError{File: name, Line: key.Line, Field: p, Msg: unknownFieldMsg + "; want one of " + strings.Join(yamlFields(t), ", ")})
 					continue
 				}
 			}
@@ -506,6 +547,7 @@ func (w *numberWalk) fields(n *yaml.Node, t reflect.Type, path string) {
 		}
 		fail := func(msg string) {
 			*errs = append(*errs, &FieldError{File: name, Line: n.Line, Field: path, Msg: msg})
+			*w.bad = append(*w.bad, n)
 		}
 		numeric := false
 		switch t.Kind() {
