@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +50,31 @@ type byteCount struct {
 	text string
 }
 
+// Bounds on a byte count's text, checked before resource.ParseQuantity, whose work grows with
+// the exponent (1e-999999999, twelve bytes, ran for minutes at 1.8 GB and stalled the catalog
+// watch): no byte count in [0, plan.MaxMemoryBytes] needs more text, and with at most
+// maxByteCountText characters of mantissa an exponent past ±maxByteCountExponent lands outside
+// that range for any mantissa but 0.
+const (
+	maxByteCountText     = 64
+	maxByteCountExponent = 100
+)
+
+// byteCountExponent is a quantity with a decimal exponent (1e9, 5E-3); the other suffixes
+// (Ki, M, E, …) have fixed, small scales.
+var byteCountExponent = regexp.MustCompile(`^[+-]?[0-9.]+[eE]([+-]?[0-9]+)$`)
+
 func (b *byteCount) UnmarshalJSON(data []byte) error {
+	text := strings.TrimSpace(strings.Trim(string(data), `"`))
+	bad := len(text) > maxByteCountText
+	if m := byteCountExponent.FindStringSubmatch(text); m != nil && !bad {
+		e, err := strconv.Atoi(m[1])
+		bad = err != nil || e < -maxByteCountExponent || e > maxByteCountExponent
+	}
+	if bad {
+		return fmt.Errorf("%s: want a byte count of at most %d written in at most %d characters, an exponent within ±%d (an integer, or a quantity such as 9Gi or 512Mi)",
+			errtext.Quote(text, 64), plan.MaxMemoryBytes, maxByteCountText, maxByteCountExponent)
+	}
 	if err := b.Quantity.UnmarshalJSON(data); err != nil {
 		return err
 	}

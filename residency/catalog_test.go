@@ -224,6 +224,33 @@ func TestCatalogBytesPastInt64(t *testing.T) {
 	}
 }
 
+// TestCatalogByteCountText: resource.ParseQuantity's work grows with a quantity's exponent,
+// and a twelve-byte 1e-999999999 ran for minutes at 1.8 GB (the catalog watch stalled with
+// it); the text is bounded before it is parsed, the error naming the field and the bounds, in
+// microseconds. Every count in range still fits: 1e15, 0.5e1, the 64-character limit.
+func TestCatalogByteCountText(t *testing.T) {
+	model := func(peak string) string {
+		return "models: [{name: m, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.10gb: " + peak + "}}]"
+	}
+	const want = `: want a byte count of at most 1125899906842624 written in at most 64 characters, an exponent within ±100 (an integer, or a quantity such as 9Gi or 512Mi)`
+	for _, give := range []string{"1e-999999999", "1e999999999", "0e999999999", "5E101", "1e-101", `"1e-999999999"`, strings.Repeat("1", 65)} {
+		_, err := ParseCatalog([]byte(model(give)))
+		if err == nil || !strings.Contains(err.Error(), `models[0].peakMemoryBytes["1g.10gb"]: `) || !strings.Contains(err.Error(), want) {
+			t.Errorf("peak %s: %v\nwant the field and%s", give, err, want)
+		}
+	}
+	_, err := ParseCatalog([]byte("reserveBytes: 1e-999999999\n" + model("1")))
+	if err == nil || !strings.Contains(err.Error(), "reserveBytes: ") || !strings.Contains(err.Error(), want) {
+		t.Errorf("reserveBytes 1e-999999999: %v", err)
+	}
+	for give, bytes := range map[string]int64{"1e15": 1e15, "0.5e1": 5, "1e+2": 100, strings.Repeat("0", 63) + "7": 7} {
+		c, err := ParseCatalog([]byte(model(give)))
+		if err != nil || c.Models[0].PeakMemoryBytes["1g.10gb"] != bytes {
+			t.Errorf("peak %s: %v, %v; want %d bytes", give, c.Models, err, bytes)
+		}
+	}
+}
+
 // TestCatalogFieldSpellings: a field written twice in two spellings (encoding/json matches
 // keys case-insensitively) is a duplicate naming both, not decoded last-wins (name: a then
 // Name: b read as b, tier: P1 then TIER: P0 as P0).
