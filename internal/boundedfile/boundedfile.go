@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // ErrTooLarge is wrapped by Read's error for a file past its limit.
@@ -21,17 +22,34 @@ var ErrTooLarge = errors.New("file too large")
 // as /dev/zero) is read in chunks of [ChunkBytes] to at most limit+1 bytes, so memory grows by
 // the bytes read, not by io.ReadAll's doubling (which took /dev/zero at a 256 MiB limit to
 // 607 MB of RSS before the refusal).
+// A file that is not regular is opened without blocking and must reach its end within
+// [ReadTimeout], or Read returns an error saying so.
 // Errors: os.Open's and the read's, unchanged; past limit, one wrapping [ErrTooLarge] that
 // says "<path>: larger than <limit> bytes". Callers add the flag or field that named the file.
 func Read(path string, limit int64) ([]byte, error) {
 	if limit < 0 {
 		return nil, fmt.Errorf("%s: negative limit %d", path, limit)
 	}
-	f, err := os.Open(path)
+	// A path that is not a regular file is opened without blocking (a FIFO's open waits for a
+	// writer) and read under a deadline: a pipe nobody writes to (record: /proc/self/fd/1 with
+	// stdout piped, a FIFO whose writer never comes) hung the ledger and the residency sidecar,
+	// which then ignored SIGTERM.
+	flags := os.O_RDONLY
+	st, err := os.Stat(path)
+	regular := err == nil && st.Mode().IsRegular()
+	if !regular {
+		flags |= openNonBlocking
+	}
+	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if !regular {
+		// os.ErrNoDeadline for a file the poller cannot wait on (/dev/zero): its reads do not
+		// wait for a writer.
+		_ = f.SetReadDeadline(time.Now().Add(readTimeout))
+	}
 	tooLarge := fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
 	var first []byte
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
@@ -50,6 +68,8 @@ func Read(path string, limit int64) ([]byte, error) {
 	}
 	rest, over, err := readChunks(f, limit-int64(len(first)))
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
 	case err != nil:
 		return nil, err
 	case over:
@@ -59,6 +79,14 @@ func Read(path string, limit int64) ([]byte, error) {
 	}
 	return append(first, rest...), nil
 }
+
+// ReadTimeout bounds how long Read waits for a file that is not regular (a pipe, a FIFO) to
+// reach its end: a writer that sends its contents at once (process substitution, a shell pipe
+// into /dev/stdin) is done long before.
+const ReadTimeout = 30 * time.Second
+
+// readTimeout is ReadTimeout, shortened by tests.
+var readTimeout = ReadTimeout
 
 // ChunkBytes is the piece Read reads at a time from a file that is not regular.
 const ChunkBytes = 1 << 20

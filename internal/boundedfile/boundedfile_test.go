@@ -2,11 +2,14 @@ package boundedfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRead(t *testing.T) {
@@ -75,5 +78,52 @@ func TestReadMemory(t *testing.T) {
 	}
 	if data, err := Read(exact, limit); err != nil || len(data) != limit {
 		t.Errorf("Read(exact) = %d bytes, %v; want %d", len(data), err, limit)
+	}
+}
+
+// TestReadPipeNobodyWrites: a path naming a pipe whose writer never writes nor closes
+// (record: /proc/self/fd/1 with stdout piped) was read forever; it is now an error after the
+// read timeout, and a FIFO without a writer is not waited for at its open. A pipe whose writer
+// sends and closes is read as before.
+func TestReadPipeNobodyWrites(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/fd")
+	}
+	defer func(d time.Duration) { readTimeout = d }(readTimeout)
+	readTimeout = 200 * time.Millisecond
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	start := time.Now()
+	_, err = Read(path, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "no end of file within 200ms") || time.Since(start) > 10*time.Second {
+		t.Errorf("silent pipe: %v after %v; want the timeout's error", err, time.Since(start))
+	}
+
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	go func() { w2.Write([]byte("models: []\n")); w2.Close() }()
+	data, err := Read(fmt.Sprintf("/proc/self/fd/%d", r2.Fd()), 1<<20)
+	if err != nil || string(data) != "models: []\n" {
+		t.Errorf("pipe that is written and closed: %q, %v", data, err)
+	}
+
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Read(fifo, 1<<20); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO without a writer: Read still waiting after 10 s")
 	}
 }

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package boundedfile
+
+// openNonBlocking is 0 where O_NONBLOCK does not exist: Read's deadline applies where the file
+// supports one.
+const openNonBlocking = 0
