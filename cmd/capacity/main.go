@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/inferscale/inferscale/capacity"
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/version"
 )
 
@@ -87,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder the record <model>.<profile>.yaml is written to")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", cfg.ConnectTimeout, "how long the target has to answer first, and the dial and TLS handshake bound (0, 5m]")
 	showVersion := version.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		return cfg, err
 	}
 	if *showVersion {

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/replay"
 )
@@ -118,7 +119,7 @@ func runIO(args []string, stderr io.Writer) error {
 	} else {
 		fs.Usage = func() { printUsage(fs, mainUsage, func(name string) bool { return !tuneOnly[name] }) }
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
 		}

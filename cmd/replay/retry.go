@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/replay"
 )
@@ -53,7 +54,7 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), retryUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

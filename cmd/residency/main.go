@@ -16,6 +16,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency"
@@ -69,7 +70,7 @@ func parseFlags(args []string, errOut io.Writer) (residency.Config, string, erro
 	fs.DurationVar(&c.RetryPushback, "retry-pushback", c.RetryPushback, "grpc-retry-pushback-ms sent with the front's own UNAVAILABLE answers; needs --inference-listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := version.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		return c, "", err
 	}
 	if *showVersion {

@@ -46,6 +46,13 @@ func TestParseFlagsErrors(t *testing.T) {
 	if _, _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
 		t.Error("positional argument accepted")
 	}
+	// Go's flag package read a leading zero as octal: 010000000000 was a 1 GiB budget.
+	for _, arg := range []string{"--budget-bytes=010000000000", "--reserve-bytes=0x100", "--max-concurrent-loads=0_2"} {
+		name := strings.TrimPrefix(strings.SplitN(arg, "=", 2)[0], "--")
+		if _, _, err := parseFlags([]string{arg}, io.Discard); err == nil || !strings.Contains(err.Error(), "for flag -"+name+": want a whole number in plain decimal") {
+			t.Errorf("%s: err = %v; want a refusal naming -%s", arg, err, name)
+		}
+	}
 }
 
 // TestHelp: -h and --help print the usage and succeed (main exits 0).

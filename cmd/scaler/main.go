@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/healthprobe"
 	"github.com/inferscale/inferscale/internal/version"
@@ -88,7 +89,7 @@ func run(args []string) error {
 	showVersion := version.Flag(fs)
 	var probe healthprobe.Config
 	healthprobe.Flags(fs, &probe)
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // -h, --help: fs printed the usage; exit 0
 		}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/internal/boundedfile"
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
@@ -69,7 +70,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.config, "config", "", "YAML file describing the device and the model repository (required; see cmd/tritonfake/example.yaml)")
 	fs.DurationVar(&o.exitTimeout, "exit-timeout", 30*time.Second, "how long to wait for in-flight requests after SIGTERM (Triton's --exit-timeout-secs); >= 0")
 	showVersion := version.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := decimalflag.Parse(fs, args); err != nil {
 		return o, err
 	}
 	if *showVersion {

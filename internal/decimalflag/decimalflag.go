@@ -8,7 +8,9 @@ package decimalflag
 import (
 	"flag"
 	"fmt"
+	"os"
 	"regexp"
+	"strings"
 
 	"github.com/inferscale/inferscale/internal/errtext"
 )
@@ -17,41 +19,79 @@ import (
 // leading zero.
 var plain = regexp.MustCompile(`^[-+]?(0|[1-9][0-9]*)$`)
 
-// Apply wraps every integer flag fs defines so far (its Get returns an int, int64, uint or
-// uint64): a value that is not plain decimal is refused before the flag's own parsing, and
-// fs.Parse reports it as `invalid value "010" for flag -budget-bytes: …`, naming the flag.
-// Call it after the flags are defined and before fs.Parse. Other flags are left as they are.
-// The usage then names the argument of a wrapped flag "value", not "int" (the flag package
-// names only its own types), unless its usage text back-quotes a name.
-func Apply(fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		g, ok := f.Value.(flag.Getter)
-		if !ok {
-			return
+// Parse is fs.Parse(args) with the values of fs's integer flags (whose Get returns an int,
+// int64, uint or uint64) checked first: one that is not plain decimal is an error
+// `invalid value "010" for flag -budget-bytes: want a whole number in plain decimal, …`, printed
+// with the usage and handled as fs's error handling says, as the flag package does with a
+// value it cannot parse. The arguments are walked as the flag package walks them (up to "--"
+// or the first non-flag; "-name=value", or "-name value" for a flag that is not boolean);
+// anything it would refuse itself (an unknown flag, bad syntax) is left to fs.Parse. The
+// flags' own types, and so the usage ("-slots int"), are unchanged.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := check(fs, args); err != nil {
+		fmt.Fprintln(fs.Output(), err)
+		if fs.Usage != nil {
+			fs.Usage()
+		} else {
+			fs.PrintDefaults()
 		}
-		switch g.Get().(type) {
-		case int, int64, uint, uint64:
-			f.Value = decimal{g}
+		switch fs.ErrorHandling() {
+		case flag.ExitOnError:
+			os.Exit(2)
+		case flag.PanicOnError:
+			panic(err)
 		}
-	})
+		return err
+	}
+	return fs.Parse(args)
 }
 
-// decimal is an integer flag's value that takes plain decimal only.
-type decimal struct{ flag.Getter }
-
-// Set refuses s unless it is plain decimal, then sets the wrapped value.
-func (d decimal) Set(s string) error {
-	if !plain.MatchString(s) {
-		return fmt.Errorf("want a whole number in plain decimal, not %s (no leading zero, 0x, 0o, 0b or _)", errtext.Quote(s, 64))
+// check returns the error for the first integer flag in args whose value is not plain decimal.
+func check(fs *flag.FlagSet, args []string) error {
+	for len(args) > 0 {
+		s := args[0]
+		args = args[1:]
+		if len(s) < 2 || s[0] != '-' || s == "--" {
+			return nil // the flags end here
+		}
+		name := strings.TrimPrefix(s[1:], "-")
+		if name == "" || name[0] == '-' || name[0] == '=' {
+			return nil // bad syntax: fs.Parse says so
+		}
+		value, hasValue := "", false
+		if i := strings.IndexByte(name, '='); i >= 0 {
+			name, value, hasValue = name[:i], name[i+1:], true
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			return nil // unknown (or -h): fs.Parse says so
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if !hasValue {
+			if len(args) == 0 {
+				return nil // fs.Parse: "flag needs an argument"
+			}
+			value, args = args[0], args[1:]
+		}
+		if !isInteger(f) || plain.MatchString(value) {
+			continue
+		}
+		return fmt.Errorf("invalid value %s for flag -%s: want a whole number in plain decimal (no leading zero, 0x, 0o, 0b or _)", errtext.Quote(value, 64), name)
 	}
-	return d.Getter.Set(s)
+	return nil
 }
 
-// String is the wrapped value's; "0" for the zero decimal, which the flag package makes to
-// tell a default of 0 (not printed in the usage) from others.
-func (d decimal) String() string {
-	if d.Getter == nil {
-		return "0"
+// isInteger reports whether f is an integer flag: its Get returns an int, int64, uint or uint64.
+func isInteger(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
 	}
-	return d.Getter.String()
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		return true
+	}
+	return false
 }
