@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/peak"
 	corev1 "k8s.io/api/core/v1"
@@ -78,7 +79,8 @@ func ReadNodes(ctx context.Context, c kubernetes.Interface, opt NodeOptions) ([]
 // spread over the GPUs (ledger.SplitLayout); a product label with a
 // "-MIG-<profile>" suffix (single strategy, no per-profile counts) fills
 // every GPU with that profile; nvidia.com/mig.config=all-disabled or no
-// counts means whole GPUs. Errors name the node and label.
+// counts means whole GPUs. Errors name the node and label: among them MIG
+// counts that total more than the GPUs hold (7 each).
 func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 	if domainLabel == "" {
 		domainLabel = LabelZone
@@ -110,16 +112,24 @@ func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 		gpus = v
 	}
 	instances := map[string]int{}
+	total := 0
 	for k, v := range l {
 		if !strings.HasPrefix(k, LabelMIGCountPrefix) || !strings.HasSuffix(k, LabelMIGCountSuffix) {
 			continue
 		}
 		profile := strings.TrimSuffix(strings.TrimPrefix(k, LabelMIGCountPrefix), LabelMIGCountSuffix)
 		c, err := strconv.Atoi(v)
-		if err != nil || c < 0 || c > 7*64 {
-			return out, fmt.Errorf("node %s: %s %q: want 0 to %d", n.Name, k, v, 7*64)
+		if err != nil || c < 0 || c > ledger.MaxInstancesPerGPU*64 {
+			return out, fmt.Errorf("node %s: %s %s: want 0 to %d", n.Name, k, errtext.Quote(v, 64), ledger.MaxInstancesPerGPU*64)
 		}
 		instances[profile] = c
+		total += c
+	}
+	// A GPU holds at most 7 MIG instances. Refused before the instances are laid out, whose
+	// work grows with them: 100 labels of 447 on a 2-GPU node took 16 s.
+	if limit := gpus * ledger.MaxInstancesPerGPU; total > limit {
+		return out, fmt.Errorf("node %s: its %s<profile>%s labels count %d MIG instances (%s); %d GPUs (%s) hold at most %d (%d per GPU)",
+			n.Name, LabelMIGCountPrefix, LabelMIGCountSuffix, total, migLabels(l), gpus, LabelCount, limit, ledger.MaxInstancesPerGPU)
 	}
 	if i := strings.Index(strings.ToUpper(productLabel), "-MIG-"); i >= 0 && len(instances) == 0 {
 		// Single strategy: GFD counts MIG devices in nvidia.com/gpu.count.
@@ -146,6 +156,33 @@ func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 		out.GPUs = append(out.GPUs, gpu)
 	}
 	return out, nil
+}
+
+// maxLabelsNamed bounds the labels an error lists.
+const maxLabelsNamed = 8
+
+// migLabels lists the non-zero nvidia.com/mig-<profile>.count labels of l, sorted, as
+// label=value: the first maxLabelsNamed, then how many more.
+func migLabels(l map[string]string) string {
+	var names []string
+	for k, v := range l {
+		if c, _ := strconv.Atoi(v); c > 0 && strings.HasPrefix(k, LabelMIGCountPrefix) && strings.HasSuffix(k, LabelMIGCountSuffix) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, k := range names {
+		if i == maxLabelsNamed {
+			fmt.Fprintf(&b, " and %d more", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%s", errtext.Cut(k, 80), l[k])
+	}
+	return b.String()
 }
 
 var (

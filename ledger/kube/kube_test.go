@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferscale/inferscale/ledger"
@@ -115,5 +117,45 @@ func TestSourceOf(t *testing.T) {
 				t.Errorf("SourceOf = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestNodeFromLabelsMIGTotalBounded: MIG count labels that total more instances than the
+// node's GPUs hold (7 each) are refused, naming the node, the labels and the bound, before
+// any work that grows with the counts: 100 labels of 447 on a 2-GPU node took 16 s.
+func TestNodeFromLabelsMIGTotalBounded(t *testing.T) {
+	l := map[string]string{LabelProduct: "NVIDIA-A100-SXM4-80GB", LabelCount: "2"}
+	for i := range 100 {
+		l[fmt.Sprintf("nvidia.com/mig-x%d.count", i)] = "447"
+	}
+	start := time.Now()
+	_, err := NodeFromLabels(node("gpu-a", l, nil), "")
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %v, want well under 1 s", took)
+	}
+	want := "node gpu-a: its nvidia.com/mig-<profile>.count labels count 44700 MIG instances " +
+		"(nvidia.com/mig-x0.count=447, nvidia.com/mig-x1.count=447, nvidia.com/mig-x10.count=447, nvidia.com/mig-x11.count=447, " +
+		"nvidia.com/mig-x12.count=447, nvidia.com/mig-x13.count=447, nvidia.com/mig-x14.count=447, nvidia.com/mig-x15.count=447 and 92 more); " +
+		"2 GPUs (nvidia.com/gpu.count) hold at most 14 (7 per GPU)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error\n%v\nwant\n%s", err, want)
+	}
+
+	// At the bound: 14 instances on 2 GPUs are read, and one more is refused.
+	l = map[string]string{LabelProduct: "NVIDIA-A100-SXM4-80GB", LabelCount: "2",
+		"nvidia.com/mig-1g.10gb.count": "13", "nvidia.com/mig-7g.80gb.count": "1", "nvidia.com/mig-2g.20gb.count": "0"}
+	n, err := NodeFromLabels(node("gpu-b", l, nil), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(n.GPUs[0].MIG) + len(n.GPUs[1].MIG); got != 14 {
+		t.Errorf("%d instances laid out, want 14: %v", got, n.GPUs)
+	}
+	l["nvidia.com/mig-1g.10gb.count"] = "14"
+	_, err = NodeFromLabels(node("gpu-b", l, nil), "")
+	want = "node gpu-b: its nvidia.com/mig-<profile>.count labels count 15 MIG instances " +
+		"(nvidia.com/mig-1g.10gb.count=14, nvidia.com/mig-7g.80gb.count=1); 2 GPUs (nvidia.com/gpu.count) hold at most 14 (7 per GPU)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error\n%v\nwant\n%s", err, want)
 	}
 }
