@@ -95,6 +95,9 @@ type Service struct {
 // MaxRPS bounds peakRPS and safeRPSPerReplica; larger values are typos.
 const MaxRPS = 1e9
 
+// MaxPricePerHour bounds a node's pricePerHour (and ledger/kube's price annotation), USD.
+const MaxPricePerHour = 1e6
+
 // PeakUnset is the PeakRPS of a P0 or P1 service whose spec leaves peakRPS out, as
 // ledger/specfile decodes it: NaN, not 0, because `peakRPS: 0` is a demand a spec may give and
 // an absent one is not, and because no capacity comparison passes with NaN. Validate reports
@@ -162,7 +165,7 @@ func (s Spec) Validate() []FieldError {
 				add(p+".failureDomain", "%q is not a label value (a zone or rack label): %s", n.FailureDomain, strings.Join(msgs, "; "))
 			}
 		}
-		if bad(n.PricePerHour) || n.PricePerHour < 0 || n.PricePerHour > 1e6 {
+		if bad(n.PricePerHour) || n.PricePerHour < 0 || n.PricePerHour > MaxPricePerHour {
 			add(p+".pricePerHour", "%v is outside [0, 1e6] USD per hour", n.PricePerHour)
 		}
 		if len(n.GPUs) == 0 || len(n.GPUs) > 64 {

@@ -79,22 +79,26 @@ func ReadNodes(ctx context.Context, c kubernetes.Interface, opt NodeOptions) ([]
 // spread over the GPUs (ledger.SplitLayout); a product label with a
 // "-MIG-<profile>" suffix (single strategy, no per-profile counts) fills
 // every GPU with that profile; nvidia.com/mig.config=all-disabled or no
-// counts means whole GPUs. Errors name the node and label: among them MIG
-// counts that total more than the GPUs hold (7 each).
+// counts means whole GPUs. Errors name the node and label: among them a
+// price annotation that is not a plain number in [0, 1e6] and MIG counts
+// that total more than the GPUs hold (7 each).
 func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 	if domainLabel == "" {
 		domainLabel = LabelZone
 	}
 	l := n.Labels
 	out := ledger.Node{Name: n.Name, FailureDomain: l[domainLabel]}
-	priceText := n.Annotations[AnnotationPrice]
+	priceText, priceFrom := n.Annotations[AnnotationPrice], "annotation"
 	if priceText == "" {
-		priceText = l[AnnotationPrice]
+		priceText, priceFrom = l[AnnotationPrice], "label"
 	}
 	if priceText != "" {
-		p, err := strconv.ParseFloat(priceText, 64)
-		if err != nil || p < 0 {
-			return out, fmt.Errorf("node %s: %s %q: want a price in USD per hour ≥ 0", n.Name, AnnotationPrice, priceText)
+		// The spec reader's rule (ledger.PlainNumber): strconv.ParseFloat alone read 0x1p3 as
+		// 8 and 1_0 as 10, and let NaN, Inf and 2e6 through to an error naming nodes[i].
+		p, ok := ledger.ParsePlainNumber(priceText)
+		if !ok || !(p >= 0 && p <= ledger.MaxPricePerHour) {
+			return out, fmt.Errorf("node %s: %s %s %s: want a price in USD per hour in [0, 1e6], in plain decimal or exponent notation (e.g. 3.67 or 1e3)",
+				n.Name, priceFrom, AnnotationPrice, errtext.Quote(priceText, 64))
 		}
 		out.PricePerHour = p
 	}

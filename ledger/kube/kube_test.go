@@ -76,7 +76,7 @@ func TestNodeFromLabelsErrors(t *testing.T) {
 	}{
 		{"unknown product", node("n", map[string]string{LabelProduct: "Tesla-T4"}, nil), `node n: nvidia.com/gpu.product "Tesla-T4" is not a product the ledger knows`},
 		{"bad count", node("n", map[string]string{LabelProduct: "NVIDIA-H200", LabelCount: "0"}, nil), `node n: nvidia.com/gpu.count "0": want 1 to 64`},
-		{"bad price", node("n", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: "cheap"}), `node n: inferscale.io/price-per-hour "cheap"`},
+		{"bad price", node("n", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: "cheap"}), `node n: annotation inferscale.io/price-per-hour "cheap": want a price in USD per hour in [0, 1e6]`},
 		{"bad mig count", node("n", map[string]string{LabelProduct: "NVIDIA-H200", "nvidia.com/mig-1g.18gb.count": "x"}, nil), `node n: nvidia.com/mig-1g.18gb.count "x"`},
 	}
 	for _, tt := range tests {
@@ -157,5 +157,34 @@ func TestNodeFromLabelsMIGTotalBounded(t *testing.T) {
 		"(nvidia.com/mig-1g.10gb.count=14, nvidia.com/mig-7g.80gb.count=1); 2 GPUs (nvidia.com/gpu.count) hold at most 14 (7 per GPU)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error\n%v\nwant\n%s", err, want)
+	}
+}
+
+// TestNodeFromLabelsPrice: the price annotation (or label) is read by the spec reader's rule,
+// plain decimal or exponent notation in [0, 1e6]; anything else is one error naming the node,
+// the annotation and the range. strconv.ParseFloat alone read 0x1p3 as 8 and 1_0 as 10, and
+// let NaN, Inf and 2e6 through to `nodes[0].pricePerHour: NaN is outside [0, 1e6]`.
+func TestNodeFromLabelsPrice(t *testing.T) {
+	for give, want := range map[string]float64{"3.67": 3.67, "1e3": 1000, "0": 0, "0.5": 0.5, ".5": 0.5, "1e6": 1e6, "2.5E2": 250} {
+		n, err := NodeFromLabels(node("n", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: give}), "")
+		if err != nil || n.PricePerHour != want {
+			t.Errorf("price %q: %v, %v; want %v", give, n.PricePerHour, err, want)
+		}
+	}
+	for _, give := range []string{"0x1p3", "1_0", "0x10", "NaN", "nan", "Inf", "+Inf", "-1", "2e6", "1e400", "0367", "cheap", " 1", "."} {
+		_, err := NodeFromLabels(node("gpu-z", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: give}), "")
+		want := fmt.Sprintf("node gpu-z: annotation inferscale.io/price-per-hour %q: want a price in USD per hour in [0, 1e6], in plain decimal or exponent notation (e.g. 3.67 or 1e3)", give)
+		if err == nil || err.Error() != want {
+			t.Errorf("price %q: error\n%v\nwant\n%s", give, err, want)
+		}
+	}
+	// From a label, and a long value is quoted cut.
+	_, err := NodeFromLabels(node("gpu-z", map[string]string{LabelProduct: "NVIDIA-H200", AnnotationPrice: "0x8"}, nil), "")
+	if err == nil || !strings.HasPrefix(err.Error(), `node gpu-z: label inferscale.io/price-per-hour "0x8": want`) {
+		t.Errorf("label price: %v", err)
+	}
+	_, err = NodeFromLabels(node("gpu-z", map[string]string{LabelProduct: "NVIDIA-H200"}, map[string]string{AnnotationPrice: strings.Repeat("9", 100000)}), "")
+	if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "(100000 bytes)") {
+		t.Errorf("long price: %.400v", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -449,10 +448,6 @@ func plainNumbers(n *yaml.Node, name string) *FieldError {
 	return nil
 }
 
-// numberRE is a number in plain decimal or exponent notation (what plainNumbers lets
-// through); its groups are the sign, the integer digits, the fraction digits and the exponent.
-var numberRE = regexp.MustCompile(`^([-+]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]+))?$`)
-
 // fieldRange words the accepted range of each numeric field, as Validate does.
 var fieldRange = map[string]string{
 	"pricePerHour":      "[0, 1e6] USD per hour",
@@ -554,15 +549,15 @@ func (w *numberWalk) fields(n *yaml.Node, t reflect.Type, path string) {
 		case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			numeric = true
 		}
-		m := numberRE.FindStringSubmatch(n.Value)
-		notNumber := n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") || m == nil || m[2] == "" && m[3] == ""
+		m := ledger.PlainNumber(n.Value) // the rule ledger/kube's price annotation follows too
+		notNumber := n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") || m == nil
 		if notNumber {
 			if numeric { // yaml.v3 would say only "cannot unmarshal !!str `5O` into float64", no field
 				fail(fmt.Sprintf("%s: want a number in %s", errtext.Quote(n.Value, 64), rng))
 			}
 			return
 		}
-		if numeric && len(m[2]) > 1 && m[2][0] == '0' {
+		if numeric && ledger.LeadingZero(m) {
 			// yaml.v3 reads 0367 as octal (247) and 012 as 10; 09 as 9.
 			fail(fmt.Sprintf("%s has a leading zero, which yaml.v3 reads as octal; want a plain decimal number in %s (0 and 0.5 are fine)", n.Value, rng))
 			return
@@ -628,7 +623,7 @@ func yamlField(t reflect.Type, key string) reflect.Type {
 	return nil
 }
 
-// isWhole reports whether a number matched by numberRE is an integer, exactly: the digits
+// isWhole reports whether a number split by ledger.PlainNumber is an integer, exactly: the digits
 // scaled by the exponent leave no fraction (2.0, 1e3 and 15e-1… are decided on the digits,
 // not on a rounded float, so 1.0000000000000000001 is not whole).
 func isWhole(m []string) bool {
