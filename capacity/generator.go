@@ -279,23 +279,46 @@ func (g *Generator) InFlight() int {
 	return len(g.inFlight)
 }
 
-// WindowFor is the window length used at rate: max(Window, MinWindowRequests ÷ rate).
+// WindowFor is the window length used at rate: max(Window, MinWindowRequests ÷ rate). A
+// stretched window longer than a time.Duration holds (about 292 years, a rate below 2e-9
+// req/s at 50 requests) saturates at the largest Duration instead of wrapping negative;
+// rates below RateFloor(MinWindowRequests) are refused before a level is measured.
 func (c MeasureConfig) WindowFor(rateRPS float64) time.Duration {
 	w := c.Window
 	if rateRPS > 0 {
-		w = max(w, time.Duration(float64(c.MinWindowRequests)/rateRPS*float64(time.Second)))
+		w = max(w, secondsDuration(float64(c.MinWindowRequests)/rateRPS))
 	}
 	return w
+}
+
+// secondsDuration converts s seconds to a Duration, saturating instead of wrapping:
+// time.Duration(x) of a float64 past the int64 range (or of +Inf or NaN) is undefined in Go
+// and gave a negative duration on amd64 (a 1e-300 req/s gap made the send loop spin for
+// ever). s ≥ 2^63 ns, +Inf and NaN give the largest Duration; s ≤ 0 gives 0.
+func secondsDuration(s float64) time.Duration {
+	ns := s * float64(time.Second)
+	switch {
+	case !(ns < 0x1p63): // +Inf, NaN, or past math.MaxInt64 (whose float64 is 2^63)
+		return time.Duration(math.MaxInt64)
+	case ns <= 0:
+		return 0
+	}
+	return time.Duration(ns)
 }
 
 // Measure offers rateRPS (Poisson arrivals) in windows until the last StableWindows windows
 // agree or MaxWindows have passed, then cancels the requests still in flight (counted as late
 // where they already are) and waits up to RequestTimeout for them to return, so that the next
 // level starts on an idle server. It fails
-// only when ctx ends or rateRPS is not a positive finite number.
+// only when ctx ends or rateRPS is not a finite number at or above
+// RateFloor(MinWindowRequests).
 func (g *Generator) Measure(ctx context.Context, rateRPS float64) (Level, error) {
 	if !(rateRPS > 0) || math.IsInf(rateRPS, 0) {
 		return Level{}, fmt.Errorf("%w: rate %v req/s, want > 0", ErrInvalidConfig, rateRPS)
+	}
+	if rateBelowFloor(rateRPS, g.cfg.MinWindowRequests) {
+		return Level{}, fmt.Errorf("%w: rate %v req/s, want >= %.4g (RateFloor: minWindowRequests %d ÷ %v, the longest window)",
+			ErrInvalidConfig, rateRPS, RateFloor(g.cfg.MinWindowRequests), g.cfg.MinWindowRequests, MaxWindow)
 	}
 	win := g.cfg.WindowFor(rateRPS)
 	lvl := Level{OfferedRPS: rateRPS, WindowSeconds: win.Seconds(), ErrorsByCode: map[string]int{}}
@@ -370,9 +393,9 @@ func (g *Generator) interArrival(rateRPS float64) time.Duration {
 	if len(g.gaps) > 0 {
 		gap := g.gaps[g.pos%len(g.gaps)]
 		g.pos++
-		return time.Duration(gap / rateRPS * float64(time.Second))
+		return secondsDuration(gap / rateRPS)
 	}
-	return time.Duration(g.rng.ExpFloat64() / rateRPS * float64(time.Second))
+	return secondsDuration(g.rng.ExpFloat64() / rateRPS)
 }
 
 // UseTraceShape makes the generator replay the inter-arrival shape of a trace instead of

@@ -175,8 +175,13 @@ func (c Config) Validate() error {
 				c.Measure.MaxInFlight, n, n*int64(c.Measure.MaxInFlight), int64(MaxInFlightBytes), max(1, MaxInFlightBytes/n))
 		}
 	}
-	// StartRPS 0 is probed by Run.
-	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0))...)
+	// StartRPS 0 is probed by Run. The rates are held to RateFloor of --min-window-requests
+	// (when that is in range; else to MinRate, its own error said by Measure.Validate).
+	mwr := c.Measure.MinWindowRequests
+	if mwr < 1 || mwr > MaxWindowRequests {
+		mwr = 1
+	}
+	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0, mwr))...)
 }
 
 // MaxInFlightBytes bounds --max-in-flight × the request's encoded size (bytes): the memory the

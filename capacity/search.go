@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // ErrClientBound is returned by Search when a level was client-bound before any level passed:
@@ -22,7 +23,8 @@ var errStop = errors.New("stop")
 
 // SearchConfig is how Search walks the rates.
 type SearchConfig struct {
-	// StartRPS is the first rate tried. Range: > 0.
+	// StartRPS is the first rate tried. Range: [MinRate, MaxRate] (Config.Validate:
+	// [RateFloor(MinWindowRequests), MaxRate]).
 	StartRPS float64
 	// StepFactor multiplies the rate while levels pass. Range: (1, 100].
 	StepFactor float64
@@ -30,9 +32,12 @@ type SearchConfig struct {
 	// [MinPrecision, 1).
 	Precision float64
 	// MaxRPS caps the step-up; reaching it ends the search with μ from the highest passing
-	// rate (a limit the record notes). Range: [StartRPS, MaxRate].
+	// rate (a limit the record notes). Range: [StartRPS, MaxRate]; [MinRate, MaxRate] when
+	// StartRPS is probed.
 	MaxRPS float64
-	// MinRPS ends a step-down (from a failing StartRPS) with μ = 0. Range: (0, StartRPS].
+	// MinRPS ends a step-down (from a failing StartRPS) with μ = 0. Range: [MinRate,
+	// StartRPS] (Config.Validate: from RateFloor(MinWindowRequests)); [MinRate, MaxRPS] when
+	// StartRPS is probed.
 	MinRPS float64
 }
 
@@ -47,6 +52,38 @@ func DefaultSearchConfig() SearchConfig {
 // offer (one loopback core sends about 10^5 requests a second; 10^6 leaves ten times that).
 const MaxRate = 1e6
 
+// RateFloor is the lowest rate a level is measured at when each window must hold
+// minWindowRequests arrivals (--min-window-requests): minWindowRequests ÷ MaxWindow, 50 ÷ 1 h
+// ≈ 0.01389 req/s at the default. Config.Validate holds --start-rate, --min-rate and
+// --max-rate to it, and Generator.Measure refuses a rate below it.
+//
+// Derivation: a window lasts WindowFor(rate) = max(Window, minWindowRequests ÷ rate). Window
+// is at most MaxWindow (1 h) by its own range, and minWindowRequests ÷ rate ≤ MaxWindow
+// exactly when rate ≥ minWindowRequests ÷ MaxWindow. At or above the floor every window is so
+// at most MaxWindow, the bound --window has, and a level, at most MaxWindows (≤ 1000) windows
+// and then a drain of at most RequestTimeout (≤ 1 h), at most MaxWindows + 1 hours, as the
+// ranges of --window, --max-windows and --request-timeout say. Below it the window grows as
+// 1 ÷ rate: 50 ÷ 1e-3 req/s was a 14 h window and 140 h a level at the default 10 windows,
+// 50 ÷ 1e-9 a window of 1,585 years, which wrapped time.Duration to a negative length (the
+// record said 1 s), and a 1e-300 req/s gap wrapped too, spinning the send loop for ever.
+// A lower rate needs a lower --min-window-requests (1 allows one arrival an hour, MinRate).
+func RateFloor(minWindowRequests int) float64 {
+	return float64(max(minWindowRequests, 1)) / MaxWindow.Seconds()
+}
+
+// MinRate is RateFloor(1), one arrival an hour: the floor SearchConfig.Validate holds
+// StartRPS, MinRPS and MaxRPS to on its own, not knowing MinWindowRequests (Config.Validate,
+// which does, holds them to RateFloor of it).
+const MinRate = float64(time.Second) / float64(MaxWindow)
+
+// rateBelowFloor reports whether a window at rate, stretched to hold minWindowRequests
+// arrivals, would be longer than MaxWindow: rate < RateFloor(minWindowRequests), computed as
+// WindowFor computes the window so that a rate at the floor never gives a window past
+// MaxWindow by rounding. A NaN is not below (it is refused as not > 0).
+func rateBelowFloor(rate float64, minWindowRequests int) bool {
+	return float64(max(minWindowRequests, 1))/rate*float64(time.Second) > float64(MaxWindow)
+}
+
 // MinPrecision is the finest Precision accepted: 0.1 %, already finer than a level's own
 // noise (a window of 50 Poisson arrivals varies by 14 %). 1e-300 never ended: bisection
 // reaches adjacent floats, where (fail − pass) ÷ pass stays near 1e-16, one measured level
@@ -54,22 +91,39 @@ const MaxRate = 1e6
 const MinPrecision = 1e-3
 
 // Validate returns every violation, each naming the field (and its flag) and range.
-func (c SearchConfig) Validate() error { return c.validate(false) }
+// Rates are held to MinRate (RateFloor(1)); Config.Validate holds them to
+// RateFloor(MinWindowRequests).
+func (c SearchConfig) Validate() error { return c.validate(false, 1) }
 
 // validate is Validate; probed says StartRPS is 0, to be probed (Config.Validate): MinRPS
 // and MaxRPS are then checked against each other, not against a start rate the user never
-// gave.
-func (c SearchConfig) validate(probed bool) error {
+// gave. Rates are held to RateFloor(minWindowRequests).
+func (c SearchConfig) validate(probed bool, minWindowRequests int) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	floor := RateFloor(minWindowRequests)
+	// low says a rate that is otherwise in range is below the floor, with the range and why.
+	low := func(name, flag string, v float64, upper string) bool {
+		if !rateBelowFloor(v, minWindowRequests) {
+			return false
+		}
+		why := fmt.Sprintf("one arrival ÷ %v: a slower rate stretches a window past %v to hold one arrival", MaxWindow, MaxWindow)
+		if n := max(minWindowRequests, 1); n > 1 {
+			why = fmt.Sprintf("--min-window-requests %d ÷ %v: a slower rate stretches a window past %v to hold %d arrivals; a lower --min-window-requests allows slower rates", n, MaxWindow, MaxWindow, n)
+		}
+		bad("%s (%s) is %v, want [%.4g, %s] (%s)", name, flag, v, floor, upper, why)
+		return true
+	}
 	if !probed && (!(c.StartRPS > 0) || !finite(c.StartRPS)) {
 		bad("startRPS (--start-rate) is %v, want > 0", c.StartRPS)
 		// MinRPS and MaxRPS are then checked against each other: "--min-rate 0.1, want
 		// (0, startRPS NaN]" blamed flags nobody gave.
 		probed = true
+	} else if !probed && low("startRPS", "--start-rate", c.StartRPS, fmt.Sprintf("%g", MaxRate)) {
+		probed = true // the same: --min-rate 0.1 is not to blame for a start of 1e-9
 	}
 	if !(c.StepFactor > 1) || !finite(c.StepFactor) || c.StepFactor > 100 {
 		bad("stepFactor (--step-factor) is %v, want (1, 100]", c.StepFactor)
@@ -79,11 +133,22 @@ func (c SearchConfig) validate(probed bool) error {
 	}
 	switch {
 	case probed:
-		if !(c.MaxRPS > 0 && c.MaxRPS <= MaxRate) {
+		maxOK := c.MaxRPS > 0 && c.MaxRPS <= MaxRate
+		if !maxOK {
 			bad("maxRPS (--max-rate) is %v, want (0, %g]", c.MaxRPS, MaxRate)
+		} else {
+			maxOK = !low("maxRPS", "--max-rate", c.MaxRPS, fmt.Sprintf("%g", MaxRate))
 		}
-		if !(c.MinRPS > 0 && c.MinRPS <= c.MaxRPS) {
-			bad("minRPS (--min-rate) is %v, want (0, maxRPS %v]", c.MinRPS, c.MaxRPS)
+		// A bad --max-rate is not held against --min-rate (the default 0.1 was blamed for
+		// exceeding a --max-rate of 1e-9): --min-rate is then checked against MaxRate.
+		upper, upperName := c.MaxRPS, fmt.Sprintf("maxRPS %v", c.MaxRPS)
+		if !maxOK {
+			upper, upperName = MaxRate, fmt.Sprintf("%g", MaxRate)
+		}
+		if !(c.MinRPS > 0 && c.MinRPS <= upper) {
+			bad("minRPS (--min-rate) is %v, want (0, %s]", c.MinRPS, upperName)
+		} else {
+			low("minRPS", "--min-rate", c.MinRPS, upperName)
 		}
 	default:
 		if !(c.MaxRPS >= c.StartRPS && c.MaxRPS <= MaxRate) {
@@ -91,6 +156,8 @@ func (c SearchConfig) validate(probed bool) error {
 		}
 		if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
 			bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
+		} else {
+			low("minRPS", "--min-rate", c.MinRPS, fmt.Sprintf("startRPS %v", c.StartRPS))
 		}
 	}
 	return errors.Join(errs...)
