@@ -272,8 +272,9 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 			engineOK = false
 		}
 	}
-	modelRefused := false
+	modelRefused, modelGiven := false, false
 	if s, ok := get(KeyModel); ok {
+		modelGiven = true
 		if len(s) > maxModelBytes {
 			errs = append(errs, rangeError(KeyModel, fmt.Sprintf("a model label value of at most %d bytes", maxModelBytes), s))
 			modelRefused = true
@@ -359,6 +360,12 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	duration(KeyScaleDownPeriod, &p.ScaleDownPeriod, "a duration in (0s, 1h]", func(d time.Duration) bool { return d > 0 && d <= maxWindow })
 
 	// Cross-key rules.
+	// The model selects a preset's series; with engine custom nothing reads it, and it was
+	// accepted and dropped without a word.
+	if modelGiven && engineOK && !p.HasPreset() && !modelRefused {
+		errs = append(errs, fmt.Errorf("%w: %s is set with %s %q, whose queries are all given: the model selects the series of the triton and vllm presets, so it has no effect; set %s to triton or vllm, or remove %s",
+			ErrInvalidMetadata, KeyModel, KeyEngine, p.Engine, KeyEngine, KeyModel))
+	}
 	if p.HasPreset() && p.Model == "" && !modelRefused { // a refused model has its own error
 		errs = append(errs, fmt.Errorf("%w: %s is required with %s %q (the model label value)", ErrInvalidMetadata, KeyModel, KeyEngine, p.Engine))
 	}

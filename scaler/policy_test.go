@@ -120,6 +120,9 @@ func TestParseMetadataErrors(t *testing.T) {
 		{"burst below 1", base("burstFactor", "0.5"), testDefaults, []string{"burstFactor must be a number ≥ 1"}},
 		{"unknown engine", base("engine", "tgi"), testDefaults, []string{"engine must be one of triton, vllm, custom"}},
 		{"preset without model", map[string]string{"engine": "triton", "replicaThroughput": "3"}, testDefaults, []string{"model is required with engine \"triton\""}},
+		// Nothing reads a model without a preset: it was accepted and dropped.
+		{"model with engine custom", map[string]string{"engine": "custom", "model": "llama", "queueQuery": "sum(q)", "replicaThroughput": "3"}, testDefaults, []string{"model is set with engine \"custom\", whose queries are all given: the model selects the series of the triton and vllm presets, so it has no effect; set engine to triton or vllm, or remove model"}},
+		{"model without an engine", map[string]string{"model": "llama", "queueQuery": "sum(q)", "replicaThroughput": "3"}, testDefaults, []string{"model is set with engine \"custom\""}},
 		{"custom queue without a service time", map[string]string{"queueQuery": "sum(q)"}, testDefaults, []string{"serviceTimeQuery or replicaThroughput is required with a queue or rate signal"}},
 		{"custom without a query", map[string]string{}, testDefaults, []string{"queueQuery, rateQuery, runningQuery or activityQuery is required"}},
 		// Only the query's own error: not also "required", for a key that was written.
