@@ -26,7 +26,7 @@ type SearchConfig struct {
 	// StartRPS is the first rate tried. Range: [MinRate, MaxRate] (Config.Validate:
 	// [RateFloor(MinWindowRequests), MaxRate]).
 	StartRPS float64
-	// StepFactor multiplies the rate while levels pass. Range: (1, 100].
+	// StepFactor multiplies the rate while levels pass. Range: [MinStepFactor, 100].
 	StepFactor float64
 	// Precision ends the bisection once (fail − pass) ÷ pass ≤ Precision. Range:
 	// [MinPrecision, 1).
@@ -125,8 +125,11 @@ func (c SearchConfig) validate(probed bool, minWindowRequests int) error {
 	} else if !probed && low("startRPS", "--start-rate", c.StartRPS, fmt.Sprintf("%g", MaxRate)) {
 		probed = true // the same: --min-rate 0.1 is not to blame for a start of 1e-9
 	}
-	if !(c.StepFactor > 1) || !finite(c.StepFactor) || c.StepFactor > 100 {
-		bad("stepFactor (--step-factor) is %v, want (1, 100]", c.StepFactor)
+	// At least MinStepFactor: a factor of 1 + 1e-16 left lo × factor == lo and stepped for ever,
+	// and 1.0001 took 180,000 levels from the rate floor to MaxRPS; at 1.01 it is at most
+	// ln(10⁶ ÷ 0.0139) ÷ ln 1.01 ≈ 1,820 levels each way.
+	if !(c.StepFactor >= MinStepFactor) || !finite(c.StepFactor) || c.StepFactor > 100 {
+		bad("stepFactor (--step-factor) is %v, want [%v, 100]", c.StepFactor, MinStepFactor)
 	}
 	if !(c.Precision >= MinPrecision && c.Precision < 1) {
 		bad("precision (--precision) is %v, want [%g, 1)", c.Precision, MinPrecision)
@@ -190,6 +193,9 @@ type Result struct {
 // pass and claim 754 — 3 % more than it served, sizing every pool too small. The cap at
 // offered keeps Poisson noise (a window with more arrivals than the rate) from raising μ.
 func MuFromLevel(l Level) float64 { return min(l.OfferedRPS, l.ThroughputRPS) }
+
+// MinStepFactor is the least StepFactor: it bounds the levels of a step-up or step-down.
+const MinStepFactor = 1.01
 
 // Search finds μ with measure: it steps the rate up by StepFactor from StartRPS while levels
 // pass (Level.Passes), then bisects between the highest passing and the lowest failing rate

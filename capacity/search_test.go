@@ -73,6 +73,16 @@ func TestSearchConfigErrorsNameFlags(t *testing.T) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
 	}
+	// A factor just above 1 left lo × factor == lo: the step-up never ended.
+	for _, f := range []float64{1 + 1e-16, 1.0001, 1.0099} {
+		err := capacity.SearchConfig{StartRPS: 10, StepFactor: f, Precision: 0.05, MaxRPS: 1e5, MinRPS: 0.1}.Validate()
+		if err == nil || !contains(err.Error(), "stepFactor (--step-factor) is ") || !contains(err.Error(), "want [1.01, 100]") {
+			t.Errorf("step factor %v: %v; want the flag and [1.01, 100]", f, err)
+		}
+	}
+	if err := (capacity.SearchConfig{StartRPS: 10, StepFactor: 1.01, Precision: 0.05, MaxRPS: 1e5, MinRPS: 0.1}).Validate(); err != nil {
+		t.Errorf("step factor 1.01: %v", err)
+	}
 	err = capacity.MeasureConfig{}.Validate()
 	for _, want := range []string{"--window", "--max-windows", "--stability", "--max-in-flight", "--slo-latency", "--slo-quantile"} {
 		if err == nil || !contains(err.Error(), want) {

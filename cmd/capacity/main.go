@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.DurationVar(&cfg.Measure.MaxLag, "max-lag", cfg.Measure.MaxLag, "sends later than this after their schedule (over 1 %): client-bound; 0: a tenth of --slo-latency")
 	fs.DurationVar(&cfg.Measure.RequestTimeout, "request-timeout", cfg.Measure.RequestTimeout, "per-request timeout [--slo-latency, 1h]; a request past it counts as an error, not as late")
 	fs.Float64Var(&cfg.Search.StartRPS, "start-rate", 0, "first rate (req/s); 0: half of one execution slot's rate, probed")
-	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, (1, 100]")
+	fs.Float64Var(&cfg.Search.StepFactor, "step-factor", cfg.Search.StepFactor, "rate multiplier of the step-up, [1.01, 100]")
 	fs.Float64Var(&cfg.Search.Precision, "precision", cfg.Search.Precision, "bisection ends when (fail − pass) ÷ pass ≤ this")
 	fs.Float64Var(&cfg.Search.MaxRPS, "max-rate", cfg.Search.MaxRPS, "highest rate tried (req/s)")
 	fs.Float64Var(&cfg.Search.MinRPS, "min-rate", cfg.Search.MinRPS, "lowest rate tried when stepping down (req/s)")
