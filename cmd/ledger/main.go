@@ -31,8 +31,6 @@ import (
 	"github.com/inferscale/inferscale/ledger/publish"
 	"github.com/inferscale/inferscale/ledger/specfile"
 	"github.com/inferscale/inferscale/prom"
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -438,11 +436,12 @@ func noKubeconfigError(flag, env string, precedence []string, state func(string)
 // name and writes it into services; a service without one, or without
 // data, keeps its spec peakRPS and the note says why.
 func readPeaks(c Config, services []ledger.Service, sources []peak.Source) ([]ledger.PeakNote, error) {
-	client, err := api.NewClient(api.Config{Address: c.PrometheusAddress})
+	// Each answer is bounded (peak.MaxResponseBytes, the scaler's default): the client read a
+	// body whole, so a 1 GiB answer was held whole.
+	papi, err := peak.NewAPI(c.PrometheusAddress, peak.MaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-address: %w", err)
 	}
-	papi := v1.NewAPI(client)
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
 	now := time.Now()

@@ -13,10 +13,14 @@ import (
 	"math"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/errtext"
 	"github.com/inferscale/inferscale/prom"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
+
+// maxErrorMessageBytes bounds the Prometheus error message an error keeps.
+const maxErrorMessageBytes = 512
 
 // ErrNoData is returned when the query has no sample: an empty result is
 // not a peak of zero.
@@ -60,8 +64,10 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 
 // Read evaluates src's peak at now and returns it in requests per second:
 // the largest value among the series that match (a rateQuery returning
-// several series is read as its largest). Errors: ErrNoData, a NaN or
-// negative value, or the API's error.
+// several series is read as its largest). Errors: ErrNoData, a NaN,
+// negative or infinite value, or the API's error
+// (its message cut to maxErrorMessageBytes; an answer past the client's
+// limit, NewAPI's, wraps prom.ErrResponseTooLarge).
 func Read(ctx context.Context, api v1.API, src Source, window, step time.Duration, now time.Time) (float64, string, error) {
 	q, match, err := Query(src, window, step)
 	if err != nil {
@@ -69,6 +75,11 @@ func Read(ctx context.Context, api v1.API, src Source, window, step time.Duratio
 	}
 	res, _, _, err := api.Query(ctx, q, now)
 	if err != nil {
+		var apiErr *v1.Error
+		if errors.As(err, &apiErr) {
+			// The message is the server's, any size; Detail holds the whole body.
+			err = &v1.Error{Type: apiErr.Type, Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
+		}
 		return 0, q, fmt.Errorf("query %s: %w", q, err)
 	}
 	var samples []float64
