@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/envflag"
@@ -244,7 +245,7 @@ func build(c Config) (ledger.Report, error) {
 			spec.Services[i].Placement = nil // replicas are placed by the ledger against the live inventory
 		}
 		if errs := spec.Validate(); errs != nil {
-			return rep, fmt.Errorf("%w: %v", specfile.ErrInvalid, errors.Join(fieldErrors(errs)...))
+			return rep, fmt.Errorf("%w: %v", specfile.ErrInvalid, errors.Join(fieldErrors(withPeakReasons(errs, spec.Services, rep.Peaks))...))
 		}
 		rep.Live, rep.Owners = true, ledger.OwnerConflicts(owners)
 	}
@@ -266,6 +267,31 @@ func build(c Config) (ledger.Report, error) {
 		rep.Audit = a
 	}
 	return rep, nil
+}
+
+// withPeakReasons adds to each `services[i].peakRPS: required for …` error why Prometheus gave
+// that service no peak (its note: no ScaledObject of the name, no samples, a value refused as
+// NaN, negative or past 1e9, an answer past the size limit), so that such a peak is reported
+// as coming from Prometheus, not only as missing from the spec. notes are readPeaks', one per
+// service in order.
+func withPeakReasons(errs []ledger.FieldError, services []ledger.Service, notes []ledger.PeakNote) []ledger.FieldError {
+	reason := map[string]string{} // services[i].peakRPS → why Prometheus gave none
+	for i, sv := range services {
+		if i >= len(notes) || notes[i].Service != sv.Name || notes[i].Err == "" {
+			continue
+		}
+		from := "Prometheus"
+		if notes[i].Source != "" {
+			from += " (ScaledObject " + notes[i].Source + ")"
+		}
+		reason[fmt.Sprintf("services[%d].peakRPS", i)] = from + ": " + notes[i].Err
+	}
+	for k, e := range errs {
+		if r, ok := reason[e.Path]; ok && strings.HasPrefix(e.Msg, ledger.PeakRequired) {
+			errs[k].Msg += "; " + r
+		}
+	}
+	return errs
 }
 
 func fieldErrors(fe []ledger.FieldError) []error {

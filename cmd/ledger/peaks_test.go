@@ -25,6 +25,36 @@ func fakePrometheus(t *testing.T, body func(w http.ResponseWriter)) Config {
 
 const chatQuery = `max_over_time((rps{namespace="ml"})[1m:1s])`
 
+// TestReadPeaksOutOfRange: a peak past ledger.MaxRPS read from Prometheus is refused where
+// NaN and negative peaks are, in the ScaledObject's note with its query, and the service keeps
+// its spec peak; it was used, and Validate reported `services[0].peakRPS: 5e+09 is outside
+// [0, 1e+09]` as if the spec said it.
+func TestReadPeaksOutOfRange(t *testing.T) {
+	c := fakePrometheus(t, func(w http.ResponseWriter) {
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"5e9"]}]}}`))
+	})
+	services := []ledger.Service{{Name: "chat", Tier: ledger.P1, PeakRPS: 24}}
+	notes, err := readPeaks(c, services, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "rps"}})
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("readPeaks = %+v, %v; want one note", notes, err)
+	}
+	want := ledger.PeakNote{Service: "chat", Source: "ml/chat", Query: chatQuery,
+		Err: "query " + chatQuery + ": value 5e+09 is outside [0, 1e+09] req/s, the range of a peakRPS"}
+	if notes[0] != want {
+		t.Errorf("note\n%+v\nwant\n%+v", notes[0], want)
+	}
+	if services[0].PeakRPS != 24 {
+		t.Errorf("peakRPS %v, want the spec's 24", services[0].PeakRPS)
+	}
+	// At the bound it is used.
+	c = fakePrometheus(t, func(w http.ResponseWriter) {
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"1e9"]}]}}`))
+	})
+	if notes, err = readPeaks(c, services, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "rps"}}); err != nil || notes[0].Err != "" || services[0].PeakRPS != 1e9 {
+		t.Errorf("peak 1e9: %+v, %v, peakRPS %v", notes, err, services[0].PeakRPS)
+	}
+}
+
 // TestReadPeaksResponseBounded: an answer of 1 GiB is cut off at peak.MaxResponseBytes, an
 // error in the ScaledObject's note naming its query and the limit; the client read it whole.
 func TestReadPeaksResponseBounded(t *testing.T) {
@@ -65,5 +95,29 @@ func TestReadPeaksResponseBounded(t *testing.T) {
 	if err != nil || len(notes) != 1 || !strings.HasPrefix(notes[0].Err, "query "+chatQuery+": bad_data: xxx") ||
 		!strings.HasSuffix(notes[0].Err, "x… (100000 bytes)") || len(notes[0].Err) > 1024 {
 		t.Errorf("error answer: note %.300v…, %v; want the message cut to 512 bytes", notes, err)
+	}
+}
+
+// TestPeakRequiredSaysWhy: a P1 service with no spec peak whose Prometheus peak was refused
+// (past 1e9 here) is bad input saying so, with the ScaledObject and the query, not only
+// "not in the spec nor read from Prometheus".
+func TestPeakRequiredSaysWhy(t *testing.T) {
+	c := fakePrometheus(t, func(w http.ResponseWriter) {
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"5e9"]}]}}`))
+	})
+	spec := ledger.Spec{
+		Nodes:    []ledger.Node{{Name: "gpu-a", GPUs: []ledger.GPU{{Product: "H100-80GB-HBM3"}}}},
+		Services: []ledger.Service{{Name: "chat", Tier: ledger.P1, Profile: "H100-80GB-HBM3", PeakRPS: ledger.PeakUnset, SafeRPSPerReplica: 10}},
+	}
+	notes, err := readPeaks(c, spec.Services, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "rps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := withPeakReasons(spec.Validate(), spec.Services, notes)
+	want := `services[0].peakRPS: required for P1 service "chat": the demand to meet, req/s in [0, 1e+09], is not in the spec nor read from Prometheus ` +
+		`(ledger --live --prometheus-address reads it from the ScaledObject named "chat" when that has data); ` +
+		`Prometheus (ScaledObject ml/chat): query ` + chatQuery + `: value 5e+09 is outside [0, 1e+09] req/s, the range of a peakRPS`
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("errors %v\nwant %s", errs, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/internal/errtext"
+	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/prom"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -65,7 +66,7 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 // Read evaluates src's peak at now and returns it in requests per second:
 // the largest value among the series that match (a rateQuery returning
 // several series is read as its largest). Errors: ErrNoData, a NaN,
-// negative or infinite value, or the API's error
+// negative or infinite value, one past ledger.MaxRPS, or the API's error
 // (its message cut to maxErrorMessageBytes; an answer past the client's
 // limit, NewAPI's, wraps prom.ErrResponseTooLarge).
 func Read(ctx context.Context, api v1.API, src Source, window, step time.Duration, now time.Time) (float64, string, error) {
@@ -108,6 +109,10 @@ func Read(ctx context.Context, api v1.API, src Source, window, step time.Duratio
 	for _, s := range samples {
 		if math.IsNaN(s) || s < 0 || math.IsInf(s, 0) {
 			return 0, q, fmt.Errorf("query %s: value %v is not a rate", q, s)
+		}
+		if s > ledger.MaxRPS {
+			// The spec's bound on peakRPS: past it, Validate reported the value as the spec's.
+			return 0, q, fmt.Errorf("query %s: value %v is outside [0, %g] req/s, the range of a peakRPS", q, s, ledger.MaxRPS)
 		}
 		peak = max(peak, s)
 	}
