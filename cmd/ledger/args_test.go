@@ -94,3 +94,18 @@ func TestLiveMissingPeakWithoutPrometheus(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d naming %q before any kubeconfig is read", code, errb.String(), exitBad, want)
 	}
 }
+
+// TestIntegerFlagsDecimal: --max-retries=010 was read as octal 8 (0x10 as 16, 1_0 as 10);
+// integer flags take plain decimal only (internal/decimalflag), exit 2 naming the flag.
+func TestIntegerFlagsDecimal(t *testing.T) {
+	for _, give := range []string{"010", "0x10", "1_0"} {
+		var errb bytes.Buffer
+		c, _, err := parseFlags([]string{"--spec=x", "--max-retries=" + give}, &errb)
+		if want := `invalid value "` + give + `" for flag -max-retries: want a whole number in plain decimal`; err == nil || !strings.Contains(errb.String(), want) {
+			t.Errorf("--max-retries=%s: MaxRetries %d, err %v, stderr %q; want %q", give, c.MaxRetries, err, errb.String(), want)
+		}
+	}
+	if c, _, err := parseFlags([]string{"--spec=x", "--max-retries=10"}, &bytes.Buffer{}); err != nil || c.MaxRetries != 10 {
+		t.Errorf("--max-retries=10: %d, %v", c.MaxRetries, err)
+	}
+}

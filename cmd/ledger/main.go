@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/envflag"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
@@ -147,7 +148,8 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	fs.StringVar(&c.Pushgateway, "pushgateway", "", "push the verdicts as inferscale_ledger_* gauges to this Prometheus Pushgateway")
 	fs.StringVar(&c.PushJob, "push-job", "inferscale-ledger", "Pushgateway job name")
 	v := version.Flag(fs)
-	if err = fs.Parse(args); err != nil {
+	// decimalflag: fs.Parse alone read --max-retries=010 as octal 8, 0x10 and 1_0 silently.
+	if err = decimalflag.Parse(fs, args); err != nil {
 		return c, *v, err
 	}
 	fs.Visit(func(f *flag.Flag) {
