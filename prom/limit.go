@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/inferscale/inferscale/internal/errtext"
@@ -110,6 +111,22 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp.Body = &limitedBody{rc: resp.Body, c: c, own: own}
 	return resp, nil
+}
+
+// NewLimitedAPI returns a Prometheus API client for address whose every answer is bounded to
+// maxBytes (≤ 0: DefaultMaxResponseBytes), for a reader outside the poller (the ledger's peak
+// query): past it the query fails with an error wrapping [ErrResponseTooLarge] that names the
+// limit and the redacted address, never the body. Its answers are charged to one budget of
+// their own, each released when its body is closed. Errors: api.NewClient's (a bad address).
+func NewLimitedAPI(address string, maxBytes int64) (v1.API, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	c, err := api.NewClient(api.Config{Address: address, RoundTripper: &limitedTransport{base: api.DefaultRoundTripper, budget: &respBudget{max: maxBytes}}})
+	if err != nil {
+		return nil, err
+	}
+	return v1.NewAPI(c), nil
 }
 
 // limitedBody charges what it reads; once past the budget every Read fails.

@@ -464,9 +464,9 @@ func noKubeconfigError(flag, env string, precedence []string, state func(string)
 // name and writes it into services; a service without one, or without
 // data, keeps its spec peakRPS and the note says why.
 func readPeaks(c Config, services []ledger.Service, sources []peak.Source) ([]ledger.PeakNote, error) {
-	// Each answer is bounded (peak.MaxResponseBytes, the scaler's default): the client read a
-	// body whole, so a 1 GiB answer was held whole.
-	papi, err := peak.NewAPI(c.PrometheusAddress, peak.MaxResponseBytes)
+	// Each answer is bounded (prom.DefaultMaxResponseBytes, the scaler's default): the client
+	// read a body whole, so a 1 GiB answer was held whole.
+	papi, err := prom.NewLimitedAPI(c.PrometheusAddress, prom.DefaultMaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-address: %w", err)
 	}

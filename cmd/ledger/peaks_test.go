@@ -55,7 +55,7 @@ func TestReadPeaksOutOfRange(t *testing.T) {
 	}
 }
 
-// TestReadPeaksResponseBounded: an answer of 1 GiB is cut off at peak.MaxResponseBytes, an
+// TestReadPeaksResponseBounded: an answer of 1 GiB is cut off at prom.DefaultMaxResponseBytes, an
 // error in the ScaledObject's note naming its query and the limit; the client read it whole.
 func TestReadPeaksResponseBounded(t *testing.T) {
 	chunk := []byte(`{"status":"success","data":{"resultType":"vector","result":[` + strings.Repeat(`{"metric":{"a":"b"},"value":[1,"1"]},`, 1<<15))
@@ -80,7 +80,8 @@ func TestReadPeaksResponseBounded(t *testing.T) {
 	}
 	n := notes[0]
 	if n.Source != "ml/chat" || !strings.HasPrefix(n.Err, "query "+chatQuery+": ") ||
-		!strings.Contains(n.Err, "prometheus response too large: the answer is over the 16777216-byte limit on a Prometheus response (peak.MaxResponseBytes)") ||
+		!strings.Contains(n.Err, "prometheus response too large: the answer from http://127.0.0.1:") ||
+		!strings.Contains(n.Err, " is over the 16777216-byte limit on Prometheus responses") ||
 		len(n.Err) > 1024 || services[0].PeakRPS != 24 {
 		t.Errorf("note %+v, peakRPS %v; want the query and the 16777216-byte limit, and the spec's 24", n, services[0].PeakRPS)
 	}

@@ -68,7 +68,7 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 // several series is read as its largest). Errors: ErrNoData, a NaN,
 // negative or infinite value, one past ledger.MaxRPS, or the API's error
 // (its message cut to maxErrorMessageBytes; an answer past the client's
-// limit, NewAPI's, wraps prom.ErrResponseTooLarge).
+// limit, prom.NewLimitedAPI's, wraps prom.ErrResponseTooLarge).
 func Read(ctx context.Context, api v1.API, src Source, window, step time.Duration, now time.Time) (float64, string, error) {
 	q, match, err := Query(src, window, step)
 	if err != nil {
