@@ -162,13 +162,17 @@ func (b *limitedBody) Close() error {
 // is the server's (any size a hostile server sends), and it is held in the snapshot and logged.
 const maxErrorMessageBytes = 512
 
+// maxErrorTypeBytes bounds the errorType a failed query keeps: Prometheus's are words
+// (bad_data, timeout, execution), but the server's answer sets it, and a 1 MiB one was kept whole.
+const maxErrorTypeBytes = 64
+
 // boundedAPIError returns err without the response body that client_golang keeps in a
 // *v1.Error's Detail (up to MaxResponseBytes held per failing query until its next
-// evaluation), and with its message cut to maxErrorMessageBytes. Other errors pass as they are.
+// evaluation), and with its message cut to maxErrorMessageBytes and its type to maxErrorTypeBytes. Other errors pass as they are.
 func boundedAPIError(err error) error {
 	var apiErr *v1.Error
 	if !errors.As(err, &apiErr) {
 		return err
 	}
-	return &v1.Error{Type: apiErr.Type, Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
+	return &v1.Error{Type: v1.ErrorType(errtext.Cut(string(apiErr.Type), maxErrorTypeBytes)), Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
 }

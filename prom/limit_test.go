@@ -238,12 +238,15 @@ func TestAPIErrorIsBounded(t *testing.T) {
 	huge := strings.Repeat("x", 20000)
 	tests := []struct {
 		name    string
-		status  int
-		body    string
-		wantMsg string
+		status   int
+		body     string
+		wantMsg  string
+		wantType v1.ErrorType
 	}{
-		{"HTML error page", http.StatusBadGateway, "<html>" + huge + "</html>", "server error: 502"},
-		{"Prometheus error", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"` + huge + `"}`, strings.Repeat("x", maxErrorMessageBytes) + "… (20000 bytes)"},
+		{"HTML error page", http.StatusBadGateway, "<html>" + huge + "</html>", "server error: 502", v1.ErrServer},
+		{"Prometheus error", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"` + huge + `"}`, strings.Repeat("x", maxErrorMessageBytes) + "… (20000 bytes)", "bad_data"},
+		// The type is the server's too: a 1 MiB one was kept whole.
+		{"huge error type", http.StatusBadRequest, `{"status":"error","errorType":"` + huge + `","error":"x"}`, "x", v1.ErrorType(strings.Repeat("x", maxErrorTypeBytes) + "… (20000 bytes)")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +262,9 @@ func TestAPIErrorIsBounded(t *testing.T) {
 			var apiErr *v1.Error
 			if !errors.As(got.Err, &apiErr) {
 				t.Fatalf("Err = %v, want a *v1.Error", got.Err)
+			}
+			if apiErr.Type != tt.wantType {
+				t.Errorf("Type %.80q (%d bytes), want %.80q", apiErr.Type, len(apiErr.Type), tt.wantType)
 			}
 			if apiErr.Detail != "" || apiErr.Msg != tt.wantMsg {
 				t.Errorf("Detail %d bytes, Msg %.80q (%d bytes); want no Detail and Msg %.80q (%d bytes)", len(apiErr.Detail), apiErr.Msg, len(apiErr.Msg), tt.wantMsg, len(tt.wantMsg))

@@ -691,10 +691,10 @@ func (p *Poller) evaluate(ctx context.Context, q *query, now time.Time) {
 	}
 	switch {
 	case invalid && !q.invalid && firstBad != nil:
-		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative",
+		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative, or their sum passes float64",
 			"address", RedactAddress(q.id.address), "query", q.id.promql, "keys", len(bad), "err", firstBad)
 	case invalid && !q.invalid:
-		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative", "err", err)
+		p.log.Warn("prometheus query result not usable: a series it sums is NaN, ±Inf or negative, or their sum passes float64", "err", err)
 	case !invalid && q.invalid && !failing:
 		p.log.Info("prometheus query result usable again", "address", RedactAddress(q.id.address), "query", q.id.promql)
 	}
@@ -744,13 +744,29 @@ func split(v model.Value, kind Kind, grouped, bundle bool, nsLabel, modelLabel s
 				return series, nil, sample{}, false, nil
 			}
 			var bad map[group]error
+			for g, n := range summed {
+				// Every summand valid, the sum past float64 (two series of 1e308): +Inf is no
+				// sample, and the decision dropped it without a word.
+				if math.IsInf(series[g].value, 1) {
+					if bad == nil {
+						bad = map[group]error{}
+					}
+					k := kind
+					if bundle {
+						k = g.signal
+					}
+					bad[g] = &invalidValueError{kind: k, n: n, group: g, grouped: true, overflow: true}
+					delete(series, g)
+				}
+			}
 			for _, s := range v {
 				g := key(s)
 				n, ok := summed[g]
 				if !ok || validSummand(float64(s.Value)) {
 					continue
 				}
-				if _, seen := bad[g]; seen {
+				// An invalid series (+Inf itself) is named rather than the overflow it causes.
+				if e, seen := bad[g]; seen && !e.(*invalidValueError).overflow {
 					continue
 				}
 				if bad == nil {
@@ -782,6 +798,9 @@ func split(v model.Value, kind Kind, grouped, bundle bool, nsLabel, modelLabel s
 		if first != nil && len(v) > 1 {
 			return nil, nil, sample{}, false, &invalidValueError{kind: kind, series: first.Metric.String(), value: float64(first.Value), n: len(v)}
 		}
+		if len(v) > 1 && math.IsInf(total.value, 1) {
+			return nil, nil, sample{}, false, &invalidValueError{kind: kind, n: len(v), overflow: true}
+		}
 		return nil, nil, total, false, nil
 	}
 	return nil, nil, sample{}, false, fmt.Errorf("query returned a %s, want a vector or scalar", v.Type())
@@ -794,7 +813,8 @@ func split(v model.Value, kind Kind, grouped, bundle bool, nsLabel, modelLabel s
 func validSummand(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // ErrInvalidValue is wrapped by a [Result.Err] when the key's value would be the sum of
-// several series and one of them is NaN, ±Inf or negative: the sum would hide it, so the key
+// several series and one of them is NaN, ±Inf or negative, or their sum passes the largest
+// float64: the sum would hide it, so the key
 // has no value (the scaler's decision holds the signal's last good value, then leaves it out,
 // as for an invalid single value). The error names the signal, the series, its value and the
 // accepted range.
@@ -810,6 +830,9 @@ type invalidValueError struct {
 	n       int // series the value would sum
 	group   group
 	grouped bool
+	// overflow: every series is valid and their sum passes the largest float64 (series and
+	// value are then unset).
+	overflow bool
 }
 
 func (e *invalidValueError) Error() string {
@@ -821,6 +844,10 @@ func (e *invalidValueError) Error() string {
 		default:
 			of = fmt.Sprintf("of model %q", e.group.model)
 		}
+	}
+	if e.overflow {
+		return fmt.Sprintf("%v: %s: the %d series %s sum past the largest float64 (%g), so the sample is not usable",
+			ErrInvalidValue, e.kind, e.n, of, math.MaxFloat64)
 	}
 	return fmt.Sprintf("%v: %s: series %s is %s, outside the accepted range [0, +Inf) (a finite number ≥ 0), so the %d series %s are not summed and the sample is not usable",
 		ErrInvalidValue, e.kind, errtext.Cut(e.series, maxSeriesText), strconv.FormatFloat(e.value, 'g', -1, 64), e.n, of)

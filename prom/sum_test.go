@@ -153,7 +153,7 @@ func TestSumOfInvalidSeriesIsNotUsable(t *testing.T) {
 		t.Errorf("inferscale_scaler_prom_query_errors_total has %d series, want none", n)
 	}
 	out := logs.String()
-	if n := strings.Count(out, `msg="prometheus query result not usable: a series it sums is NaN, ±Inf or negative"`); n != 7 {
+	if n := strings.Count(out, `msg="prometheus query result not usable: a series it sums is NaN, ±Inf or negative, or their sum passes float64"`); n != 7 {
 		t.Errorf("%d warnings of unusable results, want 7 (5 custom, the split, the bundle):\n%s", n, out)
 	}
 	if strings.Contains(out, "prometheus query failing") {
@@ -173,4 +173,39 @@ func TestSumOfInvalidSeriesIsNotUsable(t *testing.T) {
 	if n := strings.Count(logs.String(), `msg="prometheus query result usable again"`); n != 2 {
 		t.Errorf("%d 'usable again' lines, want 2:\n%s", n, logs.String())
 	}
+}
+
+// TestSumPastFloat64IsNotUsable: series that are each valid but sum past the largest float64
+// (two of 1e308) read +Inf with no error, which the decision dropped without a word; the key
+// now has no value and an Err wrapping ErrInvalidValue that says so, for a custom query and
+// for one model of a split query (the other model's sum is kept).
+func TestSumPastFloat64IsNotUsable(t *testing.T) {
+	f := &fakeAnswers{by: map[string]string{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.DefaultAddress = srv.URL
+	p, err := NewPoller(cfg, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(`q{namespace="a"}`, vec(`{"pod":"a"}=1e308`, `{"pod":"b"}=1e308`))
+	k := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Query: "q"})
+	splitQ := `sum by (model, pod) (demand)`
+	f.set(`sum by (model, pod) (demand{namespace="a"})`, vec(`{"model":"m","pod":"a"}=1.5e308`, `{"model":"m","pod":"b"}=1e308`, `{"model":"n","pod":"a"}=1e308`, `{"model":"n","pod":"b"}=3`))
+	kM := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Query: splitQ, ModelLabel: "model", Model: "m"})
+	kN := subscribe(t, p, Request{Namespace: "a", Kind: KindRate, Query: splitQ, ModelLabel: "model", Model: "n"})
+	p.Refresh(context.Background())
+
+	got := p.Result(k)
+	want := fmt.Sprintf(`query %s "q{namespace=\"a\"}": invalid value: rate: the 2 series the query returned sum past the largest float64 (1.7976931348623157e+308), so the sample is not usable`, srv.URL)
+	if got.Err == nil || got.Err.Error() != want || !errors.Is(got.Err, ErrInvalidValue) || got.Value != 0 {
+		t.Errorf("custom: Result = %+v,\nwant Err %s", got, want)
+	}
+	got = p.Result(kM)
+	wantM := `invalid value: rate: the 2 series of model "m" sum past the largest float64 (1.7976931348623157e+308), so the sample is not usable`
+	if got.Err == nil || got.Err.Error() != wantM || !errors.Is(got.Err, ErrInvalidValue) || got.Value != 0 {
+		t.Errorf("split model m: Result = %+v,\nwant Err %s", got, wantM)
+	}
+	wantValue(t, p, kN, 1e308+3)
 }
