@@ -97,6 +97,16 @@ func TestReadPeaksResponseBounded(t *testing.T) {
 		!strings.HasSuffix(notes[0].Err, "x… (100000 bytes)") || len(notes[0].Err) > 1024 {
 		t.Errorf("error answer: note %.300v…, %v; want the message cut to 512 bytes", notes, err)
 	}
+
+	// So is its errorType: a 4 MiB one was kept whole in the note, the report and the ConfigMap.
+	c = fakePrometheus(t, func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"status":"error","errorType":"` + strings.Repeat("T", 4<<20) + `","error":"bad"}`))
+	})
+	notes, err = readPeaks(c, services, []peak.Source{{Namespace: "ml", ScaledObject: "chat", RateQuery: "rps"}})
+	if wantErr := "query " + chatQuery + ": " + strings.Repeat("T", 64) + "… (4194304 bytes): bad"; err != nil || len(notes) != 1 || notes[0].Err != wantErr {
+		t.Errorf("error type: note %.300v…, %v; want %q", notes, err, wantErr)
+	}
 }
 
 // TestPeakRequiredSaysWhy: a P1 service with no spec peak whose Prometheus peak was refused

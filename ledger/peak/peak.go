@@ -20,8 +20,13 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// maxErrorMessageBytes bounds the Prometheus error message an error keeps.
-const maxErrorMessageBytes = 512
+// maxErrorMessageBytes bounds the Prometheus error message an error keeps,
+// and maxErrorTypeBytes its errorType (Prometheus's are a word: "bad_data",
+// "timeout"; the server's JSON may hold any size).
+const (
+	maxErrorMessageBytes = 512
+	maxErrorTypeBytes    = 64
+)
 
 // ErrNoData is returned when the query has no sample: an empty result is
 // not a peak of zero.
@@ -79,7 +84,7 @@ func Read(ctx context.Context, api v1.API, src Source, window, step time.Duratio
 		var apiErr *v1.Error
 		if errors.As(err, &apiErr) {
 			// The message is the server's, any size; Detail holds the whole body.
-			err = &v1.Error{Type: apiErr.Type, Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
+			err = &v1.Error{Type: v1.ErrorType(errtext.Cut(string(apiErr.Type), maxErrorTypeBytes)), Msg: errtext.Cut(apiErr.Msg, maxErrorMessageBytes)}
 		}
 		return 0, q, fmt.Errorf("query %s: %w", q, err)
 	}

@@ -3,11 +3,16 @@ package peak
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/inferscale/inferscale/internal/promtest"
 	"github.com/inferscale/inferscale/prom"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 func TestQuery(t *testing.T) {
@@ -87,5 +92,42 @@ func TestReadAgainstPrometheus(t *testing.T) {
 	_, _, err = Read(ctx, srv.API(), Source{Namespace: "other", RateQuery: "ledger_test_rps"}, time.Minute, time.Second, time.Now())
 	if !errors.Is(err, ErrNoData) {
 		t.Errorf("other namespace: %v, want ErrNoData", err)
+	}
+}
+
+// TestReadCutsErrorType: Prometheus's error answer sets errorType and error; both are the
+// server's, any size. A 4 MiB errorType was kept whole in the error, the report and the
+// ConfigMap; it is cut like the message.
+func TestReadCutsErrorType(t *testing.T) {
+	typ := strings.Repeat("T", 4<<20)
+	msg := strings.Repeat("m", 4<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, `{"status":"error","errorType":%q,"error":%q}`, typ, msg)
+	}))
+	defer srv.Close()
+	api, err := prom.NewLimitedAPI(srv.URL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Read(context.Background(), api, Source{Namespace: "ml", ScaledObject: "chat", RateQuery: "x"}, time.Hour, time.Minute, time.Now())
+	var apiErr *v1.Error
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("err %v, want a *v1.Error", err)
+	}
+	wantType := strings.Repeat("T", maxErrorTypeBytes) + fmt.Sprintf("… (%d bytes)", len(typ))
+	if string(apiErr.Type) != wantType {
+		t.Errorf("errorType %d bytes (%.80q…), want %d: %q", len(apiErr.Type), apiErr.Type, len(wantType), wantType)
+	}
+	wantMsg := strings.Repeat("m", maxErrorMessageBytes) + fmt.Sprintf("… (%d bytes)", len(msg))
+	if apiErr.Msg != wantMsg {
+		t.Errorf("message %d bytes, want %d", len(apiErr.Msg), len(wantMsg))
+	}
+	if apiErr.Detail != "" {
+		t.Errorf("detail %d bytes, want none", len(apiErr.Detail))
+	}
+	if n := len(err.Error()); n > 2048 {
+		t.Errorf("error is %d bytes, want ≤ 2048", n)
 	}
 }
