@@ -140,7 +140,7 @@ func parseFlags(args []string, out io.Writer) (c Config, showVersion bool, err e
 	fs.StringVar(&c.NodeSelector, "node-selector", "", "label selector of GPU nodes for --live (default: nodes labelled "+kube.LabelProduct+")")
 	fs.StringVar(&c.FailureDomainLabel, "failure-domain-label", kube.LabelZone, "node label holding the failure domain for --live")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Second, "deadline for reading the cluster and Prometheus")
-	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate; not given: $"+envflag.PrometheusAddress+" with --live (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
+	fs.StringVar(&c.PrometheusAddress, "prometheus-address", "", "with --live: read each service's peakRPS from Prometheus, as max_over_time of its ScaledObject's (same name) request rate (a rateQuery's series summed, as the scaler sums them); not given: $"+envflag.PrometheusAddress+" with --live (a Secret's value keeps a password out of the arguments); the flag wins, even empty")
 	fs.DurationVar(&c.PeakWindow, "peak-window", 7*24*time.Hour, "window of the peak: a full business cycle")
 	fs.DurationVar(&c.PeakStep, "peak-step", time.Minute, "resolution of the peak subquery")
 	fs.StringVar(&c.ConfigMap, "configmap", "", "with --live: write the report (ledger.md, ledger.json, mig-parted.yaml) into this existing ConfigMap")

@@ -1,9 +1,9 @@
 // Package peak reads a service's peak demand from Prometheus: the
 // max_over_time, over a window a flag names (a full business cycle), of
-// the request rate its ScaledObject scales on — the trigger's own
-// rateQuery, confined to the ScaledObject's namespace as the scaler
-// confines it, or the engine preset's rate query (prom.PresetQuery) for
-// its model.
+// the request rate its ScaledObject scales on — the sum of the series of
+// the trigger's own rateQuery, confined to the ScaledObject's namespace
+// as the scaler confines it (the scaler adds a custom query's series),
+// or the engine preset's rate query (prom.PresetQuery) for its model.
 package peak
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/inferscale/inferscale/prom"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // maxErrorMessageBytes bounds the Prometheus error message an error keeps,
@@ -27,6 +28,9 @@ const (
 	maxErrorMessageBytes = 512
 	maxErrorTypeBytes    = 64
 )
+
+// promqlParser is Prometheus's parser with default options, as prom.Confine's.
+var promqlParser = parser.NewParser(parser.Options{})
 
 // ErrNoData is returned when the query has no sample: an empty result is
 // not a peak of zero.
@@ -45,10 +49,22 @@ type Source struct {
 var Labels = prom.Labels{Namespace: "namespace", Pod: "pod"}
 
 // Query builds the PromQL for src's peak over window, evaluated as a
-// subquery at step resolution: max_over_time((rate)[window:step]). match
-// are the label values that pick src's series from a preset's grouped
-// result (nil for a rateQuery, whose series are all src's). Errors wrap
-// prom's ErrBadQuery or ErrBadRequest.
+// subquery at step resolution.
+//
+// A rateQuery R is read as the scaler reads it: the scaler adds the series
+// of a custom query and scales on their sum (prom.Request.Query), so the
+// peak is the largest sum, max_over_time((sum(R) unless on () (R < 0))
+// [window:step]), not the largest series (pods at 30 and 20 req/s are a
+// demand of 50). A step where a series of R is negative is left out, as
+// the scaler takes no value from such a sum (prom.ErrInvalidValue); a
+// scalar R is read through vector(R).
+//
+// A preset's rate query is already one series per (namespace, model), the
+// groups the scaler splits it into: max_over_time((preset)[window:step])
+// keeps them apart, and match are the label values that pick src's group
+// (nil for a rateQuery, whose series are all src's).
+//
+// Errors wrap prom's ErrBadQuery or ErrBadRequest.
 func Query(src Source, window, step time.Duration) (q string, match map[string]string, err error) {
 	if window <= 0 || step <= 0 || step > window {
 		return "", nil, fmt.Errorf("%w: window %v and step %v: want 0 < step ≤ window", prom.ErrBadRequest, window, step)
@@ -59,6 +75,19 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 		if rate, err = prom.Confine(src.RateQuery, src.Namespace, Labels.Namespace); err != nil {
 			return "", nil, err
 		}
+		expr, err := promqlParser.ParseExpr(rate)
+		if err != nil { // Confine printed it from a parsed tree
+			return "", nil, fmt.Errorf("%w: parse confined rateQuery %q: %w", prom.ErrBadQuery, rate, err)
+		}
+		switch t := expr.Type(); t {
+		case parser.ValueTypeVector:
+			rate = "(" + rate + ")"
+		case parser.ValueTypeScalar:
+			rate = "vector(" + rate + ")"
+		default:
+			return "", nil, fmt.Errorf("rateQuery %q: %w: returns a %s; it must return an instant vector or a scalar", src.RateQuery, prom.ErrBadQuery, t)
+		}
+		rate = fmt.Sprintf("sum(%s) unless on () (%s < 0)", rate, rate)
 	default:
 		if rate, err = prom.PresetQuery(src.Engine, prom.KindRate, Labels); err != nil {
 			return "", nil, err
@@ -69,8 +98,8 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 }
 
 // Read evaluates src's peak at now and returns it in requests per second:
-// the largest value among the series that match (a rateQuery returning
-// several series is read as its largest). Errors: ErrNoData, a NaN,
+// the largest sum of a rateQuery's series (see Query), or the peak of the
+// preset group that matches (should several match, the largest). Errors: ErrNoData, a NaN,
 // negative or infinite value, one past ledger.MaxRPS, or the API's error
 // (its message cut to maxErrorMessageBytes; an answer past the client's
 // limit, prom.NewLimitedAPI's, wraps prom.ErrResponseTooLarge).
