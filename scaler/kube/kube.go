@@ -102,7 +102,8 @@ type Target struct {
 	// (0 <= Min <= Max, Max >= 1).
 	Known bool
 	// ReadyKnown is true when the scale target exists and is a Deployment or StatefulSet
-	// (apps/v1), so Ready is read from its status.
+	// (apps/v1) whose status.readyReplicas is absent (0) or an integer in [0, MaxInt32], so
+	// Ready is read from its status; any other value is missing data (Problem names it).
 	ReadyKnown bool
 	// CurrentKnown is true when ReadyKnown and the scale target has spec.replicas.
 	CurrentKnown bool
@@ -141,6 +142,7 @@ type object struct {
 	namespace, name, resourceVersion string
 	ready                            int32             // status.readyReplicas (Deployment, StatefulSet)
 	current                          int32             // spec.replicas (Deployment, StatefulSet); -1 unset
+	problem                          string            // Deployment, StatefulSet: why ready is unusable; "" when usable
 	so                               *scaledObject     // ScaledObjects only
 	selector                         map[string]string // spec.selector.matchLabels (Deployment, StatefulSet); nil: none usable
 	labels                           map[string]string // Pods: metadata.labels
@@ -192,8 +194,8 @@ func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster
 		fill func(*unstructured.Unstructured, *object)
 	}{
 		{&c.sos, ScaledObjects, c.fillScaledObject},
-		{&c.deploys, Deployments, fillReplicas},
-		{&c.sets, StatefulSets, fillReplicas},
+		{&c.deploys, Deployments, c.fillReplicas},
+		{&c.sets, StatefulSets, c.fillReplicas},
 		{&c.pods, Pods, fillPod},
 	} {
 		inf := newInformer(dyn, w.gvr, cfg)
@@ -240,12 +242,20 @@ func transform(fill func(*unstructured.Unstructured, *object)) cache.TransformFu
 	}
 }
 
-// fillReplicas reads a Deployment's or StatefulSet's status.readyReplicas (absent: 0) and
-// spec.replicas (absent or not an int32: -1, unknown; the API server defaults it to 1, so a
-// served object always has it).
-func fillReplicas(u *unstructured.Unstructured, o *object) {
-	r, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-	o.ready = int32(r)
+// fillReplicas reads a Deployment's or StatefulSet's status.readyReplicas (absent: 0; not an
+// integer in [0, MaxInt32]: o.problem, logged here once per event) and spec.replicas (absent
+// or not an int32: -1, unknown; the API server defaults it to 1, so a served object always
+// has it).
+func (c *Cluster) fillReplicas(u *unstructured.Unstructured, o *object) {
+	if r, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "readyReplicas"); found && r != nil {
+		if n, ok := r.(int64); ok && n >= 0 && n <= math.MaxInt32 {
+			o.ready = int32(n)
+		} else {
+			o.problem = fmt.Sprintf("status.readyReplicas %v: must be an integer in [0, %d]", r, math.MaxInt32)
+			c.log.Warn("scale target's ready replicas unusable", "namespace", o.namespace, "name", o.name,
+				"kind", u.GetKind(), "problem", o.problem)
+		}
+	}
 	o.current = -1
 	if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n >= 0 && n <= math.MaxInt32 {
 		o.current = int32(n)
@@ -346,6 +356,10 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	w := get(inf, namespace, so.name)
 	if w == nil {
 		t.Problem = fmt.Sprintf("%s %s/%s not found", so.kind, namespace, so.name)
+		return t, true
+	}
+	if w.problem != "" {
+		t.Problem = fmt.Sprintf("%s %s/%s: %s", so.kind, namespace, so.name, w.problem)
 		return t, true
 	}
 	t.Ready, t.ReadyKnown = w.ready, true

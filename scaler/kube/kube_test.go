@@ -3,9 +3,12 @@ package kube
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math"
 	goruntime "runtime"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,8 +68,13 @@ func start(t *testing.T, objs ...runtime.Object) env {
 
 func startWith(t *testing.T, cfg Config, objs ...runtime.Object) env {
 	t.Helper()
+	return startLog(t, cfg, nil, objs...)
+}
+
+func startLog(t *testing.T, cfg Config, log *slog.Logger, objs ...runtime.Object) env {
+	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
-	c, err := NewForClient(dyn, cfg, nil)
+	c, err := NewForClient(dyn, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +188,7 @@ func TestLookupFollowsChanges(t *testing.T) {
 // TestTransformKeepsOnlyReadFields: the cache holds *object with identity and the read fields,
 // never the managedFields, pod template or conditions of the listed object.
 func TestTransformKeepsOnlyReadFields(t *testing.T) {
-	tf := transform(fillReplicas)
+	tf := transform((&Cluster{log: slog.New(slog.DiscardHandler)}).fillReplicas)
 	d := deployment("a", "pool", 3)
 	d.SetResourceVersion("42")
 	got, err := tf(d)
@@ -460,4 +468,89 @@ func TestColdStartMeasured(t *testing.T) {
 			t.Errorf("%s: cold start %v known %v, want %v %v", tt.name, got.ColdStart, got.ColdStartKnown, tt.want, tt.known)
 		}
 	}
+}
+
+// records is a slog handler keeping every record's message and attributes.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	b.WriteString(rec.Level.String() + " " + rec.Message)
+	rec.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+	r.mu.Lock()
+	r.msgs = append(r.msgs, b.String())
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *records) find(sub string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		if strings.Contains(m, sub) {
+			return m
+		}
+	}
+	return ""
+}
+
+// TestReadyReplicasOutOfRange: status.readyReplicas outside [0, MaxInt32], or not an integer,
+// is missing data (ReadyKnown false, Problem naming the field and range, a warning), never
+// wrapped to int32: 4294967297 read as 1 ready replica before.
+func TestReadyReplicasOutOfRange(t *testing.T) {
+	tests := []struct {
+		name  string
+		ready any // nil: absent
+		want  Target
+	}{
+		{"wrap", int64(4294967297), Target{Problem: "Deployment a/wrap: status.readyReplicas 4294967297: must be an integer in [0, 2147483647]"}},
+		{"over", int64(math.MaxInt32) + 1, Target{Problem: "Deployment a/over: status.readyReplicas 2147483648: must be an integer in [0, 2147483647]"}},
+		{"negative", int64(-1), Target{Problem: "Deployment a/negative: status.readyReplicas -1: must be an integer in [0, 2147483647]"}},
+		{"string", "3", Target{Problem: "Deployment a/string: status.readyReplicas 3: must be an integer in [0, 2147483647]"}},
+		{"fraction", 2.5, Target{Problem: "Deployment a/fraction: status.readyReplicas 2.5: must be an integer in [0, 2147483647]"}},
+		{"max", int64(math.MaxInt32), Target{Ready: math.MaxInt32, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+		{"zero", int64(0), Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+		{"absent", nil, Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+	}
+	var objs []runtime.Object
+	for _, tt := range tests {
+		d := deployment("a", tt.name, 0)
+		if tt.ready == nil {
+			delete(d.Object["status"].(map[string]any), "readyReplicas")
+		} else {
+			d.Object["status"].(map[string]any)["readyReplicas"] = tt.ready
+		}
+		objs = append(objs, d, newScaledObject("a", tt.name, map[string]any{"scaleTargetRef": map[string]any{"name": tt.name}}))
+	}
+	log := &records{}
+	e := startLog(t, DefaultConfig(), slog.New(log), objs...)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.want
+			want.Min, want.Max, want.Known = 0, 100, true
+			want.TargetAPIVersion, want.TargetKind, want.TargetName = "apps/v1", "Deployment", tt.name
+			got, ok := e.c.Lookup("a", tt.name)
+			if diff := cmp.Diff(want, got); !ok || diff != "" {
+				t.Errorf("Lookup ok %v (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+	if m := log.find("name=wrap"); m != "WARN scale target's ready replicas unusable namespace=a name=wrap kind=Deployment problem=status.readyReplicas 4294967297: must be an integer in [0, 2147483647]" {
+		t.Errorf("warning for a/wrap = %q", m)
+	}
+	// A valid value on the next status update makes the replicas known again.
+	d := deployment("a", "wrap", 5)
+	if _, err := e.dyn.Resource(Deployments).Namespace("a").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		got, _ := e.c.Lookup("a", "wrap")
+		return got.ReadyKnown && got.Ready == 5 && got.Problem == ""
+	})
 }
