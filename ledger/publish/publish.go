@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -85,18 +87,82 @@ func (m *Metrics) Set(r ledger.Report) {
 }
 
 // Push sends a report's metrics to a Pushgateway under job, replacing the
-// job's previous push.
+// job's previous push. The Pushgateway's answer is read up to
+// MaxAnswerBytes: client_golang reads an error status's answer whole into
+// its error (a 1 GiB answer to a push allocated 4.6 GiB).
 func Push(ctx context.Context, url, job string, r ledger.Report) error {
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg).Set(r)
-	if err := push.New(url, job).Gatherer(reg).PushContext(ctx); err != nil {
+	client := &http.Client{Transport: cappedTransport{base: http.DefaultTransport, max: MaxAnswerBytes}}
+	if err := push.New(url, job).Client(client).Gatherer(reg).PushContext(ctx); err != nil {
 		return pushError(url, err)
 	}
 	return nil
 }
 
-// maxPushErrorBytes bounds pushError's text: client_golang quotes the Pushgateway's whole
-// answer in a status error.
+// MaxAnswerBytes bounds what Push reads of a Pushgateway's answer: its
+// answers are empty, or an error's text of a few hundred bytes.
+const MaxAnswerBytes = 64 << 10
+
+// cappedTransport passes at most max bytes of every response body; past
+// them the body ends with a note that says so. No copy in the repository
+// fits: prom's limitedTransport is unexported and charges a shared budget
+// with an error past it, where an error's answer here is only to be cut.
+type cappedTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: t.max, max: t.max}
+	return resp, nil
+}
+
+// cappedBody reads rc up to max bytes, then, when rc has more, the note
+// " … (answer cut at <max> bytes)" and io.EOF. Close closes rc without
+// draining it.
+type cappedBody struct {
+	rc     io.ReadCloser
+	left   int64  // bytes of rc still to pass
+	max    int64  // the cap, for the note
+	note   []byte // what is left of the note to give (nil: not known yet)
+	probed bool   // rc was read past the cap
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left > 0 {
+		if int64(len(p)) > b.left {
+			p = p[:b.left]
+		}
+		n, err := b.rc.Read(p)
+		b.left -= int64(n)
+		return n, err
+	}
+	if !b.probed {
+		b.probed = true
+		var one [1]byte
+		if n, _ := io.ReadFull(b.rc, one[:]); n == 0 {
+			return 0, io.EOF // exactly max bytes, or an error past them: the answer is whole
+		}
+		b.note = fmt.Appendf(nil, " … (answer cut at %d bytes)", b.max)
+	}
+	n := copy(p, b.note)
+	b.note = b.note[n:]
+	if len(b.note) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// maxPushErrorBytes bounds pushError's text: client_golang quotes the Pushgateway's
+// answer in a status error (up to MaxAnswerBytes). The text keeps its first and last
+// halves, so the note of an answer cut at MaxAnswerBytes stays in it.
 const maxPushErrorBytes = 1024
 
 // pushError is err of a push to url without url's password and query values (prom.RedactAddress):
@@ -108,7 +174,7 @@ func pushError(url string, err error) error {
 	if base := strings.TrimSuffix(url, "/"); base != "" {
 		msg = strings.ReplaceAll(msg, base, prom.RedactAddress(base))
 	}
-	return fmt.Errorf("push to %s: %s", shown, errtext.Cut(msg, maxPushErrorBytes))
+	return fmt.Errorf("push to %s: %s", shown, errtext.CutMiddle(msg, maxPushErrorBytes))
 }
 
 // ConfigMap keys the report is written under.

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,4 +115,56 @@ func TestPushErrorRedacted(t *testing.T) {
 		})
 	}
 	srv.Close()
+}
+
+// TestPushErrorAnswerBounded: client_golang reads an error status's answer whole into its
+// error; a 1 GiB answer to a push allocated 4.6 GiB. The push's client passes MaxAnswerBytes
+// of it, and the error says the answer was cut.
+func TestPushErrorAnswerBounded(t *testing.T) {
+	const answer = 256 << 20
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		for sent := 0; sent < answer; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client stopped reading
+			}
+		}
+	}))
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	err := Push(context.Background(), srv.URL, "inferscale-ledger", report())
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("allocated %d MiB for a %d MiB answer, want under 16 MiB (the answer is read up to %d bytes)", got>>20, answer>>20, MaxAnswerBytes)
+	}
+	wantPrefix := "push to " + srv.URL + ": unexpected status code 500 while pushing to " + srv.URL + "/metrics/job/inferscale-ledger: xxx"
+	wantSuffix := "xxx … (answer cut at 65536 bytes)"
+	if err == nil || !strings.HasPrefix(err.Error(), wantPrefix) || !strings.HasSuffix(err.Error(), wantSuffix) || len(err.Error()) > 1200 {
+		t.Errorf("Push = %.2000v\nwant prefix %s, suffix %q, at most 1200 bytes", err, wantPrefix, wantSuffix)
+	}
+}
+
+// TestCappedBody: an answer of at most the cap passes whole, with no note; a longer one
+// passes the cap's bytes and the note.
+func TestCappedBody(t *testing.T) {
+	tests := []struct {
+		size int
+		want string
+	}{
+		{0, ""},
+		{10, strings.Repeat("a", 10)},
+		{16, strings.Repeat("a", 16)},
+		{17, strings.Repeat("a", 16) + " … (answer cut at 16 bytes)"},
+		{1 << 20, strings.Repeat("a", 16) + " … (answer cut at 16 bytes)"},
+	}
+	for _, tt := range tests {
+		b := &cappedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("a", tt.size))), left: 16, max: 16}
+		got, err := io.ReadAll(iotest.OneByteReader(b))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%d bytes: read %q, %v; want %q", tt.size, got, err, tt.want)
+		}
+	}
 }
