@@ -45,10 +45,18 @@ var (
 )
 
 // Cold-start measurement: H is the ColdStartQuantile (nearest rank) of the creation → Ready
-// times of the ColdStartSamples most recently created ready pods of the scale target.
+// times of the ColdStartSamples most recently created ready pods of the scale target. A pod
+// is a sample only when its Ready=True condition's lastTransitionTime is after its
+// creationTimestamp and at most MaxColdStart after it: that time is the pod's last transition
+// to Ready, so a pod that failed its readiness probe once, days after it started, would read
+// as a cold start of days (and a lastTransitionTime of 9999-12-31 as Go's largest duration).
 const (
 	ColdStartSamples  = 20
 	ColdStartQuantile = 0.9
+	// MaxColdStart is the longest creation → Ready time taken as a start: the upper end of
+	// the coldStart metadata key's range, (0s, 1h] (package scaler). A longer one is most
+	// likely a readiness flap of a long-running pod, not a start, and is skipped.
+	MaxColdStart = time.Hour
 )
 
 // KEDA's defaults for bounds the ScaledObject leaves unset.
@@ -109,9 +117,11 @@ type Target struct {
 	CurrentKnown bool
 	// ColdStart is the measured time from a pod's creation to its Ready condition for the
 	// scale target's pods: the ColdStartQuantile of the ColdStartSamples most recently created
-	// ready pods selected by the target's spec.selector.matchLabels. ColdStartKnown is false
-	// without such a pod, with a selector using matchExpressions, or before the pod cache has
-	// synced (the scaler may lack RBAC for pods: the measurement is then absent, not an error).
+	// ready pods selected by the target's spec.selector.matchLabels. Pods whose Ready time is
+	// not after their creation, or more than MaxColdStart after it (a readiness flap, not a
+	// start), are no samples. ColdStartKnown is false without a sample, with a selector using
+	// matchExpressions, or before the pod cache has synced (the scaler may lack RBAC for pods:
+	// the measurement is then absent, not an error).
 	ColdStart      time.Duration
 	ColdStartKnown bool
 	// Problem says why Known or ReadyKnown is false, for logs and metrics; empty otherwise.
@@ -146,7 +156,8 @@ type object struct {
 	so                               *scaledObject     // ScaledObjects only
 	selector                         map[string]string // spec.selector.matchLabels (Deployment, StatefulSet); nil: none usable
 	labels                           map[string]string // Pods: metadata.labels
-	created, readyAt                 time.Time         // Pods: creationTimestamp and the Ready=True condition's lastTransitionTime
+	created                          time.Time         // Pods: creationTimestamp
+	start                            time.Duration     // Pods: creation → Ready, in (0, MaxColdStart]; 0: no cold-start sample
 }
 
 // GetObjectMeta implements [metav1.ObjectMetaAccessor] for client-go's key functions.
@@ -196,7 +207,7 @@ func NewForClient(dyn dynamic.Interface, cfg Config, log *slog.Logger) (*Cluster
 		{&c.sos, ScaledObjects, c.fillScaledObject},
 		{&c.deploys, Deployments, c.fillReplicas},
 		{&c.sets, StatefulSets, c.fillReplicas},
-		{&c.pods, Pods, fillPod},
+		{&c.pods, Pods, c.fillPod},
 	} {
 		inf := newInformer(dyn, w.gvr, cfg)
 		if err := inf.SetTransform(transform(w.fill)); err != nil {
@@ -266,11 +277,14 @@ func (c *Cluster) fillReplicas(u *unstructured.Unstructured, o *object) {
 	}
 }
 
-// fillPod reads a Pod's labels, creationTimestamp and the lastTransitionTime of its
-// Ready=True condition (zero while not ready).
-func fillPod(u *unstructured.Unstructured, o *object) {
+// fillPod reads a Pod's labels, its creationTimestamp and, as start, the time from
+// it to the lastTransitionTime of its Ready=True condition when that is a cold-start sample
+// (after creation and at most MaxColdStart later); a pod Ready at another time is logged
+// (debug) once per event and is no sample.
+func (c *Cluster) fillPod(u *unstructured.Unstructured, o *object) {
 	o.labels = u.GetLabels()
 	o.created = u.GetCreationTimestamp().Time
+	var readyAt time.Time
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -279,9 +293,22 @@ func fillPod(u *unstructured.Unstructured, o *object) {
 		}
 		if s, ok := m["lastTransitionTime"].(string); ok {
 			if t, err := time.Parse(time.RFC3339, s); err == nil {
-				o.readyAt = t
+				readyAt = t
 			}
 		}
+	}
+	if readyAt.IsZero() || o.created.IsZero() {
+		return
+	}
+	switch d := readyAt.Sub(o.created); { // Sub saturates: 9999-12-31 reads as Go's largest duration
+	case d <= 0:
+		c.log.Debug("pod's Ready time is no cold start: not after its creation", "namespace", o.namespace, "pod", o.name,
+			"created", o.created, "ready", readyAt)
+	case d > MaxColdStart:
+		c.log.Debug("pod's Ready time is no cold start: more than MaxColdStart after its creation (a readiness flap, not a start)",
+			"namespace", o.namespace, "pod", o.name, "created", o.created, "ready", readyAt, "start", d, "max", MaxColdStart)
+	default:
+		o.start = d
 	}
 }
 
@@ -386,10 +413,10 @@ func (c *Cluster) coldStart(namespace string, selector map[string]string) (time.
 	var starts []start
 	for _, v := range objs {
 		p, ok := v.(*object)
-		if !ok || p.readyAt.IsZero() || p.created.IsZero() || !p.readyAt.After(p.created) || !matches(selector, p.labels) {
+		if !ok || p.start <= 0 || !matches(selector, p.labels) {
 			continue
 		}
-		starts = append(starts, start{p.created, p.readyAt.Sub(p.created)})
+		starts = append(starts, start{p.created, p.start})
 	}
 	if len(starts) == 0 {
 		return 0, false

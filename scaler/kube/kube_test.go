@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -553,4 +554,92 @@ func TestReadyReplicasOutOfRange(t *testing.T) {
 		got, _ := e.c.Lookup("a", "wrap")
 		return got.ReadyKnown && got.Ready == 5 && got.Problem == ""
 	})
+}
+
+// readyAt is a pod of the Deployment triton created at created and Ready at the RFC 3339 time
+// ready (its Ready condition's lastTransitionTime, as the kubelet writes it).
+func readyAt(name string, created time.Time, ready string) *unstructured.Unstructured {
+	p := ownedPod("a", name, "Deployment", "triton", map[string]any{"app": "triton"}, created, 0)
+	p.Object["status"].(map[string]any)["conditions"].([]any)[1].(map[string]any)["lastTransitionTime"] = ready
+	return p
+}
+
+// TestColdStartSkipsReadinessFlaps: the Ready condition's lastTransitionTime is the pod's LAST
+// transition to Ready, so a pod that failed its readiness probe long after it started reads
+// as a start of days. A pod Ready more than MaxColdStart (1 h, the coldStart key's bound)
+// after its creation is no sample, like one Ready before its creation; each is logged.
+// Before, H read 72 h (or Go's largest duration, 292 years, for a Ready time of 9999-12-31)
+// and the forecast over H sent the pool to maxReplicas.
+func TestColdStartSkipsReadinessFlaps(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	so := func(name string) *unstructured.Unstructured {
+		return newScaledObject("a", name, map[string]any{"scaleTargetRef": map[string]any{"name": name}})
+	}
+	d := deployment("a", "triton", 3)
+	d.Object["spec"].(map[string]any)["selector"] = map[string]any{"matchLabels": map[string]any{"app": "triton"}}
+	flapOnly := deployment("a", "flaponly", 1)
+	flapOnly.Object["spec"].(map[string]any)["selector"] = map[string]any{"matchLabels": map[string]any{"app": "flaponly"}}
+	onlyFlap := ownedPod("a", "flaponly-0", "Deployment", "flaponly", map[string]any{"app": "flaponly"}, base, 72*time.Hour)
+	log := &records{}
+	e := startLog(t, DefaultConfig(), slog.New(log), so("triton"), so("flaponly"), d, flapOnly, onlyFlap,
+		readyAt("start-40s", base.Add(-3*time.Hour), rfc(base.Add(-3*time.Hour+40*time.Second))),
+		readyAt("start-50s", base.Add(-2*time.Hour), rfc(base.Add(-2*time.Hour+50*time.Second))),
+		readyAt("start-1h", base.Add(-time.Hour), rfc(base)), // exactly MaxColdStart: a (slow) start
+		// Newer pods whose Ready time is no start: a flap 72 h after creation, one second
+		// past MaxColdStart, 9999-12-31, and Ready before creation.
+		readyAt("flap-72h", base.Add(time.Minute), rfc(base.Add(time.Minute+72*time.Hour))),
+		readyAt("flap-1h1s", base.Add(2*time.Minute), rfc(base.Add(2*time.Minute+time.Hour+time.Second))),
+		readyAt("flap-9999", base.Add(3*time.Minute), "9999-12-31T23:59:59Z"),
+		readyAt("before-creation", base.Add(4*time.Minute), rfc(base)))
+	if !cache.WaitForCacheSync(t.Context().Done(), e.c.pods.HasSynced) {
+		t.Fatal("pod cache not synced")
+	}
+	// The samples are 40 s, 50 s and 1 h: the 0.9 quantile (3rd of 3) is 1 h.
+	if got, _ := e.c.Lookup("a", "triton"); got.ColdStart != time.Hour || !got.ColdStartKnown {
+		t.Errorf("triton: cold start %v known %v, want 1h0m0s true (the flapped pods skipped)", got.ColdStart, got.ColdStartKnown)
+	}
+	if got, _ := e.c.Lookup("a", "flaponly"); got.ColdStart != 0 || got.ColdStartKnown {
+		t.Errorf("flaponly: cold start %v known %v, want 0 false (its only pod flapped: no sample)", got.ColdStart, got.ColdStartKnown)
+	}
+	for _, want := range []string{
+		"pod=flap-72h created=2026-03-01 12:01:00 +0000 UTC ready=2026-03-04 12:01:00 +0000 UTC start=72h0m0s max=1h0m0s",
+		"pod=flap-1h1s created=2026-03-01 12:02:00 +0000 UTC ready=2026-03-01 13:02:01 +0000 UTC start=1h0m1s max=1h0m0s",
+		"pod=flap-9999 created=2026-03-01 12:03:00 +0000 UTC ready=9999-12-31 23:59:59 +0000 UTC start=2562047h47m16.854775807s max=1h0m0s",
+	} {
+		if m := log.find(want); !strings.HasPrefix(m, "DEBUG pod's Ready time is no cold start: more than MaxColdStart after its creation (a readiness flap, not a start) namespace=a ") {
+			t.Errorf("no debug record with %q; got %q", want, m)
+		}
+	}
+	if m := log.find("pod=before-creation"); !strings.HasPrefix(m, "DEBUG pod's Ready time is no cold start: not after its creation") {
+		t.Errorf("Ready before creation: record %q, want the debug record saying so", m)
+	}
+	if m := log.find("pod=start-1h"); m != "" {
+		t.Errorf("a start of exactly MaxColdStart was logged as skipped: %q", m)
+	}
+
+	// A Ready time that moves past MaxColdStart on an update (the probe failed and recovered)
+	// takes the pod out of the samples.
+	p := readyAt("start-50s", base.Add(-2*time.Hour), rfc(base.Add(70*time.Hour)))
+	if _, err := e.dyn.Resource(Pods).Namespace("a").UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return log.find("pod=start-50s") != "" })
+	if got, _ := e.c.Lookup("a", "triton"); got.ColdStart != time.Hour || !got.ColdStartKnown {
+		t.Errorf("after start-50s flapped: cold start %v known %v, want 1h0m0s true", got.ColdStart, got.ColdStartKnown)
+	}
+}
+
+// ownedPod is pod with the controller ownerReference Kubernetes sets: a Deployment's pod is
+// owned by its ReplicaSet <deployment>-<hash> and carries pod-template-hash=<hash>; a
+// StatefulSet's pod by the StatefulSet.
+func ownedPod(ns, name, kind, owner string, labels map[string]any, created time.Time, ready time.Duration) *unstructured.Unstructured {
+	p := pod(ns, name, labels, created, ready, true)
+	ownerName := owner
+	if kind == "Deployment" {
+		kind, ownerName = "ReplicaSet", owner+"-7d9f8c6b5"
+		labels["pod-template-hash"] = "7d9f8c6b5"
+	}
+	p.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: ownerName, UID: types.UID("u-" + ownerName), Controller: new(true)}})
+	return p
 }
