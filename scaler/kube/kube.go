@@ -2,9 +2,10 @@
 // needs about each KEDA ScaledObject: the replica bounds (spec.minReplicaCount, KEDA default 0;
 // spec.maxReplicaCount, KEDA default 100) and the replicas of its scale target
 // (status.readyReplicas and spec.replicas of a Deployment or StatefulSet), and the target's
-// measured cold start: pod creation to Ready over its recent pods (selected by the target's
-// spec.selector.matchLabels; needs list/watch on pods, and is simply absent without it). Reads
-// come from informer caches and never call the API server.
+// measured cold start: pod creation to Ready over its recent pods (the pods it controls, found
+// through a pod index by controller, so one Lookup reads only the target's own pods; needs
+// list/watch on pods, and is simply absent without it). Reads come from informer caches and
+// never call the API server.
 //
 // Memory: the package links only client-go's dynamic client and tools/cache, not the typed
 // clientset, its informer factory or KEDA's API types, whose scheme registration (every
@@ -117,11 +118,12 @@ type Target struct {
 	CurrentKnown bool
 	// ColdStart is the measured time from a pod's creation to its Ready condition for the
 	// scale target's pods: the ColdStartQuantile of the ColdStartSamples most recently created
-	// ready pods selected by the target's spec.selector.matchLabels. Pods whose Ready time is
-	// not after their creation, or more than MaxColdStart after it (a readiness flap, not a
-	// start), are no samples. ColdStartKnown is false without a sample, with a selector using
-	// matchExpressions, or before the pod cache has synced (the scaler may lack RBAC for pods:
-	// the measurement is then absent, not an error).
+	// ready pods the target controls (a StatefulSet's pods, whose controller is the
+	// StatefulSet; a Deployment's, whose controller is a ReplicaSet named
+	// <deployment>-<pod-template-hash label>). Pods whose Ready time is not after their
+	// creation, or more than MaxColdStart after it (a readiness flap, not a start), are no
+	// samples. ColdStartKnown is false without a sample, or before the pod cache has synced
+	// (the scaler may lack RBAC for pods: the measurement is then absent, not an error).
 	ColdStart      time.Duration
 	ColdStartKnown bool
 	// Problem says why Known or ReadyKnown is false, for logs and metrics; empty otherwise.
@@ -150,14 +152,13 @@ type scaledObject struct {
 // meta.Accessor (k8s.io/apimachinery/pkg/api/meta), which accepts a [metav1.ObjectMetaAccessor].
 type object struct {
 	namespace, name, resourceVersion string
-	ready                            int32             // status.readyReplicas (Deployment, StatefulSet)
-	current                          int32             // spec.replicas (Deployment, StatefulSet); -1 unset
-	problem                          string            // Deployment, StatefulSet: why ready is unusable; "" when usable
-	so                               *scaledObject     // ScaledObjects only
-	selector                         map[string]string // spec.selector.matchLabels (Deployment, StatefulSet); nil: none usable
-	labels                           map[string]string // Pods: metadata.labels
-	created                          time.Time         // Pods: creationTimestamp
-	start                            time.Duration     // Pods: creation → Ready, in (0, MaxColdStart]; 0: no cold-start sample
+	ready                            int32         // status.readyReplicas (Deployment, StatefulSet)
+	current                          int32         // spec.replicas (Deployment, StatefulSet); -1 unset
+	problem                          string        // Deployment, StatefulSet: why ready is unusable; "" when usable
+	so                               *scaledObject // ScaledObjects only
+	owner                            string        // Pods: "Deployment/<name>" or "StatefulSet/<name>" controlling it; "" none
+	created                          time.Time     // Pods: creationTimestamp
+	start                            time.Duration // Pods: creation → Ready, in (0, MaxColdStart]; 0: no cold-start sample
 }
 
 // GetObjectMeta implements [metav1.ObjectMetaAccessor] for client-go's key functions.
@@ -232,8 +233,8 @@ func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, cfg Con
 		},
 	}, dyn)
 	opts := cache.SharedIndexInformerOptions{ResyncPeriod: cfg.Resync, ObjectDescription: gvr.String()}
-	if gvr == Pods { // pods are read per namespace (the scale target's)
-		opts.Indexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	if gvr == Pods { // pods are read per scale target
+		opts.Indexers = cache.Indexers{ownerIndex: indexByOwner}
 	}
 	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, opts)
 }
@@ -271,18 +272,26 @@ func (c *Cluster) fillReplicas(u *unstructured.Unstructured, o *object) {
 	if n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas"); found && err == nil && n >= 0 && n <= math.MaxInt32 {
 		o.current = int32(n)
 	}
-	_, exprs, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "selector", "matchExpressions")
-	if ml, found, err := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels"); found && err == nil && len(ml) > 0 && !exprs {
-		o.selector = ml
-	}
 }
 
-// fillPod reads a Pod's labels, its creationTimestamp and, as start, the time from
+// ownerIndex indexes the pod cache by the scale target controlling each pod that is a
+// cold-start sample: "<namespace>/Deployment/<name>" or "<namespace>/StatefulSet/<name>".
+const ownerIndex = "owner"
+
+func indexByOwner(obj any) ([]string, error) {
+	o, ok := obj.(*object)
+	if !ok || o.owner == "" || o.start <= 0 {
+		return nil, nil
+	}
+	return []string{o.namespace + "/" + o.owner}, nil
+}
+
+// fillPod reads a Pod's controller (owner), its creationTimestamp and, as start, the time from
 // it to the lastTransitionTime of its Ready=True condition when that is a cold-start sample
 // (after creation and at most MaxColdStart later); a pod Ready at another time is logged
 // (debug) once per event and is no sample.
 func (c *Cluster) fillPod(u *unstructured.Unstructured, o *object) {
-	o.labels = u.GetLabels()
+	o.owner = podOwner(u)
 	o.created = u.GetCreationTimestamp().Time
 	var readyAt time.Time
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -297,7 +306,7 @@ func (c *Cluster) fillPod(u *unstructured.Unstructured, o *object) {
 			}
 		}
 	}
-	if readyAt.IsZero() || o.created.IsZero() {
+	if readyAt.IsZero() || o.created.IsZero() || o.owner == "" {
 		return
 	}
 	switch d := readyAt.Sub(o.created); { // Sub saturates: 9999-12-31 reads as Go's largest duration
@@ -310,6 +319,28 @@ func (c *Cluster) fillPod(u *unstructured.Unstructured, o *object) {
 	default:
 		o.start = d
 	}
+}
+
+// podOwner names the scale target controlling the pod: its controller ownerReference (apps/v1)
+// is a StatefulSet, or a ReplicaSet named <deployment>-<hash> where hash is the pod's
+// pod-template-hash label (the name the Deployment controller gives its ReplicaSets); "" else.
+func podOwner(u *unstructured.Unstructured) string {
+	for _, r := range u.GetOwnerReferences() {
+		if r.Controller == nil || !*r.Controller || r.APIVersion != "apps/v1" {
+			continue
+		}
+		switch r.Kind {
+		case "StatefulSet":
+			return "StatefulSet/" + r.Name
+		case "ReplicaSet":
+			hash := u.GetLabels()["pod-template-hash"]
+			if d, ok := strings.CutSuffix(r.Name, "-"+hash); ok && hash != "" && d != "" {
+				return "Deployment/" + d
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // fillScaledObject parses the ScaledObject; an unusable one is logged here, once per add or
@@ -393,52 +424,37 @@ func (c *Cluster) Lookup(namespace, name string) (Target, bool) {
 	if w.current >= 0 {
 		t.Current, t.CurrentKnown = w.current, true
 	}
-	t.ColdStart, t.ColdStartKnown = c.coldStart(namespace, w.selector)
+	t.ColdStart, t.ColdStartKnown = c.coldStart(namespace, so.kind, so.name)
 	return t, true
 }
 
-// coldStart measures the scale target's cold start from the pod cache (Target.ColdStart).
-func (c *Cluster) coldStart(namespace string, selector map[string]string) (time.Duration, bool) {
-	if selector == nil || !c.pods.HasSynced() {
+// coldStart measures the scale target's cold start from the pod cache (Target.ColdStart). It
+// reads only the target's own samples (ownerIndex), never the namespace's other pods.
+func (c *Cluster) coldStart(namespace, kind, name string) (time.Duration, bool) {
+	if !c.pods.HasSynced() {
 		return 0, false
 	}
-	objs, err := c.pods.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
-	if err != nil {
+	objs, err := c.pods.GetIndexer().ByIndex(ownerIndex, namespace+"/"+kind+"/"+name)
+	if err != nil || len(objs) == 0 {
 		return 0, false
 	}
-	type start struct {
-		created time.Time
-		d       time.Duration
-	}
-	var starts []start
+	starts := make([]*object, 0, len(objs))
 	for _, v := range objs {
-		p, ok := v.(*object)
-		if !ok || p.start <= 0 || !matches(selector, p.labels) {
-			continue
+		if p, ok := v.(*object); ok && p.start > 0 {
+			starts = append(starts, p)
 		}
-		starts = append(starts, start{p.created, p.start})
 	}
 	if len(starts) == 0 {
 		return 0, false
 	}
-	slices.SortFunc(starts, func(a, b start) int { return b.created.Compare(a.created) }) // newest first
+	slices.SortFunc(starts, func(a, b *object) int { return b.created.Compare(a.created) }) // newest first
 	starts = starts[:min(len(starts), ColdStartSamples)]
 	ds := make([]time.Duration, len(starts))
-	for i, s := range starts {
-		ds[i] = s.d
+	for i, p := range starts {
+		ds[i] = p.start
 	}
 	slices.Sort(ds)
 	return ds[max(0, int(math.Ceil(ColdStartQuantile*float64(len(ds))))-1)], true
-}
-
-// matches reports whether labels carry every key and value of selector.
-func matches(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // parse reads the fields of a ScaledObject (KEDA v1alpha1: spec.minReplicaCount and

@@ -420,36 +420,45 @@ func pod(ns, name string, labels map[string]any, created time.Time, ready time.D
 }
 
 // TestColdStartMeasured: H is the 0.9 quantile (nearest rank) of creation → Ready over the
-// target's 20 most recently created ready pods; other pods, pods not ready and selectors
-// with matchExpressions do not count.
+// target's 20 most recently created ready pods, the pods it controls: pods of other
+// controllers (labels matching or not), bare pods, pods of another namespace and pods not
+// ready do not count; a selector with matchExpressions does not matter.
 func TestColdStartMeasured(t *testing.T) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	sel := func(d *unstructured.Unstructured, selector map[string]any) *unstructured.Unstructured {
 		d.Object["spec"].(map[string]any)["selector"] = selector
 		return d
 	}
+	triton := map[string]any{"matchLabels": map[string]any{"app": "triton"}}
 	objs := []runtime.Object{
 		newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "triton"}}),
 		newScaledObject("a", "exprs", map[string]any{"scaleTargetRef": map[string]any{"name": "exprs"}}),
 		newScaledObject("a", "nopods", map[string]any{"scaleTargetRef": map[string]any{"name": "nopods"}}),
-		sel(deployment("a", "triton", 3), map[string]any{"matchLabels": map[string]any{"app": "triton"}}),
-		sel(deployment("a", "exprs", 1), map[string]any{"matchLabels": map[string]any{"app": "triton"},
+		newScaledObject("a", "sts", map[string]any{"scaleTargetRef": map[string]any{"kind": "StatefulSet", "name": "llm"}}),
+		sel(deployment("a", "triton", 3), triton),
+		sel(deployment("a", "exprs", 1), map[string]any{"matchLabels": map[string]any{"app": "exprs"},
 			"matchExpressions": []any{map[string]any{"key": "tier", "operator": "In", "values": []any{"gpu"}}}}),
-		sel(deployment("a", "nopods", 1), map[string]any{"matchLabels": map[string]any{"app": "none"}}),
+		sel(deployment("a", "nopods", 1), triton), // its selector matches triton's pods, which it does not control
+		sel(workload("StatefulSet", "a", "llm", 2), map[string]any{"matchLabels": map[string]any{"app": "llm"}}),
 	}
 	// 22 starts of the target, oldest first: the two oldest (600 s each) fall out of the 20.
 	// The 20 kept take 10 s, 20 s, …, 200 s: the 0.9 quantile (18th of 20) is 180 s.
 	objs = append(objs,
-		pod("a", "old-0", map[string]any{"app": "triton"}, base, 600*time.Second, true),
-		pod("a", "old-1", map[string]any{"app": "triton"}, base.Add(time.Minute), 600*time.Second, true))
+		ownedPod("a", "old-0", "Deployment", "triton", map[string]any{"app": "triton"}, base, 600*time.Second),
+		ownedPod("a", "old-1", "Deployment", "triton", map[string]any{"app": "triton"}, base.Add(time.Minute), 600*time.Second))
 	for i := range 20 {
-		objs = append(objs, pod("a", fmt.Sprintf("p-%d", i), map[string]any{"app": "triton", "pod-template-hash": "x"},
-			base.Add(time.Hour+time.Duration(i)*time.Minute), time.Duration(10*(i+1))*time.Second, true))
+		objs = append(objs, ownedPod("a", fmt.Sprintf("p-%d", i), "Deployment", "triton", map[string]any{"app": "triton"},
+			base.Add(time.Hour+time.Duration(i)*time.Minute), time.Duration(10*(i+1))*time.Second))
 	}
-	objs = append(objs,
-		pod("a", "starting", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second, false),
-		pod("a", "other", map[string]any{"app": "vllm"}, base.Add(2*time.Hour), 900*time.Second, true),
-		pod("b", "elsewhere", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second, true))
+	starting := ownedPod("a", "starting", "Deployment", "triton", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second)
+	starting.Object["status"].(map[string]any)["conditions"].([]any)[1].(map[string]any)["status"] = "False"
+	bare := pod("a", "bare", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second, true)
+	objs = append(objs, starting, bare,
+		ownedPod("a", "other", "Deployment", "vllm", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second),
+		ownedPod("b", "elsewhere", "Deployment", "triton", map[string]any{"app": "triton"}, base.Add(2*time.Hour), 900*time.Second),
+		ownedPod("a", "exprs-0", "Deployment", "exprs", map[string]any{"app": "exprs", "tier": "gpu"}, base, 45*time.Second),
+		ownedPod("a", "llm-0", "StatefulSet", "llm", map[string]any{"app": "llm"}, base, 300*time.Second),
+		ownedPod("a", "llm-1", "StatefulSet", "llm", map[string]any{"app": "llm"}, base.Add(time.Minute), 240*time.Second))
 	e := start(t, objs...)
 	if !cache.WaitForCacheSync(t.Context().Done(), e.c.pods.HasSynced) {
 		t.Fatal("pod cache not synced")
@@ -460,8 +469,9 @@ func TestColdStartMeasured(t *testing.T) {
 		known bool
 	}{
 		{"pool", 180 * time.Second, true},
-		{"exprs", 0, false},
+		{"exprs", 45 * time.Second, true},
 		{"nopods", 0, false},
+		{"sts", 300 * time.Second, true},
 	}
 	for _, tt := range tests {
 		got, _ := e.c.Lookup("a", tt.name)
@@ -499,61 +509,6 @@ func (r *records) find(sub string) string {
 		}
 	}
 	return ""
-}
-
-// TestReadyReplicasOutOfRange: status.readyReplicas outside [0, MaxInt32], or not an integer,
-// is missing data (ReadyKnown false, Problem naming the field and range, a warning), never
-// wrapped to int32: 4294967297 read as 1 ready replica before.
-func TestReadyReplicasOutOfRange(t *testing.T) {
-	tests := []struct {
-		name  string
-		ready any // nil: absent
-		want  Target
-	}{
-		{"wrap", int64(4294967297), Target{Problem: "Deployment a/wrap: status.readyReplicas 4294967297: must be an integer in [0, 2147483647]"}},
-		{"over", int64(math.MaxInt32) + 1, Target{Problem: "Deployment a/over: status.readyReplicas 2147483648: must be an integer in [0, 2147483647]"}},
-		{"negative", int64(-1), Target{Problem: "Deployment a/negative: status.readyReplicas -1: must be an integer in [0, 2147483647]"}},
-		{"string", "3", Target{Problem: "Deployment a/string: status.readyReplicas 3: must be an integer in [0, 2147483647]"}},
-		{"fraction", 2.5, Target{Problem: "Deployment a/fraction: status.readyReplicas 2.5: must be an integer in [0, 2147483647]"}},
-		{"max", int64(math.MaxInt32), Target{Ready: math.MaxInt32, ReadyKnown: true, Current: 4, CurrentKnown: true}},
-		{"zero", int64(0), Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
-		{"absent", nil, Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
-	}
-	var objs []runtime.Object
-	for _, tt := range tests {
-		d := deployment("a", tt.name, 0)
-		if tt.ready == nil {
-			delete(d.Object["status"].(map[string]any), "readyReplicas")
-		} else {
-			d.Object["status"].(map[string]any)["readyReplicas"] = tt.ready
-		}
-		objs = append(objs, d, newScaledObject("a", tt.name, map[string]any{"scaleTargetRef": map[string]any{"name": tt.name}}))
-	}
-	log := &records{}
-	e := startLog(t, DefaultConfig(), slog.New(log), objs...)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			want := tt.want
-			want.Min, want.Max, want.Known = 0, 100, true
-			want.TargetAPIVersion, want.TargetKind, want.TargetName = "apps/v1", "Deployment", tt.name
-			got, ok := e.c.Lookup("a", tt.name)
-			if diff := cmp.Diff(want, got); !ok || diff != "" {
-				t.Errorf("Lookup ok %v (-want +got):\n%s", ok, diff)
-			}
-		})
-	}
-	if m := log.find("name=wrap"); m != "WARN scale target's ready replicas unusable namespace=a name=wrap kind=Deployment problem=status.readyReplicas 4294967297: must be an integer in [0, 2147483647]" {
-		t.Errorf("warning for a/wrap = %q", m)
-	}
-	// A valid value on the next status update makes the replicas known again.
-	d := deployment("a", "wrap", 5)
-	if _, err := e.dyn.Resource(Deployments).Namespace("a").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		got, _ := e.c.Lookup("a", "wrap")
-		return got.ReadyKnown && got.Ready == 5 && got.Problem == ""
-	})
 }
 
 // readyAt is a pod of the Deployment triton created at created and Ready at the RFC 3339 time
@@ -628,6 +583,65 @@ func TestColdStartSkipsReadinessFlaps(t *testing.T) {
 	if got, _ := e.c.Lookup("a", "triton"); got.ColdStart != time.Hour || !got.ColdStartKnown {
 		t.Errorf("after start-50s flapped: cold start %v known %v, want 1h0m0s true", got.ColdStart, got.ColdStartKnown)
 	}
+	// The index holds the two samples left.
+	if keys, err := e.c.pods.GetIndexer().IndexKeys(ownerIndex, "a/Deployment/triton"); err != nil || len(keys) != 2 {
+		t.Errorf("owner index a/Deployment/triton = %v, %v; want the 2 samples start-40s and start-1h", keys, err)
+	}
+}
+
+// TestReadyReplicasOutOfRange: status.readyReplicas outside [0, MaxInt32], or not an integer,
+// is missing data (ReadyKnown false, Problem naming the field and range, a warning), never
+// wrapped to int32: 4294967297 read as 1 ready replica before.
+func TestReadyReplicasOutOfRange(t *testing.T) {
+	tests := []struct {
+		name  string
+		ready any // nil: absent
+		want  Target
+	}{
+		{"wrap", int64(4294967297), Target{Problem: "Deployment a/wrap: status.readyReplicas 4294967297: must be an integer in [0, 2147483647]"}},
+		{"over", int64(math.MaxInt32) + 1, Target{Problem: "Deployment a/over: status.readyReplicas 2147483648: must be an integer in [0, 2147483647]"}},
+		{"negative", int64(-1), Target{Problem: "Deployment a/negative: status.readyReplicas -1: must be an integer in [0, 2147483647]"}},
+		{"string", "3", Target{Problem: "Deployment a/string: status.readyReplicas 3: must be an integer in [0, 2147483647]"}},
+		{"fraction", 2.5, Target{Problem: "Deployment a/fraction: status.readyReplicas 2.5: must be an integer in [0, 2147483647]"}},
+		{"max", int64(math.MaxInt32), Target{Ready: math.MaxInt32, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+		{"zero", int64(0), Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+		{"absent", nil, Target{Ready: 0, ReadyKnown: true, Current: 4, CurrentKnown: true}},
+	}
+	var objs []runtime.Object
+	for _, tt := range tests {
+		d := deployment("a", tt.name, 0)
+		if tt.ready == nil {
+			delete(d.Object["status"].(map[string]any), "readyReplicas")
+		} else {
+			d.Object["status"].(map[string]any)["readyReplicas"] = tt.ready
+		}
+		objs = append(objs, d, newScaledObject("a", tt.name, map[string]any{"scaleTargetRef": map[string]any{"name": tt.name}}))
+	}
+	log := &records{}
+	e := startLog(t, DefaultConfig(), slog.New(log), objs...)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.want
+			want.Min, want.Max, want.Known = 0, 100, true
+			want.TargetAPIVersion, want.TargetKind, want.TargetName = "apps/v1", "Deployment", tt.name
+			got, ok := e.c.Lookup("a", tt.name)
+			if diff := cmp.Diff(want, got); !ok || diff != "" {
+				t.Errorf("Lookup ok %v (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+	if m := log.find("name=wrap"); m != "WARN scale target's ready replicas unusable namespace=a name=wrap kind=Deployment problem=status.readyReplicas 4294967297: must be an integer in [0, 2147483647]" {
+		t.Errorf("warning for a/wrap = %q", m)
+	}
+	// A valid value on the next status update makes the replicas known again.
+	d := deployment("a", "wrap", 5)
+	if _, err := e.dyn.Resource(Deployments).Namespace("a").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		got, _ := e.c.Lookup("a", "wrap")
+		return got.ReadyKnown && got.Ready == 5 && got.Problem == ""
+	})
 }
 
 // ownedPod is pod with the controller ownerReference Kubernetes sets: a Deployment's pod is
@@ -642,4 +656,51 @@ func ownedPod(ns, name, kind, owner string, labels map[string]any, created time.
 	}
 	p.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: ownerName, UID: types.UID("u-" + ownerName), Controller: new(true)}})
 	return p
+}
+
+// BenchmarkLookupColdStart: Lookup, cold start included, with n Deployments of 3 pods each in
+// one namespace; the server calls Lookup once per trigger per refresh, so n Lookups are one
+// refresh's Kubernetes reads. The cost of one Lookup must not grow with n.
+// Run: go test -run '^$' -bench LookupColdStart ./scaler/kube/
+func BenchmarkLookupColdStart(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("workloads=%d", n), func(b *testing.B) {
+			base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			objs := make([]runtime.Object, 0, 5*n)
+			for i := range n {
+				name := fmt.Sprintf("pool-%05d", i)
+				d := deployment("a", name, 3)
+				d.Object["spec"].(map[string]any)["selector"] = map[string]any{"matchLabels": map[string]any{"app": name}}
+				objs = append(objs, newScaledObject("a", name, map[string]any{"scaleTargetRef": map[string]any{"name": name}}), d)
+				for j := range 3 {
+					objs = append(objs, ownedPod("a", fmt.Sprintf("%s-7d9f8c6b5-%d", name, j), "Deployment", name,
+						map[string]any{"app": name}, base.Add(time.Duration(j)*time.Minute), time.Duration(30+10*j)*time.Second))
+				}
+			}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+			c, err := NewForClient(dyn, DefaultConfig(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = c.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			if err := c.WaitForSync(ctx); err != nil || !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced) {
+				b.Fatal("caches not synced", err)
+			}
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("pool-%05d", i)
+			}
+			i := 0
+			for b.Loop() {
+				got, _ := c.Lookup("a", names[i%n])
+				if !got.ColdStartKnown || got.ColdStart != 50*time.Second {
+					b.Fatalf("Lookup(a/%s) = %+v, want cold start 50s", names[i%n], got)
+				}
+				i++
+			}
+		})
+	}
 }
