@@ -66,6 +66,16 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			give: "modelControlMode: poll\ndeviceMemoryBytes: 0\nmodels:\n- name: a\n  memoryBytes: -1\n",
 			want: []string{`modelControlMode is "poll"`, "deviceMemoryBytes is 0, want > 0", "models[0].memoryBytes is -1, want >= 0"},
 		},
+		{
+			// Two startup models of 2^62 bytes summed to -2^63 and fit a 1-byte device
+			// (nv_gpu_memory_used_bytes -9.2e18).
+			name: "memory past 1 PiB",
+			give: "deviceMemoryBytes: 1\nstartupModels: [a, b]\nmodels:\n- name: a\n  memoryBytes: 4611686018427387904\n- name: b\n  memoryBytes: 4611686018427387904\n",
+			want: []string{
+				"models[0].memoryBytes is 4611686018427387904, want >= 0 and <= 1125899906842624 (1 PiB)",
+				"models[1].memoryBytes is 4611686018427387904, want >= 0 and <= 1125899906842624 (1 PiB)",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package tritontest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/inferscale/inferscale/proto/inference"
 
+	"github.com/inferscale/inferscale/residency/plan"
 	"github.com/inferscale/inferscale/residency/triton"
 )
 
@@ -56,7 +58,7 @@ type Model struct {
 	// Version reported once loaded; "" means "1".
 	Version string
 	// MemoryBytes of GPU memory the model holds from the start of its load
-	// until its unload completes. Range: >= 0.
+	// until its unload completes. Range: 0..MaxMemoryBytes.
 	MemoryBytes int64
 	// LoadTime a load takes. Range: >= 0.
 	LoadTime time.Duration
@@ -126,6 +128,11 @@ const (
 	Lognormal Distribution = "lognormal"
 )
 
+// MaxMemoryBytes bounds Model.MemoryBytes: 1 PiB, plan.MaxMemoryBytes, the residency
+// controller's bound on every byte count (a sum of such models past int64 is refused, not
+// wrapped).
+const MaxMemoryBytes = plan.MaxMemoryBytes
+
 // MaxServiceCV bounds Model.ServiceCV: beyond 10 the lognormal's mean is dominated by draws so
 // rare that a test never sees them.
 const MaxServiceCV = 10
@@ -184,8 +191,8 @@ func (c Config) Validate() error {
 			bad("%s.name %q is repeated, want unique names", field, m.Name)
 		}
 		seen[m.Name] = true
-		if m.MemoryBytes < 0 {
-			bad("%s.memoryBytes is %d, want >= 0", field, m.MemoryBytes)
+		if m.MemoryBytes < 0 || m.MemoryBytes > MaxMemoryBytes {
+			bad("%s.memoryBytes is %d, want >= 0 and <= %d (1 PiB)", field, m.MemoryBytes, MaxMemoryBytes)
 		}
 		if m.LoadTime < 0 {
 			bad("%s.loadTime is %v, want >= 0", field, m.LoadTime)
@@ -215,16 +222,30 @@ func (c Config) Validate() error {
 			bad("%s.fault.%v", field, err)
 		}
 	}
-	var startup int64
 	for i, name := range c.StartupModels {
 		if !seen[name] {
 			bad("startupModels[%d] is %q, want a name listed in models", i, name)
 		}
 	}
+	// The sum of the startup models in range (the others are refused above); past int64 it
+	// is not wrapped (two of 2^62 bytes had summed to -2^63 and fit a 1-byte device).
+	var startup int64
+	overflow := false
 	for _, m := range c.startupModels() {
+		if m.MemoryBytes < 0 || m.MemoryBytes > MaxMemoryBytes {
+			continue
+		}
+		if m.MemoryBytes > math.MaxInt64-startup {
+			overflow = true
+			break
+		}
 		startup += m.MemoryBytes
 	}
-	if c.DeviceMemoryBytes > 0 && startup > c.DeviceMemoryBytes {
+	switch {
+	case c.DeviceMemoryBytes <= 0:
+	case overflow:
+		bad("startup models need more than %d bytes (int64), more than deviceMemoryBytes %d", int64(math.MaxInt64), c.DeviceMemoryBytes)
+	case startup > c.DeviceMemoryBytes:
 		bad("startup models need %d bytes, more than deviceMemoryBytes %d", startup, c.DeviceMemoryBytes)
 	}
 	return errors.Join(errs...)
