@@ -68,12 +68,14 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		},
 		{
 			// Two startup models of 2^62 bytes summed to -2^63 and fit a 1-byte device
-			// (nv_gpu_memory_used_bytes -9.2e18).
-			name: "memory past 1 PiB",
-			give: "deviceMemoryBytes: 1\nstartupModels: [a, b]\nmodels:\n- name: a\n  memoryBytes: 4611686018427387904\n- name: b\n  memoryBytes: 4611686018427387904\n",
+			// (nv_gpu_memory_used_bytes -9.2e18); 2562047h service times summed negative.
+			name: "wrapping values",
+			give: "deviceMemoryBytes: 1\nstartupModels: [a, b]\nmodels:\n- name: a\n  memoryBytes: 4611686018427387904\n  serviceTime: 2562047h\n  fault: {extraServiceTime: 2562047h}\n- name: b\n  memoryBytes: 4611686018427387904\n",
 			want: []string{
 				"models[0].memoryBytes is 4611686018427387904, want >= 0 and <= 1125899906842624 (1 PiB)",
 				"models[1].memoryBytes is 4611686018427387904, want >= 0 and <= 1125899906842624 (1 PiB)",
+				"models[0].serviceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s",
+				"models[0].fault.extraServiceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s",
 			},
 		},
 	}

@@ -6,13 +6,20 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
+// huge is the largest whole number of hours a time.Duration holds: two of them summed wrap
+// negative.
+const huge = 2562047 * time.Hour
+
 // TestValidateBounds: memoryBytes is at most 1 PiB (plan.MaxMemoryBytes) and the startup
 // models' sum is not wrapped: two startup models of 2^62 bytes summed to -2^63, fit a 1-byte
-// device and exported nv_gpu_memory_used_bytes -9.2e18.
+// device and exported nv_gpu_memory_used_bytes -9.2e18. serviceTime and extraServiceTime are at
+// most MaxServiceTime (1h, the cap of a random draw): both at 2562047h summed negative and the
+// requests were answered at once.
 func TestValidateBounds(t *testing.T) {
 	many := make([]tritontest.Model, 8192) // 8192 × 2^50 = 2^63: past int64
 	for i := range many {
@@ -44,9 +51,23 @@ func TestValidateBounds(t *testing.T) {
 			want: []string{"startup models need more than 9223372036854775807 bytes (int64), more than deviceMemoryBytes 9223372036854775807"},
 		},
 		{
+			name: "service times past an hour",
+			give: tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1,
+				Models: []tritontest.Model{
+					{Name: "a", ServiceTime: huge, Fault: tritontest.Fault{ExtraServiceTime: huge}},
+					{Name: "b", ServiceTime: time.Hour + 1, Fault: tritontest.Fault{ExtraServiceTime: -1}},
+				}},
+			want: []string{
+				"models[0].serviceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s",
+				"models[0].fault.extraServiceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s",
+				"models[1].serviceTime is 1h0m0.000000001s, want >= 0 and <= 1h0m0s",
+				"models[1].fault.extraServiceTime is -1ns, want >= 0 and <= 1h0m0s",
+			},
+		},
+		{
 			name: "at the bounds",
 			give: tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1 << 50,
-				Models:        []tritontest.Model{{Name: "a", MemoryBytes: 1 << 50}},
+				Models:        []tritontest.Model{{Name: "a", MemoryBytes: 1 << 50, ServiceTime: time.Hour, Fault: tritontest.Fault{ExtraServiceTime: time.Hour}}},
 				StartupModels: []string{"a"}},
 		},
 	}
@@ -71,5 +92,38 @@ func TestValidateBounds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSetFaultBoundsExtraServiceTime: a fault set at run time is held to the same range.
+func TestSetFaultBoundsExtraServiceTime(t *testing.T) {
+	f := start(t, explicit([]tritontest.Model{{Name: "a", MemoryBytes: gib, ServiceTime: time.Hour}}, "a"))
+	err := f.srv.SetFault("a", tritontest.Fault{ExtraServiceTime: huge})
+	if !errors.Is(err, tritontest.ErrInvalidConfig) || !strings.Contains(err.Error(), "fault.extraServiceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s") {
+		t.Errorf("SetFault(extraServiceTime 2562047h) = %v, want ErrInvalidConfig naming the field and range", err)
+	}
+}
+
+// TestLongestServiceTime: a request of the longest service time with the longest extra takes
+// both, two hours, and not a nanosecond less.
+func TestLongestServiceTime(t *testing.T) {
+	f := start(t, explicit([]tritontest.Model{{Name: "a", MemoryBytes: gib, ServiceTime: time.Hour,
+		Fault: tritontest.Fault{ExtraServiceTime: time.Hour}}}, "a"))
+	done := f.inferAsync("a")
+	if err := f.clock.BlockUntil(f.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2*time.Hour - 1)
+	select {
+	case err := <-done:
+		t.Fatalf("answered (%v) before 2h", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.clock.Advance(1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := scrape(t, f.srv.MetricsURL())["nv_inference_compute_infer_duration_us{model=a,version=1}"]; got != 7.2e9 {
+		t.Errorf("compute time %v µs, want 7.2e9 (2h)", got)
 	}
 }

@@ -47,7 +47,7 @@ type Fault struct {
 	// Restart. Range: 0..MemoryBytes.
 	UnloadLeakBytes int64
 	// ExtraServiceTime is added to every request's compute time (slow
-	// responses). Range: >= 0.
+	// responses). Range: 0..MaxServiceTime.
 	ExtraServiceTime time.Duration
 }
 
@@ -62,7 +62,8 @@ type Model struct {
 	MemoryBytes int64
 	// LoadTime a load takes. Range: >= 0.
 	LoadTime time.Duration
-	// ServiceTime is the mean time one request executes for. Range: >= 0.
+	// ServiceTime is the mean time one request executes for. Range:
+	// 0..MaxServiceTime.
 	ServiceTime time.Duration
 	// ServiceDistribution is the distribution each request's execution time is drawn from,
 	// with mean ServiceTime; "" means deterministic. See Distribution.
@@ -127,6 +128,12 @@ const (
 	// with Z standard normal (so E[time] = ServiceTime and sd/mean = CV).
 	Lognormal Distribution = "lognormal"
 )
+
+// MaxServiceTime bounds Model.ServiceTime, Fault.ExtraServiceTime and every service-time
+// draw: the fake models services, not stuck ones (HangLoad is that), and a request's time,
+// ServiceTime + ExtraServiceTime, stays far from time.Duration's range (about 292 years),
+// past which a sum wrapped negative and answered at once.
+const MaxServiceTime = time.Hour
 
 // MaxMemoryBytes bounds Model.MemoryBytes: 1 PiB, plan.MaxMemoryBytes, the residency
 // controller's bound on every byte count (a sum of such models past int64 is refused, not
@@ -197,8 +204,8 @@ func (c Config) Validate() error {
 		if m.LoadTime < 0 {
 			bad("%s.loadTime is %v, want >= 0", field, m.LoadTime)
 		}
-		if m.ServiceTime < 0 {
-			bad("%s.serviceTime is %v, want >= 0", field, m.ServiceTime)
+		if m.ServiceTime < 0 || m.ServiceTime > MaxServiceTime {
+			bad("%s.serviceTime is %v, want >= 0 and <= %v", field, m.ServiceTime, MaxServiceTime)
 		}
 		switch m.ServiceDistribution {
 		case "", Deterministic, Exponential:
@@ -257,8 +264,8 @@ func (f Fault) validate(memoryBytes int64) error {
 		return fmt.Errorf("failLoadCount is %d, want >= 0", f.FailLoadCount)
 	case f.UnloadLeakBytes < 0 || f.UnloadLeakBytes > max(memoryBytes, 0):
 		return fmt.Errorf("unloadLeakBytes is %d, want 0..%d (memoryBytes)", f.UnloadLeakBytes, memoryBytes)
-	case f.ExtraServiceTime < 0:
-		return fmt.Errorf("extraServiceTime is %v, want >= 0", f.ExtraServiceTime)
+	case f.ExtraServiceTime < 0 || f.ExtraServiceTime > MaxServiceTime:
+		return fmt.Errorf("extraServiceTime is %v, want >= 0 and <= %v", f.ExtraServiceTime, MaxServiceTime)
 	}
 	return nil
 }

@@ -699,7 +699,7 @@ func (s *Server) ModelInfer(ctx context.Context, req *inference.ModelInferReques
 		s.mu.Lock()
 	}
 	started := s.clock.Now()
-	service := m.serviceTime() + s.faults[name].ExtraServiceTime
+	service := addServiceTime(m.serviceTime(), s.faults[name].ExtraServiceTime)
 	s.changedLocked()
 	s.mu.Unlock()
 
@@ -749,11 +749,20 @@ func (m *model) serviceTime() time.Duration {
 		sigma2 := math.Log1p(m.spec.ServiceCV * m.spec.ServiceCV)
 		d = math.Exp(math.Log(mean) - sigma2/2 + math.Sqrt(sigma2)*m.rng.NormFloat64())
 	default:
-		return m.spec.ServiceTime
+		return min(m.spec.ServiceTime, MaxServiceTime) // Validate keeps it there
 	}
-	// A draw past an hour is cut there: the fake models services, not stuck ones (that is
-	// HangLoad's and ExtraServiceTime's job), and the conversion must not overflow.
-	return time.Duration(min(d, float64(time.Hour)))
+	// A draw past MaxServiceTime is cut there: the fake models services, not stuck ones (that
+	// is HangLoad's job), and the conversion must not overflow.
+	return time.Duration(min(d, float64(MaxServiceTime)))
+}
+
+// addServiceTime is a request's time, service + extra (each >= 0), saturating at
+// time.Duration's largest value instead of wrapping negative (an instant answer).
+func addServiceTime(service, extra time.Duration) time.Duration {
+	if extra > 0 && service > math.MaxInt64-extra {
+		return math.MaxInt64
+	}
+	return service + extra
 }
 
 // releaseSlotLocked hands a finished request's execution slot to the first

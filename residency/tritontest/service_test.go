@@ -66,3 +66,26 @@ func TestServiceTimeSeeded(t *testing.T) {
 		t.Errorf("seeds 7 and 8 drew the same times %v", a[:2])
 	}
 }
+
+// TestAddServiceTime: a request's time saturates at time.Duration's largest value instead of
+// wrapping negative (2562047h + 2562047h had been about -292 years: an instant answer).
+func TestAddServiceTime(t *testing.T) {
+	const huge = 2562047 * time.Hour
+	tests := []struct{ service, extra, want time.Duration }{
+		{time.Second, 0, time.Second},
+		{time.Hour, time.Hour, 2 * time.Hour},
+		{huge, huge, math.MaxInt64},
+		{math.MaxInt64, 1, math.MaxInt64},
+		{math.MaxInt64 - 1, 1, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := addServiceTime(tt.service, tt.extra); got != tt.want {
+			t.Errorf("addServiceTime(%v, %v) = %v, want %v", tt.service, tt.extra, got, tt.want)
+		}
+	}
+	// A deterministic ServiceTime is held to MaxServiceTime as a draw is.
+	m := &model{spec: Model{ServiceTime: huge}}
+	if got := m.serviceTime(); got != MaxServiceTime {
+		t.Errorf("deterministic serviceTime of %v = %v, want %v", huge, got, MaxServiceTime)
+	}
+}
