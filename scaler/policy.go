@@ -274,7 +274,7 @@ func ParseMetadata(meta map[string]string, defaults Defaults) (decision.Policy, 
 	}
 	modelRefused, modelGiven := false, false
 	if s, ok := get(KeyModel); ok {
-		modelGiven = true
+		modelGiven = s != "" // the chart writes model: "" for a pool without one
 		if len(s) > maxModelBytes {
 			errs = append(errs, rangeError(KeyModel, fmt.Sprintf("a model label value of at most %d bytes", maxModelBytes), s))
 			modelRefused = true

@@ -84,6 +84,17 @@ func TestParseMetadataValid(t *testing.T) {
 			},
 			want: custom,
 		},
+		{
+			// An empty model is no model: what a chart writes for a pool without one.
+			name: "custom with an empty model",
+			give: map[string]string{
+				"prometheusAddress": "https://thanos.example:10902", "model": "",
+				"queueQuery": `sum(gateway_queue_depth{pool="chat"})`, "activityQuery": `avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE)`,
+				"replicaThroughput": "2.5", "targetUtilization": "1", "drainSeconds": "12.5", "activityCeiling": "0.33",
+				"minReplicas": "2", "maxReplicas": "8", "scaleDownMaxFraction": "1", "scaleDownPeriod": "30s",
+			},
+			want: custom,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
