@@ -23,7 +23,8 @@ var ErrTooLarge = errors.New("file too large")
 // the bytes read, not by io.ReadAll's doubling (which took /dev/zero at a 256 MiB limit to
 // 607 MB of RSS before the refusal).
 // A file that is not regular is opened without blocking and must reach its end within
-// [ReadTimeout], or Read returns an error saying so.
+// [ReadTimeout], or Read returns an error saying so; a FIFO's writer may come within it (an
+// empty read is taken for no writer yet, so a FIFO written empty is an error too).
 // Errors: os.Open's and the read's, unchanged; past limit, one wrapping [ErrTooLarge] that
 // says "<path>: larger than <limit> bytes". Callers add the flag or field that named the file.
 func Read(path string, limit int64) ([]byte, error) {
@@ -45,10 +46,11 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	deadline := time.Now().Add(readTimeout)
 	if !regular {
 		// os.ErrNoDeadline for a file the poller cannot wait on (/dev/zero): its reads do not
 		// wait for a writer.
-		_ = f.SetReadDeadline(time.Now().Add(readTimeout))
+		_ = f.SetReadDeadline(deadline)
 	}
 	tooLarge := fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
 	var first []byte
@@ -67,7 +69,21 @@ func Read(path string, limit int64) ([]byte, error) {
 		}
 	}
 	rest, over, err := readChunks(f, limit-int64(len(first)))
+	// A FIFO opened without blocking reads as empty until a writer opens it (Linux's pipe
+	// read: no writer, no data, end of file), so `mkfifo f; reader f & … > f` read nothing and
+	// left the late writer blocked: an empty read is tried again until the deadline. (A writer
+	// that opens and closes without writing then reads as no writer.)
+	fifo := st != nil && st.Mode()&os.ModeNamedPipe != 0
+	for fifo && err == nil && !over && len(rest) == 0 {
+		time.Sleep(fifoPoll)
+		if !time.Now().Before(deadline) {
+			break
+		}
+		rest, over, err = readChunks(f, limit)
+	}
 	switch {
+	case fifo && err == nil && !over && len(rest) == 0:
+		return nil, fmt.Errorf("%s: no writer within %v (a FIFO nobody opened for writing, or opened and closed empty); want a file", path, readTimeout)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
 	case err != nil:
@@ -87,6 +103,9 @@ const ReadTimeout = 30 * time.Second
 
 // readTimeout is ReadTimeout, shortened by tests.
 var readTimeout = ReadTimeout
+
+// fifoPoll is how often Read looks again for a FIFO's writer.
+const fifoPoll = 50 * time.Millisecond
 
 // ChunkBytes is the piece Read reads at a time from a file that is not regular.
 const ChunkBytes = 1 << 20

@@ -115,15 +115,51 @@ func TestReadPipeNobodyWrites(t *testing.T) {
 		t.Errorf("pipe that is written and closed: %q, %v", data, err)
 	}
 
+	// A FIFO without a writer is not waited for at its open, and is an error after the
+	// timeout, not an empty file.
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("mkfifo:", err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := Read(fifo, 1<<20); done <- err }()
+	go func() {
+		data, err := Read(fifo, 1<<20)
+		if err == nil {
+			err = fmt.Errorf("read %q", data)
+		}
+		done <- err
+	}()
 	select {
-	case <-done:
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no writer within 200ms") {
+			t.Errorf("a FIFO nobody writes to: %v; want the no-writer error", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a FIFO without a writer: Read still waiting after 10 s")
+	}
+
+	// A FIFO whose writer comes after the reader (mkfifo f; reader f & … > f) is read whole;
+	// opened without blocking it read as empty, and the late writer blocked for ever.
+	readTimeout = 5 * time.Second
+	type result struct {
+		data []byte
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() { d, err := Read(fifo, 1<<20); got <- result{d, err} }()
+	time.Sleep(300 * time.Millisecond)
+	wf, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf.Write([]byte("models: []\n"))
+	wf.Close()
+	select {
+	case r := <-got:
+		if r.err != nil || string(r.data) != "models: []\n" {
+			t.Errorf("a FIFO with a late writer: %q, %v; want its contents", r.data, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO with a late writer: Read still waiting after 10 s")
 	}
 }
