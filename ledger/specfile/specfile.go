@@ -137,9 +137,12 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	// there would report every node releasable.
 	sanitized := false
 	if len(numErrs) > 0 && !AboutNodes(numErrs) {
-		if len(unread) == 0 || unknownField(numErrs) {
+		if len(unread) == 0 || unknownField(numErrs) || hasAlias(&root) {
 			// plainNumbers' error (not walked on), or a misspelt key, whose field Validate
-			// would report missing: a second error for the same fault.
+			// would report missing: a second error for the same fault. Or an alias: a value
+			// set to null under an anchor is null wherever it is merged (its other paths would
+			// read "required"), and numberWalk does not look for unknown keys in an aliased
+			// mapping, which the decoding below would skip without a word.
 			return spec, numErrs
 		}
 		// One error per fault, all at once: the values numberWalk reported read as null (a
@@ -252,6 +255,19 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 		}
 	}
 	return spec, append(numErrs, errs...)
+}
+
+// hasAlias reports whether the document under n holds an alias (*name, or a merge <<: *name).
+func hasAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAlias(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownField reports whether errs hold numberWalk's error for a key the spec does not have.
