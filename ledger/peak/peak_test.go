@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,11 +24,11 @@ func TestQuery(t *testing.T) {
 		match map[string]string
 	}{
 		{"rateQuery confined", Source{Namespace: "ml", RateQuery: `sum(rate(gateway_requests_total{namespace="other"}[1m]))`},
-			`max_over_time((sum((sum(rate(gateway_requests_total{namespace="ml"}[1m])))) unless on () ((sum(rate(gateway_requests_total{namespace="ml"}[1m]))) < 0))[1w:1m])`, nil},
+			`max_over_time((sum((sum(rate(gateway_requests_total{namespace="ml"}[1m])))) unless on () ((sum(rate(gateway_requests_total{namespace="ml"}[1m]))) < 0 or (sum(rate(gateway_requests_total{namespace="ml"}[1m]))) == +Inf or (sum(rate(gateway_requests_total{namespace="ml"}[1m]))) != (sum(rate(gateway_requests_total{namespace="ml"}[1m])))))[1w:1m])`, nil},
 		{"rateQuery of several series is summed", Source{Namespace: "ml", RateQuery: `rate(req_total[1m])`},
-			`max_over_time((sum((rate(req_total{namespace="ml"}[1m]))) unless on () ((rate(req_total{namespace="ml"}[1m])) < 0))[1w:1m])`, nil},
+			`max_over_time((sum((rate(req_total{namespace="ml"}[1m]))) unless on () ((rate(req_total{namespace="ml"}[1m])) < 0 or (rate(req_total{namespace="ml"}[1m])) == +Inf or (rate(req_total{namespace="ml"}[1m])) != (rate(req_total{namespace="ml"}[1m]))))[1w:1m])`, nil},
 		{"scalar rateQuery", Source{Namespace: "ml", RateQuery: `scalar(sum(rate(req_total[1m])))`},
-			`max_over_time((sum(vector(scalar(sum(rate(req_total{namespace="ml"}[1m]))))) unless on () (vector(scalar(sum(rate(req_total{namespace="ml"}[1m])))) < 0))[1w:1m])`, nil},
+			`max_over_time((sum(vector(scalar(sum(rate(req_total{namespace="ml"}[1m]))))) unless on () (vector(scalar(sum(rate(req_total{namespace="ml"}[1m])))) < 0 or vector(scalar(sum(rate(req_total{namespace="ml"}[1m])))) == +Inf or vector(scalar(sum(rate(req_total{namespace="ml"}[1m])))) != vector(scalar(sum(rate(req_total{namespace="ml"}[1m]))))))[1w:1m])`, nil},
 		// The preset is one series per (namespace, model) already: kept apart, not summed.
 		{"triton preset", Source{Namespace: "ml", Engine: "triton", Model: "chat"},
 			`max_over_time((sum by (namespace, model) (rate(nv_inference_request_success[1m])) + sum by (namespace, model) (rate(nv_inference_request_failure[1m])))[1w:1m])`,
@@ -101,6 +102,18 @@ func TestReadSumsSeries(t *testing.T) {
 	if got != 50 {
 		t.Errorf("peak %v from %s with pod b at -100, want 50 (the steps with a negative series left out)", got, q)
 	}
+
+	// A step with a +Inf series is left out too (one +Inf step failed the whole window: "value
+	// +Inf is not a rate"); the scaler takes no value from it either.
+	rps.WithLabelValues("ml", "a").Set(math.Inf(1))
+	rps.WithLabelValues("ml", "b").Set(20)
+	srv.WaitFor(t, `count_over_time((ledger_sum_rps{namespace="ml",pod="a"} == +Inf)[1m:1s])`, promtest.HasValue(2), 30*time.Second)
+	got, q, err = Read(ctx, srv.API(), src, time.Minute, time.Second, time.Now())
+	if err != nil || got != 50 {
+		t.Errorf("peak %v, %v from %s with pod a at +Inf, want 50 (those steps left out)", got, err, q)
+	}
+	rps.WithLabelValues("ml", "a").Set(200)
+	rps.WithLabelValues("ml", "b").Set(-100)
 
 	scalar := Source{Namespace: "ml", ScaledObject: "chat", RateQuery: "scalar(sum(ledger_sum_rps))"}
 	got, q, err = Read(ctx, srv.API(), scalar, time.Minute, time.Second, time.Now())
