@@ -75,20 +75,26 @@ func startWith(t *testing.T, cfg Config, objs ...runtime.Object) env {
 func startLog(t *testing.T, cfg Config, log *slog.Logger, objs ...runtime.Object) env {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+	return env{c: run(t, dyn, cfg, log), dyn: dyn}
+}
+
+// run starts a Cluster on dyn, stopped when tb ends, and waits until its caches are synced.
+func run(tb testing.TB, dyn *dynamicfake.FakeDynamicClient, cfg Config, log *slog.Logger) *Cluster {
+	tb.Helper()
 	c, err := NewForClient(dyn, cfg, log)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	tb.Cleanup(func() { cancel(); <-done })
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
-	if err := c.WaitForSync(sctx); err != nil {
-		t.Fatal(err)
+	if err := c.WaitForSync(sctx); err != nil || !cache.WaitForCacheSync(sctx.Done(), c.pods.HasSynced) {
+		tb.Fatal("caches not synced", err)
 	}
-	return env{c: c, dyn: dyn}
+	return c
 }
 
 func TestLookup(t *testing.T) {
@@ -339,17 +345,7 @@ func BenchmarkLookup(b *testing.B) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds,
 		newScaledObject("a", "pool", map[string]any{"scaleTargetRef": map[string]any{"name": "pool"}}),
 		deployment("a", "pool", 3))
-	c, err := NewForClient(dyn, DefaultConfig(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	if err := c.WaitForSync(ctx); err != nil {
-		b.Fatal(err)
-	}
+	c := run(b, dyn, DefaultConfig(), nil)
 	for b.Loop() {
 		if got, _ := c.Lookup("a", "pool"); got.Ready != 3 {
 			b.Fatalf("Ready = %d", got.Ready)
@@ -373,17 +369,7 @@ func BenchmarkMemory10000(b *testing.B) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
 	objs = nil
 	before := liveHeap()
-	c, err := NewForClient(dyn, DefaultConfig(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	if err := c.WaitForSync(ctx); err != nil {
-		b.Fatal(err)
-	}
+	c := run(b, dyn, DefaultConfig(), nil)
 	if got, _ := c.Lookup("team-042", "pool-09942"); got.Ready != 3 {
 		b.Fatalf("Lookup = %+v", got)
 	}
@@ -678,17 +664,7 @@ func BenchmarkLookupColdStart(b *testing.B) {
 				}
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
-			c, err := NewForClient(dyn, DefaultConfig(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = c.Run(ctx); close(done) }()
-			defer func() { cancel(); <-done }()
-			if err := c.WaitForSync(ctx); err != nil || !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced) {
-				b.Fatal("caches not synced", err)
-			}
+			c := run(b, dyn, DefaultConfig(), nil)
 			names := make([]string, n)
 			for i := range names {
 				names[i] = fmt.Sprintf("pool-%05d", i)
