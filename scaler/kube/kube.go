@@ -295,8 +295,8 @@ func (c *Cluster) fillPod(u *unstructured.Unstructured, o *object) {
 	o.created = u.GetCreationTimestamp().Time
 	var readyAt time.Time
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
+	for _, cond := range conds {
+		m, ok := cond.(map[string]any)
 		if !ok || m["type"] != "Ready" || m["status"] != "True" {
 			continue
 		}
