@@ -68,22 +68,37 @@ func Read(path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	rest, over, err := readChunks(f, limit-int64(len(first)))
-	// A FIFO opened without blocking reads as empty until a writer opens it (Linux's pipe
+	// A named FIFO opened without blocking reads as empty until a writer opens it (Linux's pipe
 	// read: no writer, no data, end of file), so `mkfifo f; reader f & … > f` read nothing and
-	// left the late writer blocked: an empty read is tried again until the deadline. (A writer
-	// that opens and closes without writing then reads as no writer.)
-	fifo := st != nil && st.Mode()&os.ModeNamedPipe != 0
-	for fifo && err == nil && !over && len(rest) == 0 {
-		time.Sleep(fifoPoll)
-		if !time.Now().Before(deadline) {
-			break
+	// left the late writer blocked: an empty read is tried again, a byte at a time, until the
+	// deadline. (A writer that opens and closes without writing then reads as no writer.) An
+	// anonymous pipe (/dev/stdin, <(cmd)), which os.Stat also calls a named pipe, has had its
+	// writer from the start: its empty read is an empty file.
+	if st != nil && st.Mode()&os.ModeNamedPipe != 0 && !anonymousPipe(f) {
+		var b [1]byte
+		for {
+			n, err := f.Read(b[:])
+			if n == 1 {
+				if limit < 1 {
+					return nil, tooLarge
+				}
+				first = b[:]
+				break
+			}
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
+			case err != io.EOF:
+				return nil, err
+			}
+			time.Sleep(fifoPoll)
+			if !time.Now().Before(deadline) {
+				return nil, fmt.Errorf("%s: no writer within %v (a FIFO nobody opened for writing, or opened and closed empty); want a file", path, readTimeout)
+			}
 		}
-		rest, over, err = readChunks(f, limit)
 	}
+	rest, over, err := readChunks(f, limit-int64(len(first)))
 	switch {
-	case fifo && err == nil && !over && len(rest) == 0:
-		return nil, fmt.Errorf("%s: no writer within %v (a FIFO nobody opened for writing, or opened and closed empty); want a file", path, readTimeout)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
 	case err != nil:

@@ -115,6 +115,19 @@ func TestReadPipeNobodyWrites(t *testing.T) {
 		t.Errorf("pipe that is written and closed: %q, %v", data, err)
 	}
 
+	// An empty anonymous pipe whose writer has closed (printf '' | … /dev/stdin, <(true)) is an
+	// empty file at once: os.Stat calls it a named pipe too, but it had its writer from the start.
+	r3, w3, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r3.Close()
+	w3.Close()
+	data, err = Read(fmt.Sprintf("/proc/self/fd/%d", r3.Fd()), 1<<20)
+	if err != nil || len(data) != 0 {
+		t.Errorf("empty closed pipe: %q, %v; want an empty file (it waited for a writer, then said none came)", data, err)
+	}
+
 	// A FIFO without a writer is not waited for at its open, and is an error after the
 	// timeout, not an empty file.
 	fifo := filepath.Join(t.TempDir(), "fifo")
@@ -147,13 +160,13 @@ func TestReadPipeNobodyWrites(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() { d, err := Read(fifo, 1<<20); got <- result{d, err} }()
-	time.Sleep(300 * time.Millisecond)
-	wf, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf.Write([]byte("models: []\n"))
-	wf.Close()
+	go func() { // in a goroutine: without a reader holding the FIFO this open would block
+		time.Sleep(300 * time.Millisecond)
+		if wf, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			wf.Write([]byte("models: []\n"))
+			wf.Close()
+		}
+	}()
 	select {
 	case r := <-got:
 		if r.err != nil || string(r.data) != "models: []\n" {

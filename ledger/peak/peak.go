@@ -53,12 +53,15 @@ var Labels = prom.Labels{Namespace: "namespace", Pod: "pod"}
 //
 // A rateQuery R is read as the scaler reads it: the scaler adds the series
 // of a custom query and scales on their sum (prom.Request.Query), so the
-// peak is the largest sum, max_over_time((sum(R) unless on () (R < 0 or
-// R == +Inf or R != R))[window:step]), not the largest series (pods at 30
-// and 20 req/s are a demand of 50). A step where a series of R is negative,
-// +Inf or NaN is left out, as the scaler takes no value from such a sum
-// (prom.ErrInvalidValue; one +Inf step had failed the whole window); a
-// scalar R is read through vector(R).
+// peak is the largest sum, max_over_time(((sum(R) unless on () (R < 0))
+// < +Inf)[window:step]), not the largest series (pods at 30 and 20 req/s
+// are a demand of 50). A step where a series of R is negative is left out,
+// and one whose sum is +Inf or NaN (a series that is, or finite series
+// summing past float64), as the scaler takes no value from such a sum
+// (prom.ErrInvalidValue; one +Inf step had failed the whole window). The
+// filters compare with numbers only, so series of R that differ only in
+// their metric name need no vector matching. A scalar R is read through
+// vector(R).
 //
 // A preset's rate query is already one series per (namespace, model), the
 // groups the scaler splits it into: max_over_time((preset)[window:step])
@@ -88,7 +91,7 @@ func Query(src Source, window, step time.Duration) (q string, match map[string]s
 		default:
 			return "", nil, fmt.Errorf("rateQuery %q: %w: returns a %s; it must return an instant vector or a scalar", src.RateQuery, prom.ErrBadQuery, t)
 		}
-		rate = fmt.Sprintf("sum(%[1]s) unless on () (%[1]s < 0 or %[1]s == +Inf or %[1]s != %[1]s)", rate)
+		rate = fmt.Sprintf("(sum(%[1]s) unless on () (%[1]s < 0)) < +Inf", rate)
 	default:
 		if rate, err = prom.PresetQuery(src.Engine, prom.KindRate, Labels); err != nil {
 			return "", nil, err
