@@ -133,7 +133,7 @@ func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 	// work grows with them: 100 labels of 447 on a 2-GPU node took 16 s.
 	if limit := gpus * ledger.MaxInstancesPerGPU; total > limit {
 		return out, fmt.Errorf("node %s: its %s<profile>%s labels count %d MIG instances (%s); %d GPUs (%s) hold at most %d (%d per GPU)",
-			n.Name, LabelMIGCountPrefix, LabelMIGCountSuffix, total, migLabels(l), gpus, LabelCount, limit, ledger.MaxInstancesPerGPU)
+			n.Name, LabelMIGCountPrefix, LabelMIGCountSuffix, total, migLabels(instances), gpus, LabelCount, limit, ledger.MaxInstancesPerGPU)
 	}
 	if i := strings.Index(strings.ToUpper(productLabel), "-MIG-"); i >= 0 && len(instances) == 0 {
 		// Single strategy: GFD counts MIG devices in nvidia.com/gpu.count.
@@ -165,13 +165,14 @@ func NodeFromLabels(n *corev1.Node, domainLabel string) (ledger.Node, error) {
 // maxLabelsNamed bounds the labels an error lists.
 const maxLabelsNamed = 8
 
-// migLabels lists the non-zero nvidia.com/mig-<profile>.count labels of l, sorted, as
-// label=value: the first maxLabelsNamed, then how many more.
-func migLabels(l map[string]string) string {
+// migLabels lists the non-zero counts of instances (profile → count, as read from the
+// nvidia.com/mig-<profile>.count labels), sorted by label, as label=count: the first
+// maxLabelsNamed, then how many more.
+func migLabels(instances map[string]int) string {
 	var names []string
-	for k, v := range l {
-		if c, _ := strconv.Atoi(v); c > 0 && strings.HasPrefix(k, LabelMIGCountPrefix) && strings.HasSuffix(k, LabelMIGCountSuffix) {
-			names = append(names, k)
+	for profile, c := range instances {
+		if c > 0 {
+			names = append(names, LabelMIGCountPrefix+profile+LabelMIGCountSuffix)
 		}
 	}
 	sort.Strings(names)
@@ -184,7 +185,8 @@ func migLabels(l map[string]string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s=%s", errtext.Cut(k, 80), l[k])
+		profile := strings.TrimSuffix(strings.TrimPrefix(k, LabelMIGCountPrefix), LabelMIGCountSuffix)
+		fmt.Fprintf(&b, "%s=%d", errtext.Cut(k, 80), instances[profile])
 	}
 	return b.String()
 }
