@@ -53,6 +53,9 @@ func Read(path string, limit int64) ([]byte, error) {
 		_ = f.SetReadDeadline(deadline)
 	}
 	tooLarge := fmt.Errorf("%w: %s: larger than %d bytes", ErrTooLarge, path, limit)
+	noEnd := func() error { // the read deadline passed
+		return fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
+	}
 	var first []byte
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		if st.Size() > limit {
@@ -87,7 +90,7 @@ func Read(path string, limit int64) ([]byte, error) {
 			}
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
-				return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
+				return nil, noEnd()
 			case err != io.EOF:
 				return nil, err
 			}
@@ -100,7 +103,7 @@ func Read(path string, limit int64) ([]byte, error) {
 	rest, over, err := readChunks(f, limit-int64(len(first)))
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, fmt.Errorf("%s: no end of file within %v (a pipe or device nobody writes to and closes); want a file", path, readTimeout)
+		return nil, noEnd()
 	case err != nil:
 		return nil, err
 	case over:
