@@ -1,6 +1,11 @@
 # inferscale — run `make help` for the targets.
 SHELL := /bin/bash
 GO ?= go
+# Build and test with Go 1.27.3: Go 1.26.8's net/http, crypto/tls, crypto/x509 and html/template carry
+# known vulnerabilities (HTTP/2 server crash and memory exhaustion among them, `make vulncheck`) that the
+# scaler's gRPC server and the residency front would ship. The go command fetches this toolchain from
+# the module proxy on first use (about 76 MB, seconds); GOTOOLCHAIN=local in your environment overrides.
+export GOTOOLCHAIN ?= go1.27.3
 # go-nvml's cgo preamble declares functions NVML 13 marks deprecated; silence gcc's noise.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # Integration tests need a real Prometheus server; under `make test` a missing binary is a failure, not a skip.
@@ -49,6 +54,10 @@ images: ## OCI image archives (scaler residency tritonfake ledger; amd64+arm64) 
 .PHONY: e2e
 e2e: ## End-to-end suite on a real kube-apiserver, HPA, KEDA and Prometheus (builds binaries once, cached).
 	$(GO) test -tags e2e -count=1 -timeout 80m -v ./e2e/...
+
+.PHONY: vulncheck
+vulncheck: ## govulncheck against the Go vulnerability database (from the module proxy; VULNDB_VERSION=latest for the newest).
+	GO=$(GO) hack/vulncheck.sh
 
 .PHONY: lint
 lint: ## gofmt and go vet.
