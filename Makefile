@@ -11,6 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # Integration tests need a real Prometheus server; under `make test` a missing binary is a failure, not a skip.
 export INFERSCALE_REQUIRE_PROMETHEUS ?= 1
 BIN := bin
+STATICCHECK_VERSION ?= v0.8.2
 # make images: the tag is the chart's appVersion, so the chart's default install pulls these images.
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/inferscale/Chart.yaml)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
@@ -60,9 +61,10 @@ vulncheck: ## govulncheck against the Go vulnerability database (from the module
 	GO=$(GO) hack/vulncheck.sh
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## gofmt, go vet and staticcheck (staticcheck.conf).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: generate
 generate: ## Regenerate the Triton protocol Go code from proto/ (needs protoc from protobuf-compiler).

@@ -11,7 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -83,7 +83,7 @@ func checkRendered(t *testing.T, o *objects) {
 					errs = append(errs, "a CronJob name must be no more than 52 characters")
 				}
 			case "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-				errs = path.IsValidPathSegmentName(name)
+				errs = content.IsPathSegmentName(name)
 			default:
 				errs = validation.IsDNS1123Subdomain(name)
 			}

@@ -237,7 +237,7 @@ func TestTenantAddressesHaveTheirOwnBudget(t *testing.T) {
 func TestAPIErrorIsBounded(t *testing.T) {
 	huge := strings.Repeat("x", 20000)
 	tests := []struct {
-		name    string
+		name     string
 		status   int
 		body     string
 		wantMsg  string

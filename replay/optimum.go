@@ -244,7 +244,6 @@ func (b *Bound) solve(lambda float64, path bool) (float64, float64, []int) {
 	L := b.WindowS
 	// piece(v, ...) is the cost of piece v ≥ 1 given the counts of windows
 	// v..v+K−1; windows past the end count 0.
-	type state struct{ a, c int } // candidate indices of R_{w} and R_{w−1} (K = 3)
 	switch b.K {
 	case 1:
 		var v, m float64
@@ -325,7 +324,6 @@ func (b *Bound) solve(lambda float64, path bool) (float64, float64, []int) {
 		}
 		return best, miss, out
 	default: // K = 3: state (R_w, R_{w−1}); piece v = w−2 needs R_{w−2..w}.
-		_ = state{}
 		t0 := &b.tables[0]
 		if W == 1 {
 			best, bm, br := math.Inf(1), 0.0, 0

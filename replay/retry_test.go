@@ -335,8 +335,29 @@ func TestRetryClientSends(t *testing.T) {
 		if got := float64(n) / 100000; math.Abs(got-p) > 0.005 {
 			t.Errorf("reject share %g: %.4f of 100000 sends rejected", p, got)
 		}
-		if c.rejects(7, 3) != c.rejects(7, 3) {
-			t.Errorf("reject share %g: the draw is not a function of (request, send)", p)
+		// Each send is drawn independently: a request's consecutive sends are both rejected
+		// at the product of the shares.
+		both := 0
+		for r := range int32(20000) {
+			for a := 1; a <= 4; a++ {
+				if c.rejects(r, a) && c.rejects(r, a+1) {
+					both++
+				}
+			}
+		}
+		if got := float64(both) / 80000; math.Abs(got-p*p) > 0.005 {
+			t.Errorf("reject share %g: %.4f of consecutive send pairs both rejected, want %.4f", p, got, p*p)
+		}
+	}
+	// One uniform draw per (request, send) against the share: a send rejected at 0.1 is
+	// rejected at every larger share, so every policy and every share sees the same sends.
+	lo, hi := c, c
+	lo.RejectShare, hi.RejectShare = 0.1, 0.5
+	for r := range int32(2000) {
+		for a := 1; a <= 5; a++ {
+			if lo.rejects(r, a) && !hi.rejects(r, a) {
+				t.Fatalf("request %d send %d: rejected at share 0.1 but not at 0.5", r, a)
+			}
 		}
 	}
 }

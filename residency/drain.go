@@ -109,14 +109,15 @@ func (d *Drainer) run() {
 	// is bounded by DrainTimeout.
 	ctx := context.Background()
 
-	prev, prevErr := d.Read(ctx)
-	for n := 1; errors.Is(prevErr, triton.ErrUnavailable); n++ {
+	// Only reachability matters before the propagation delay; the counts are read after it.
+	_, err := d.Read(ctx)
+	for n := 1; errors.Is(err, triton.ErrUnavailable); n++ {
 		if n == unreachableReads {
-			d.unreachable(start, n, prevErr)
+			d.unreachable(start, n, err)
 			return
 		}
 		<-d.clock.After(d.cfg.DrainPollInterval)
-		prev, prevErr = d.Read(ctx)
+		_, err = d.Read(ctx)
 	}
 
 	<-d.clock.After(d.cfg.PropagationDelay)
@@ -126,7 +127,7 @@ func (d *Drainer) run() {
 	// The deadline is checked after each poll rather than raced against it, so that the drain
 	// waits on one timer at a time (which keeps fake-clock tests deterministic).
 	deadline := waitStart.Add(d.cfg.DrainTimeout)
-	prev, prevErr = d.Read(ctx)
+	prev, prevErr := d.Read(ctx)
 	owed := owedAfter(prev)
 	reads, unreachable := 1, 0
 	confirming := false

@@ -8,7 +8,6 @@ var (
 	t0      = plantest.T0
 	model   = plantest.Model
 	catalog = plantest.Catalog
-	ready   = plantest.Ready
 )
 
 const (

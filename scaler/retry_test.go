@@ -452,7 +452,7 @@ func TestRetryAmplificationOverflowThroughServer(t *testing.T) {
 	rt := &recordingTargets{fakeTargets: fakeTargets{}}
 	h := newHarness(t, rt)
 	r := ref("team-a", "pool", retryMeta())
-	at := t0
+	var at time.Time
 	for i := range 25 { // two minutes
 		at = t0.Add(time.Duration(i) * 5 * time.Second)
 		h.clock.set(at)

@@ -23,7 +23,7 @@ import (
 // profileID through the mock's own CreateGpuInstance and returns a MIG device handle whose
 // memory is that instance profile's MemorySizeMB (the go-nvml mock has no MIG device handles
 // of its own; everything else comes from its tables).
-func migDevice(t *testing.T, parent *dgxa100.Device, profileID int, uuid, name string) *mock.Device {
+func migDevice(t *testing.T, parent *server.Device, profileID int, uuid, name string) *mock.Device {
 	t.Helper()
 	info, ret := parent.GetGpuInstanceProfileInfo(profileID)
 	if ret != nvml.SUCCESS {
@@ -53,7 +53,7 @@ func TestOpenWholeGPU(t *testing.T) {
 		wantTotal int64
 	}{
 		{name: "A100 by UUID", server: func() nvml.Interface { return dgxa100.New() },
-			visible:  func(s nvml.Interface) string { return s.(*dgxa100.Server).Devices[3].(*dgxa100.Device).UUID },
+			visible:  func(s nvml.Interface) string { return s.(*server.Server).Devices[3].(*server.Device).UUID },
 			wantName: "Mock NVIDIA A100-SXM4-40GB", wantTotal: 40960 << 20},
 		{name: "H100 by index", server: func() nvml.Interface { return dgxh100.New() },
 			visible:  func(nvml.Interface) string { return "2" },
@@ -85,7 +85,7 @@ func TestOpenWholeGPU(t *testing.T) {
 
 func TestOpenMIG(t *testing.T) {
 	s := dgxa100.New()
-	parent := s.Devices[0].(*dgxa100.Device)
+	parent := s.Devices[0].(*server.Device)
 	const uuid = "MIG-4f1c6e5e-6b7a-5a3e-9d6c-3b1f0e2d4c5a"
 	mig := migDevice(t, parent, nvml.GPU_INSTANCE_PROFILE_1_SLICE, uuid, "Mock NVIDIA A100-SXM4-40GB MIG 1g.5gb")
 	byUUID := s.DeviceGetHandleByUUIDFunc

@@ -10,15 +10,14 @@ import (
 // metrics are Triton's Prometheus metrics, with Triton's names and labels
 // (docs/user_guide/metrics.md), in a private registry.
 type metrics struct {
-	reg                    *prometheus.Registry
-	success, failure       *prometheus.CounterVec
-	count, execCount       *prometheus.CounterVec
-	pending                *prometheus.GaugeVec
-	requestUS, queueUS     *prometheus.CounterVec
-	inputUS, inferUS       *prometheus.CounterVec
-	outputUS               *prometheus.CounterVec
-	gpuTotal, gpuUsed      *prometheus.GaugeVec
-	modelLabels, gpuLabels []string
+	reg                *prometheus.Registry
+	success, failure   *prometheus.CounterVec
+	count, execCount   *prometheus.CounterVec
+	pending            *prometheus.GaugeVec
+	requestUS, queueUS *prometheus.CounterVec
+	inputUS, inferUS   *prometheus.CounterVec
+	outputUS           *prometheus.CounterVec
+	gpuTotal, gpuUsed  *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
