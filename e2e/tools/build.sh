@@ -20,10 +20,6 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache_root="${INFERSCALE_E2E_CACHE:-$HOME/.cache/inferscale-e2e}"
 go_bin="${GO:-go}"
-# The control plane is test infrastructure, built as upstream builds it, with the machine's own Go:
-# the Makefile's GOTOOLCHAIN (the toolchain inferscale's own binaries ship with) is not applied
-# here, so a toolchain change does not rebuild it. INFERSCALE_E2E_GOTOOLCHAIN picks another.
-export GOTOOLCHAIN="${INFERSCALE_E2E_GOTOOLCHAIN:-local}"
 
 hash="$(
   cd "$here"
