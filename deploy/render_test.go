@@ -378,6 +378,7 @@ func TestRenderedKinds(t *testing.T) {
 func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 	tests := []struct {
 		name, doc, wantErr string
+		wantErr2           string // a second part the error must contain, where set
 	}{
 		{
 			name:    "deployment",
@@ -400,15 +401,16 @@ func TestStrictDecodeRejectsUnknownFields(t *testing.T) {
 			name: "number as a label value",
 			doc:  "apiVersion: v1\nkind: Service\nmetadata: {name: x, labels: {inferscale.io/pool: 123}}\n",
 			// (Go 1.26 names the field ObjectMeta.metadata.labels, Go 1.27 the label itself.)
-			wantErr: "cannot unmarshal number into Go struct field",
+			wantErr:  "cannot unmarshal number into Go struct field",
+			wantErr2: "metadata.labels",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o, _ := decodeRelease(&release.Release{Info: &release.Info{}})
 			err := decodeStrict(tt.doc, o)
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("decodeStrict error = %v, want it to contain %q", err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), tt.wantErr2) {
+				t.Fatalf("decodeStrict error = %v, want it to contain %q and %q", err, tt.wantErr, tt.wantErr2)
 			}
 		})
 	}

@@ -45,8 +45,8 @@ type gateway struct {
 	perPod map[string]int // requests in flight per pod
 	closed bool
 
-	sent, ok, failed, unavailable atomic.Int64
-	inflight                      sync.WaitGroup
+	sent, ok, failed atomic.Int64
+	inflight         sync.WaitGroup
 
 	queue    *prometheus.GaugeVec
 	requests *prometheus.CounterVec
@@ -203,16 +203,6 @@ func (g *gateway) snapshot() (sent, ok, failed int64, fails []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.sent.Load(), g.ok.Load(), g.failed.Load(), append([]string(nil), g.fails...)
-}
-
-// resetCounts zeroes the counters (between scenarios).
-func (g *gateway) resetCounts() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.sent.Store(0)
-	g.ok.Store(0)
-	g.failed.Store(0)
-	g.fails = nil
 }
 
 // quiesce stops arrivals and waits for every request in flight.

@@ -117,7 +117,4 @@ func (s *scalerProc) desired(ctx context.Context, ref *externalscaler.ScaledObje
 	return math.Ceil(val/target - 1e-9), nil
 }
 
-// metricsURL is the scaler's Prometheus endpoint.
-func (s *scalerProc) metricsURL() string { return "http://" + addr(s.metricsPort) + "/metrics" }
-
 var _ = strconv.Itoa

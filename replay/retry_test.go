@@ -337,16 +337,26 @@ func TestRetryClientSends(t *testing.T) {
 		}
 		// Each send is drawn independently: a request's consecutive sends are both rejected
 		// at the product of the shares.
-		both := 0
+		// So is the same send of neighbouring requests, and send n+1 of one request against
+		// send n of the next (a draw of r+n alone would make those two always agree).
+		both, across, diagonal := 0, 0, 0
 		for r := range int32(20000) {
 			for a := 1; a <= 4; a++ {
 				if c.rejects(r, a) && c.rejects(r, a+1) {
 					both++
 				}
+				if c.rejects(r, a) && c.rejects(r+1, a) {
+					across++
+				}
+				if c.rejects(r, a+1) && c.rejects(r+1, a) {
+					diagonal++
+				}
 			}
 		}
-		if got := float64(both) / 80000; math.Abs(got-p*p) > 0.005 {
-			t.Errorf("reject share %g: %.4f of consecutive send pairs both rejected, want %.4f", p, got, p*p)
+		for what, n := range map[string]int{"consecutive sends": both, "neighbouring requests": across, "send n+1 and the next request's send n": diagonal} {
+			if got := float64(n) / 80000; math.Abs(got-p*p) > 0.005 {
+				t.Errorf("reject share %g: %.4f of pairs (%s) both rejected, want %.4f", p, got, what, p*p)
+			}
 		}
 	}
 	// One uniform draw per (request, send) against the share: a send rejected at 0.1 is
