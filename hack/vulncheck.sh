@@ -27,12 +27,11 @@ trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
 # Download outside this module so its go.mod and go.sum are untouched. The go command writes a
 # download's error into the JSON, so that is where it is read from.
+field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$work/download.json"; }
 if ! (cd "$work" && GOFLAGS=-mod=mod "$go" mod download -json "golang.org/x/vulndb@$vulndb" >"$work/download.json"); then
-  echo "vulncheck: go mod download golang.org/x/vulndb@$vulndb failed:" >&2
-  sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/  \1/p' "$work/download.json" >&2
+  echo "vulncheck: go mod download golang.org/x/vulndb@$vulndb failed: $(field Error)" >&2
   exit 1
 fi
-field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$work/download.json"; }
 src="$(field Dir)"
 resolved="$(field Version)"
 if [ -z "$src" ] || [ ! -d "$src/data/osv" ]; then
