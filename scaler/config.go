@@ -58,7 +58,9 @@ type Config struct {
 	WatchNamespace string
 	// Kubeconfig is a kubeconfig path; empty means in-cluster config when
 	// running in a pod, and no Kubernetes access otherwise (bounds from
-	// metadata, ready replicas from readyQuery).
+	// metadata, ready replicas from readyQuery). It must be a regular file of
+	// at most 1 MiB (kubeconfigfile.MaxBytes), checked when the scaler starts;
+	// $KUBECONFIG is not read.
 	Kubeconfig string
 	// TLSCertFile and TLSKeyFile serve gRPC over TLS (both or neither). KEDA
 	// verifies the certificate with its `caCert` auth parameter.

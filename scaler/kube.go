@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/inferscale/inferscale/internal/kubeconfigfile"
 	"github.com/inferscale/inferscale/scaler/kube"
 )
 
@@ -23,15 +24,23 @@ const kubeSyncTimeout = 60 * time.Second
 // startTargets connects to Kubernetes when the scaler can (a --kubeconfig,
 // or in-cluster credentials), starts the informers in g and waits for their
 // caches. nil means no Kubernetes access: bounds come from metadata and
-// ready replicas from readyQuery or the preset's pod count.
+// ready replicas from readyQuery or the preset's pod count. A --kubeconfig that
+// is not a regular file of at most kubeconfigfile.MaxBytes (1 MiB) is an error
+// naming the flag, before anything reads it.
 func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.Logger) (Targets, error) {
 	var rc *rest.Config
 	var err error
 	switch {
 	case cfg.Kubeconfig != "":
+		// clientcmd reads the file whole, with no bound: --kubeconfig=/dev/zero ran the
+		// scaler out of memory. Only --kubeconfig is read (BuildConfigFromFlags with a path
+		// reads that file alone, never $KUBECONFIG or ~/.kube/config).
+		if err := kubeconfigfile.Check("Kubeconfig (--kubeconfig)", cfg.Kubeconfig); err != nil {
+			return nil, err
+		}
 		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("Kubeconfig %q: %w", cfg.Kubeconfig, err)
+			return nil, fmt.Errorf("Kubeconfig (--kubeconfig) %q: %w", cfg.Kubeconfig, err)
 		}
 	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
 		rc, err = rest.InClusterConfig()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/inferscale/inferscale/internal/kubeconfigfile"
 )
 
 // TestStrayArgument: flag stops at the first non-flag, so `ledger extra --spec=x` said
@@ -27,7 +29,7 @@ func TestStrayArgument(t *testing.T) {
 // bad input (exit 2) naming the flag and the file, before anything reads it.
 func TestKubeconfigBounded(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.yaml")
-	if err := os.WriteFile(big, make([]byte, MaxKubeconfigBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, kubeconfigfile.MaxBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

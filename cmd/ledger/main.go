@@ -26,6 +26,7 @@ import (
 
 	"github.com/inferscale/inferscale/internal/decimalflag"
 	"github.com/inferscale/inferscale/internal/envflag"
+	"github.com/inferscale/inferscale/internal/kubeconfigfile"
 	"github.com/inferscale/inferscale/internal/version"
 	"github.com/inferscale/inferscale/ledger"
 	"github.com/inferscale/inferscale/ledger/kube"
@@ -344,39 +345,16 @@ func publishReport(c Config, rep ledger.Report) error {
 	return nil
 }
 
-// MaxKubeconfigBytes bounds a kubeconfig file: client-go's clientcmd reads the whole file
-// itself, and --kubeconfig=/dev/zero read until the process ran out of memory. A kubeconfig
-// with a few clusters and embedded certificates is kilobytes.
-const MaxKubeconfigBytes = 1 << 20
-
-// checkKubeconfig refuses a kubeconfig that is not a regular file of at most
-// MaxKubeconfigBytes, before clientcmd reads it; a path that does not exist is left to
-// clientcmd (it skips a missing $KUBECONFIG entry, and reports a missing --kubeconfig).
-func checkKubeconfig(flag, path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("%s %q: %w", flag, path, err)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s %q: not a regular file (%v); want a kubeconfig file", flag, path, fi.Mode().Type())
-	case fi.Size() > MaxKubeconfigBytes:
-		return fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want a kubeconfig file", flag, path, fi.Size(), MaxKubeconfigBytes)
-	}
-	return nil
-}
-
 func restConfig(c Config) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
-		if err := checkKubeconfig("--kubeconfig", c.Kubeconfig); err != nil {
+		if err := kubeconfigfile.Check("--kubeconfig", c.Kubeconfig); err != nil {
 			return nil, err
 		}
 	} else {
 		for _, p := range rules.Precedence { // $KUBECONFIG's files, else ~/.kube/config
-			if err := checkKubeconfig("kubeconfig ($KUBECONFIG or ~/.kube/config)", p); err != nil {
+			if err := kubeconfigfile.Check("kubeconfig ($KUBECONFIG or ~/.kube/config)", p); err != nil {
 				return nil, err
 			}
 		}

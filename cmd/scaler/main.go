@@ -56,7 +56,7 @@ func flags(fs *flag.FlagSet, c *scaler.Config) {
 	fs.StringVar(&c.NamespaceLabel, "namespace-label", c.NamespaceLabel, "series label carrying the Kubernetes namespace (query confinement)")
 	fs.StringVar(&c.PodLabel, "pod-label", c.PodLabel, "series label carrying the pod name")
 	fs.StringVar(&c.WatchNamespace, "watch-namespace", c.WatchNamespace, "serve and watch (ScaledObjects, Deployments, StatefulSets) only this namespace; empty: all namespaces")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig path; empty: in-cluster config in a pod, no Kubernetes access otherwise")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig path, a regular file of at most 1 MiB; empty: in-cluster config in a pod, no Kubernetes access otherwise")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "serve gRPC over TLS with this certificate (PEM)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "private key of --tls-cert-file (PEM)")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "require client certificates signed by this CA (mTLS)")
