@@ -186,6 +186,60 @@ func TestDecide(t *testing.T) {
 			wantRefused: []string{"tiny: refused: worth 3 does not exceed 4 of big, which it would evict"},
 		},
 		{
+			// Worth ÷ load time, Smith's rule: x 1 req/s × 10 s = 10 over 10 s (1/s), y 3 req/s × 2 s = 6
+			// over 2 s (3/s). x ranks first by value (10 ÷ 2 GiB against 6 ÷ 2 GiB), y loads first.
+			name:   "loads run in Smith's order, worth ÷ load time, not in value order",
+			cat:    catalog(model("x", plan.TierP1, 2, 10*time.Second), model("y", plan.TierP1, 2, 2*time.Second)),
+			budget: budget10,
+			demand: plan.Demand{"x": 1, "y": 3},
+			want: []plan.Action{
+				{Kind: plan.ActionLoad, Model: "y", Cause: plan.CauseDemand, At: t0, AccountedBytes: 2 * gi, PeakBytes: 2 * gi, Digest: dgA, Reason: "load: P1 demand 3 req/s, value 3; needs 2.00GiB"},
+				{Kind: plan.ActionLoad, Model: "x", Cause: plan.CauseDemand, At: t0, AccountedBytes: 4 * gi, PeakBytes: 4 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 5; needs 2.00GiB"},
+			},
+		},
+		{
+			// b (3 GiB, 0.3 req/s × 10 s = worth 3) outranks a (6 GiB, 0.5 × 10 = 5) by value; the
+			// reserve leaves 10 − 2 − 6 = 2 GiB free, so b's third GiB is a's, worth more.
+			name:        "admission counts the reserve: the free memory is the budget less the fixed",
+			cat:         plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second)}},
+			budget:      budget10,
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			demand:      plan.Demand{"a": 0.5, "b": 0.3},
+			wantRefused: []string{"b: refused: worth 3 does not exceed 5 of a, which it would evict"},
+		},
+		{
+			name:        "a load worth exactly its victim's does not pay for itself",
+			cat:         plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second)}},
+			budget:      budget10,
+			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			demand:      plan.Demand{"a": 0.5, "b": 0.5},
+			wantRefused: []string{"b: refused: worth 5 does not exceed 5 of a, which it would evict"},
+		},
+		{
+			// Reserve 2 + c 5 + a 5 = 12 GiB of 10: a (worth 0.4 × 10 = 4, the lowest value) goes
+			// whatever is loaded, so b (worth 3) takes its memory at no cost to b's admission.
+			name: "an eviction an over-budget start needs anyway is no load's cost",
+			cat: plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{
+				model("a", plan.TierP1, 5, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second), model("c", plan.TierP1, 5, 10*time.Second)}},
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "c": ready(old, t0)}},
+			demand: plan.Demand{"a": 0.4, "b": 0.3, "c": 2},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "a", Cause: plan.CauseEvict, At: t0, AccountedBytes: 7 * gi, PeakBytes: 12 * gi, Reason: "evict: P1 value 0.8 lowest; need 3.00GiB for b"},
+				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 10 * gi, PeakBytes: 10 * gi, Digest: dgA, Reason: "load: P1 demand 0.3 req/s, value 1; needs 3.00GiB"},
+			},
+		},
+		{
+			name:   "a load that fills the budget exactly evicts nothing",
+			cat:    plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 4, 10*time.Second), model("b", plan.TierP1, 4, 10*time.Second)}},
+			budget: budget10,
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			demand: plan.Demand{"a": 1, "b": 0.1},
+			want: []plan.Action{
+				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 10 * gi, PeakBytes: 10 * gi, Digest: dgA, Reason: "load: P1 demand 0.1 req/s, value 0.25; needs 4.00GiB"},
+			},
+		},
+		{
 			name:   "no entry for the profile: never loaded",
 			cat:    catalog(plan.Model{Name: "other", Digest: dgA, Tier: plan.TierP0, LoadTime: time.Second, PeakMemoryBytes: map[string]int64{"2g.20gb": gi}}),
 			budget: budget10,
@@ -564,5 +618,20 @@ func BenchmarkSortBaseline500(b *testing.B) {
 			}
 			return strings.Compare(x.Name, y.Name)
 		})
+	}
+}
+
+func TestModelStatusInFlight(t *testing.T) {
+	tests := []struct {
+		queued, executing, want int
+		busy                    bool
+	}{
+		{3, 1, 4, true}, {0, 2, 2, true}, {5, 0, 5, true}, {0, 0, 0, false}, {-2, 1, 1, true}, {2, -5, 2, true}, {-1, -1, 0, false},
+	}
+	for _, tt := range tests {
+		st := plan.ModelStatus{Queued: tt.queued, Executing: tt.executing}
+		if got := st.InFlight(); got != tt.want || st.Busy() != tt.busy {
+			t.Errorf("queued %d executing %d: InFlight %d Busy %v, want %d %v", tt.queued, tt.executing, got, st.Busy(), tt.want, tt.busy)
+		}
 	}
 }

@@ -119,6 +119,20 @@ func TestRecommendFormulas(t *testing.T) {
 			pwait: -2,
 		},
 		{
+			name: "a growing backlog with k = 2, S = 0.5 s, ρ 0.8: Q_H = 40 + (20 − 3·2/0.5)·60 = 520; ⌈(20·0.5 + 520·0.5/10)/(2·0.8)⌉ = ⌈22.5⌉ = 23",
+			p: with(func(p *Policy) {
+				p.RateQuery, p.QueueQuery, p.ServiceTimeQuery = "r", "q", "s"
+				p.ReplicaConcurrency, p.TargetUtilization, p.DrainSeconds = 2, 0.8, 10
+			}),
+			obs: obs(func(o *Observation) {
+				o.Samples[SignalRate], o.Samples[SignalQueue], o.Samples[SignalServiceTime] = val(20, t0), val(40, t0), val(0.5, t0)
+				o.ReadyReplicas, o.ReadyKnown = 3, true
+			}),
+			// N_slo: a = 10 Erlangs needs 6 replicas, 12 servers (P 1.5e-4; 5 replicas are 10 servers, no headroom); N_cap ⌈10/1.6⌉ = 7.
+			want:  want{Replicas: 23, Raw: 23, NSLO: 6, NDrain: 23, NCap: 7, NOcc: -1, NAct: -1, Warm: 0, Term: TermDrain},
+			pwait: -2,
+		},
+		{
 			name:  "targetUtilization caps the offered load: ⌈7/(1·0.5)⌉ = 14 over N_slo 9",
 			p:     with(func(p *Policy) { p.RateQuery, p.ReplicaThroughput, p.TargetUtilization = "r", 1, 0.5 }),
 			obs:   obs(func(o *Observation) { o.Samples[SignalRate] = val(7, t0) }),
@@ -208,7 +222,7 @@ func TestCeilEps(t *testing.T) {
 		give float64
 		want float64
 	}{
-		{7 / (1 * 0.7), 10}, {10.0000001, 11}, {0, 0}, {0.3 / 0.1, 3}, {2.0000000001, 2}, {1e-12, 0}, {3.2, 4},
+		{7 / (1 * 0.7), 10}, {10.0000001, 11}, {1e6 + 1e-4, 1e6}, {1e6 + 1e-2, 1e6 + 1}, {0, 0}, {0.3 / 0.1, 3}, {2.0000000001, 2}, {1e-12, 0}, {3.2, 4},
 	}
 	for _, tt := range tests {
 		if got := ceilEps(tt.give); got != tt.want {
