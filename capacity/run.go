@@ -435,11 +435,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Written, error) {
 			}
 			return Written{}, fmt.Errorf("%w: --target %s: GET /v1/models: %v", ErrUnreachable, cfg.Target, err)
 		}
-		err = checkModelList(resp, cfg.Target, cfg.Model)
+		note, err := checkModelList(resp, cfg.Target, cfg.Model)
 		resp.Body.Close()
 		cancel()
 		if err != nil {
 			return Written{}, err
+		}
+		if note != "" {
+			fmt.Fprintf(log, "--model %s not checked: %s\n", errtext.Quote(cfg.Model, 64), note)
 		}
 		target = o
 		cfg.SkipMemory = true
@@ -622,24 +625,31 @@ func (e *traceErr) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
 // a server that is not OpenAI-compatible) was taken as reachable, and every completion then
 // failed with the probe blaming --input and --input-data, flags openai refuses. When the
 // answer is an OpenAI model list ({"data":[{"id":…}]}), model must be in it; a body that is
-// not one is not judged.
-func checkModelList(resp *http.Response, target, model string) error {
+// not one (or is longer than maxModelListBytes) is not judged, and note says why, for the log.
+func checkModelList(resp *http.Response, target, model string) (note string, err error) {
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: --target %s: GET /v1/models answered HTTP %d; want an OpenAI-compatible server's base URL (e.g. http://localhost:8000, without /v1)", ErrUnreachable, target, resp.StatusCode)
+		return "", fmt.Errorf("%w: --target %s: GET /v1/models answered HTTP %d; want an OpenAI-compatible server's base URL (e.g. http://localhost:8000, without /v1)", ErrUnreachable, target, resp.StatusCode)
 	}
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil || json.Unmarshal(b, &list) != nil || len(list.Data) == 0 {
-		return nil
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes+1))
+	switch {
+	case err != nil:
+		return "GET /v1/models: reading the answer: " + errtext.Quote(err.Error(), 256), nil
+	case len(b) > maxModelListBytes:
+		return "GET /v1/models answered more than 1 MiB (the most read)", nil
+	case json.Unmarshal(b, &list) != nil:
+		return `GET /v1/models answered no OpenAI model list ({"data":[{"id":…}]})`, nil
+	case len(list.Data) == 0:
+		return "GET /v1/models lists no model", nil
 	}
 	var ids []string
 	for _, m := range list.Data {
 		if m.ID == model {
-			return nil
+			return "", nil
 		}
 		ids = append(ids, errtext.Quote(m.ID, 64))
 	}
@@ -647,8 +657,11 @@ func checkModelList(resp *http.Response, target, model string) error {
 	if len(ids) > 10 {
 		ids, more = ids[:10], fmt.Sprintf(" and %d more", len(ids)-10)
 	}
-	return fmt.Errorf("--model %s: not served by %s (GET /v1/models lists %s%s)", errtext.Quote(model, 64), target, strings.Join(ids, ", "), more)
+	return "", fmt.Errorf("--model %s: not served by %s (GET /v1/models lists %s%s)", errtext.Quote(model, 64), target, strings.Join(ids, ", "), more)
 }
+
+// maxModelListBytes is the most of GET /v1/models' answer checkModelList reads.
+const maxModelListBytes = 1 << 20
 
 // checkWritable makes dir (as the record's write will) and creates and removes a file in it.
 func checkWritable(dir string) error {

@@ -460,7 +460,14 @@ func TestOpenAIEndpointAnswersWrongly(t *testing.T) {
 		{name: "model not listed", models: 200, list: `{"data":[{"id":"llama"},{"id":"mistral"}]}`, model: "gpt", wantErr: 1,
 			want: " (GET /v1/models lists \"llama\", \"mistral\")\n"},
 		{name: "every completion 404", models: 200, list: `not a model list`, model: "m", wantErr: 1,
-			want: "capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
+			want: "--model \"m\" not checked: GET /v1/models answered no OpenAI model list ({\"data\":[{\"id\":…}]})\n" +
+				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
+		{name: "a model list past 1 MiB", models: 200, list: `{"data":[{"id":"` + strings.Repeat("x", 1<<20) + `"}]}`, model: "m", wantErr: 1,
+			want: "--model \"m\" not checked: GET /v1/models answered more than 1 MiB (the most read)\n" +
+				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
+		{name: "an empty model list", models: 200, list: `{"data":[]}`, model: "m", wantErr: 1,
+			want: "--model \"m\" not checked: GET /v1/models lists no model\n" +
+				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
