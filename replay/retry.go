@@ -939,6 +939,32 @@ func (b BurstScenario) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateRetries reports every violation of b (Validate) and of cl (RetryClient.Validate),
+// all together, and, when both are valid, a scenario whose replays may send more than
+// MaxRequests attempts: b.ExpectedRequests() unique requests × Attempts^Layers sends each, the
+// most one request can take under cl (a shared retry budget only refuses retries, and
+// rejections count among the sends), so one replay holds up to that many attempts in memory.
+// That error wraps ErrTooLarge and names the flags of "replay retry" (--base-rate,
+// --burst-factor, --duration, --burst-length, --layers, --attempts) with the figures. At the
+// defaults (25 minutes, a 5× burst for 3 minutes, 3 × 3 retries: 2,220 expected requests per
+// req/s, 27 sends each) --base-rate is accepted up to 834 req/s (49,989,960 sends); before the
+// bound, --base-rate=1000 ran 2.5 minutes to 5.4 GB of attempts before the in-run guard
+// (ReplayRetries, at MaxRequests sends) refused it. The guard stays: the drawn count is Poisson
+// around the expected one.
+func (b BurstScenario) ValidateRetries(cl RetryClient) error {
+	if err := errors.Join(b.Validate(), cl.Validate()); err != nil {
+		return err
+	}
+	unique, per := b.ExpectedRequests(), cl.maxSends()
+	if sends := unique * float64(per); sends > MaxRequests {
+		return fmt.Errorf("%w: --base-rate %g × (--duration %v − --burst-length %v) + --base-rate × --burst-factor %g × --burst-length expects %.4g unique requests, "+
+			"each sent up to %d times (--attempts %d ^ --layers %d): up to %.4g sends in one replay; want at most MaxRequests (%d) "+
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)",
+			ErrTooLarge, b.Base, b.Duration, b.Length, b.Factor, unique, per, cl.Attempts, cl.Layers, sends, MaxRequests)
+	}
+	return nil
+}
+
 // Workload validates the scenario and draws its requests.
 func (b BurstScenario) Workload() (*Workload, error) {
 	if err := b.Validate(); err != nil {

@@ -468,6 +468,70 @@ func TestBurstScenarioValidate(t *testing.T) {
 	}
 }
 
+// TestValidateRetriesSendBound: a scenario whose replays may send more than MaxRequests attempts
+// (expected unique requests × Attempts^Layers) is refused before any request is drawn, naming
+// the flags and the figure: --base-rate=10000 and --base-rate=1000 at the defaults ran 2.5
+// minutes to 5.5 GB of attempts before the in-run guard refused them. The largest base rate the
+// defaults allow is 834 req/s (834 × 2,220 × 27 = 49,989,960 sends); 835 is refused.
+func TestValidateRetriesSendBound(t *testing.T) {
+	with := func(base float64, f func(*RetryClient)) (BurstScenario, RetryClient) {
+		b, cl := DefaultBurstScenario(), DefaultRetryClient()
+		b.Base = base
+		if f != nil {
+			f(&cl)
+		}
+		return b, cl
+	}
+	tests := []struct {
+		name     string
+		base     float64
+		client   func(*RetryClient)
+		want     string
+		tooLarge bool
+	}{
+		{"base 10,000", 1e4, nil, "trace too large: --base-rate 10000 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 2.22e+07 unique requests, " +
+			"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.994e+08 sends in one replay; want at most MaxRequests (50000000) " +
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)", true},
+		{"base 1,000", 1000, nil, "trace too large: --base-rate 1000 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 2.22e+06 unique requests, " +
+			"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.994e+07 sends in one replay; want at most MaxRequests (50000000) " +
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)", true},
+		{"base 835, one past the largest", 835, nil, "trace too large: --base-rate 835 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 1.854e+06 unique requests, " +
+			"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.005e+07 sends in one replay; want at most MaxRequests (50000000) " +
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)", true},
+		{"base 834, the largest", 834, nil, "", false},
+		// A shared budget sends no more than Attempts^Layers: the same bound.
+		{"base 835 with a budget", 835, func(c *RetryClient) { *c = c.WithBudget() }, "trace too large: --base-rate 835 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 1.854e+06 unique requests, " +
+			"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.005e+07 sends in one replay; want at most MaxRequests (50000000) " +
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)", true},
+		{"base 1,000 without retries", 1000, func(c *RetryClient) { c.Layers, c.Attempts = 1, 1 }, "", false},
+		{"base 10,000 with 2 × 2", 1e4, func(c *RetryClient) { c.Layers, c.Attempts = 2, 2 }, "trace too large: --base-rate 10000 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 2.22e+07 unique requests, " +
+			"each sent up to 4 times (--attempts 2 ^ --layers 2): up to 8.88e+07 sends in one replay; want at most MaxRequests (50000000) " +
+			"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)", true},
+		// A bad field is reported alone: the bound needs a valid scenario and client.
+		{"bad layers", 1000, func(c *RetryClient) { c.Layers = 9 }, "retry layers 9: want 1..5", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, cl := with(tt.base, tt.client)
+			err := b.ValidateRetries(cl)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want || errors.Is(err, ErrTooLarge) != tt.tooLarge {
+				t.Errorf("ValidateRetries = %q (ErrTooLarge: %v)\nwant %q (ErrTooLarge: %v)", got, errors.Is(err, ErrTooLarge), tt.want, tt.tooLarge)
+			}
+		})
+	}
+	// docs/replay.md's large example, base 200 req/s for 17 minutes: 348,000 expected unique
+	// requests × 27 = 9.396 M sends, accepted.
+	b := DefaultBurstScenario()
+	b.Base, b.Duration = 200, 17*time.Minute
+	if err := b.ValidateRetries(DefaultRetryClient()); err != nil || b.ExpectedRequests() != 348000 {
+		t.Errorf("base 200 for 17 minutes: %v, %g expected; want no error, 348000", err, b.ExpectedRequests())
+	}
+}
+
 // TestRetryEventBound: a replay stops with ErrRetryEvents past its bound
 // on request events, and the default scenario's replays stay within
 // retryEventBound (unique × (1 + 3 × 27) under 3 × 3 layered retries).

@@ -38,7 +38,7 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 	settingsFile := fs.String("settings", "", "settings file whose published set the other families use (default: the embedded replay/settings.yaml)")
 	fs.BoolVar(&cl.CancelQueued, "cancel-queued", cl.CancelQueued, "the engine drops an abandoned attempt that has not started; a started one keeps its slot until it finishes")
 	fs.BoolVar(&cl.AbortAbandoned, "abort-abandoned", cl.AbortAbandoned, "the engine aborts an abandoned attempt, waiting or running, freeing its slot at once (vLLM on a client disconnect)")
-	fs.Float64Var(&sc.Base, "base-rate", sc.Base, "unique requests per second outside the burst, (0, 10000]; base × (duration − burst length) + base × factor × burst length at most 50 M requests")
+	fs.Float64Var(&sc.Base, "base-rate", sc.Base, "unique requests per second outside the burst, (0, 10000]; base × (duration − burst length) + base × factor × burst length at most 50 M requests, and that × attempts^layers at most 50 M sends (834 req/s at the defaults)")
 	fs.Float64Var(&sc.Factor, "burst-factor", sc.Factor, "burst rate ÷ base rate, [1, 100]")
 	fs.DurationVar(&sc.Start, "burst-start", sc.Start, "burst start")
 	fs.DurationVar(&sc.Length, "burst-length", sc.Length, "burst length")
@@ -78,6 +78,11 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err != nil {
+		return err
+	}
+	// Every field, and the sends the replays may hold (expected unique requests × attempts^layers
+	// at most MaxRequests), before any request is drawn.
+	if err := sc.ValidateRetries(cl); err != nil {
 		return err
 	}
 	w, err := sc.Workload()

@@ -72,6 +72,12 @@ func TestRetrySubcommandBounds(t *testing.T) {
 		{"service 1000 h", []string{"--service=1000h"}, "burst scenario service 1000h0m0s: want a mean service time in (0s, 1h0m0s]"},
 		{"a day of 10,000 × 100 req/s", []string{"--base-rate=10000", "--burst-factor=100", "--duration=24h"},
 			"trace too large: burst scenario expects 1.042e+09 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)"},
+		// Up to 27 sends per request: 2.22e+06 expected unique requests could send 5.994e+07
+		// attempts; it ran 2.5 minutes to 5.4 GB before the in-run guard refused it.
+		{"base 1,000 under 3 × 3 retries", []string{"--base-rate=1000"},
+			"trace too large: --base-rate 1000 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 2.22e+06 unique requests, " +
+				"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.994e+07 sends in one replay; want at most MaxRequests (50000000) " +
+				"(lower --base-rate, --burst-factor, --duration, --burst-length, --layers or --attempts)"},
 		{"settings /dev/zero", []string{"--settings=/dev/zero"}, "settings /dev/zero: larger than 1048576 bytes (1 MiB); the embedded replay/settings.yaml is about 4 KiB"},
 		{"two bad fields", []string{"--base-rate=0", "--burst-length=20m"},
 			"burst scenario base rate 0 req/s: want (0, 10000]\nburst scenario length 20m0s: want [0s, duration − start (15m0s)]"},
