@@ -25,8 +25,8 @@ func TestNumbersAndSizesAreBounded(t *testing.T) {
 	tests := []struct {
 		name, give, want string
 	}{
-		{"underscore", svc("1_000"), `x.yaml:7: number: "1_000": write numbers in plain decimal`},
-		{"hex", svc("0x10"), `x.yaml:7: number: "0x10"`},
+		{"underscore", svc("1_000"), `x.yaml:7: services[0].peakRPS: "1_000": write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3); want a number in [0, 1e+09]`},
+		{"hex", svc("0x10"), `x.yaml:7: services[0].peakRPS: "0x10": write numbers in plain decimal`},
 		{"empty spec", "nodes: []\nservices: []\n", "spec: no nodes and no services"},
 		{"too many services", many.String(), fmt.Sprintf("services: %d services; at most %d", ledger.MaxServices+1, ledger.MaxServices)},
 	}

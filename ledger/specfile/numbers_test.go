@@ -1,6 +1,7 @@
 package specfile
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,43 @@ func TestOnePassWithAliases(t *testing.T) {
 	_, err = Parse([]byte(aliased), "x.yaml")
 	if err == nil || err.Error() != "x.yaml:4: services[0].readyReplicas: 1.5: want a whole number" {
 		t.Errorf("aliased node as a service: %v; want the 1.5 alone (the unknown gpus key is reported once it is fixed)", err)
+	}
+}
+
+// TestNotationNamesFieldBesideOtherFaults: a number in a YAML 1.1 or Go literal form (1_000,
+// 0x10, which yaml.v3 reads as 1000 and 16) was reported as field "number", with no range, and
+// alone: the other faults of the spec came only once it was fixed. Each is now reported at its
+// field's path and line with the field's range, beside every other fault, in one pass. A string
+// field keeps such text as written (name: 0x10 is the name "0x10"), so it is no fault there.
+func TestNotationNamesFieldBesideOtherFaults(t *testing.T) {
+	const spec = "nodes:\n  - name: 0x10\n    pricePerHour: 2\n    gpus: [{product: A100-SXM4-80GB}]\n" +
+		"  - name: b\n    pricePerHour: 1_000\n    gpus: [{product: A100-SXM4-80GB}]\n" +
+		"services:\n  - name: s\n    tier: P1\n    profile: 1g.10gb\n    peakRPS: 0x10\n    safeRPSPerReplica: -12\n    readyReplicas: 0b11\n" +
+		"  - name: t\n    tier: P7\n    profile: 1g.10gb\n    peakRPS: -0o17\n"
+	const notation = "write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3)"
+	want := `x.yaml:6: nodes[1].pricePerHour: "1_000": ` + notation + "; want a number in [0, 1e6] USD per hour\n" +
+		`x.yaml:12: services[0].peakRPS: "0x10": ` + notation + "; want a number in [0, 1e+09]\n" +
+		`x.yaml:14: services[0].readyReplicas: "0b11": ` + notation + "; want a number in [0, 100000]\n" +
+		`x.yaml:18: services[1].peakRPS: "-0o17": ` + notation + "; want a number in [0, 1e+09]\n" +
+		"x.yaml:13: services[0].safeRPSPerReplica: -12 is outside (0, 1e+09], required for P1 (or record: an admission record)\n" +
+		"x.yaml:16: services[1].tier: \"P7\" is not one of P0, P1, P2"
+	_, err := Parse([]byte(spec), "x.yaml")
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse = %v\nwant %s", err, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("Parse = %v, want it to wrap ErrInvalid (exit 2)", err)
+	}
+	// The notation alone, on a node: still about the nodes only (`ledger --live` replaces them).
+	_, err = Parse([]byte(strings.Replace(spec[:strings.Index(spec, "services:")], "0x10", "a", 1)+
+		"services:\n  - {name: s, tier: P2, profile: 1g.10gb, peakRPS: 1}\n"), "x.yaml")
+	if want := `x.yaml:6: nodes[1].pricePerHour: "1_000": ` + notation + "; want a number in [0, 1e6] USD per hour"; err == nil || err.Error() != want || !AboutNodes([]error{err}) {
+		t.Errorf("node notation alone: Parse = %v (AboutNodes %v)\nwant %s (AboutNodes true)", err, AboutNodes([]error{err}), want)
+	}
+	// A string field keeps the text: the node is named "0x10" in failure domain "1_000", the
+	// service "0x1f".
+	s, err := Parse([]byte("nodes:\n  - name: 0x10\n    failureDomain: 1_000\n    gpus: [{product: A100-SXM4-80GB}]\nservices:\n  - {name: 0x1f, tier: P2, profile: 1g.10gb, peakRPS: 1}\n"), "x.yaml")
+	if err != nil || s.Nodes[0].Name != "0x10" || s.Nodes[0].FailureDomain != "1_000" || s.Services[0].Name != "0x1f" {
+		t.Errorf("strings 0x10, 1_000 and 0x1f: %v, nodes %+v, services %+v; want no error, the names as written", err, s.Nodes, s.Services)
 	}
 }

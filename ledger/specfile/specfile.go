@@ -126,20 +126,16 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	}
 	var numErrs []error
 	var unread []*yaml.Node // the scalars numberWalk reported
-	if fe := plainNumbers(&root, name); fe != nil {
-		numErrs = append(numErrs, fe)
-	} else {
-		w := numberWalk{name: name, errs: &numErrs, bad: &unread, merged: map[mergedVisit]bool{}}
-		w.fields(&root, reflect.TypeFor[ledger.Spec](), "")
-	}
+	w := numberWalk{name: name, errs: &numErrs, bad: &unread, merged: map[mergedVisit]bool{}}
+	w.fields(&root, reflect.TypeFor[ledger.Spec](), "")
 	// Errors about the nodes alone do not stop the services from being read: `ledger --live`
 	// replaces the spec's nodes and ignores such errors (cmd/ledger), and returning no services
 	// there would report every node releasable.
 	sanitized := false
 	if len(numErrs) > 0 && !AboutNodes(numErrs) {
 		if len(unread) == 0 || unknownField(numErrs) || hasAlias(&root) {
-			// plainNumbers' error (not walked on), or a misspelt key, whose field Validate
-			// would report missing: a second error for the same fault. Or an alias: a value
+			// A misspelt key, whose field Validate would report missing: a second error for
+			// the same fault. Or an alias: a value
 			// set to null under an anchor is null wherever it is merged (its other paths would
 			// read "required"), and numberWalk does not look for unknown keys in an aliased
 			// mapping, which the decoding below would skip without a word.
@@ -445,23 +441,14 @@ func readRecord(path string) (record.Record, error) {
 	return r, nil
 }
 
-// plainNumbers refuses a number written other than in plain decimal or exponent notation:
-// go.yaml.in/yaml/v3 also reads 1_000 as 1000 and 0x10 as 16 (YAML 1.1 and Go literal forms
-// no operator writes for a rate or a price), so such a value is bad input naming its line.
-func plainNumbers(n *yaml.Node, name string) *FieldError {
-	if n.Kind == yaml.ScalarNode && n.Style == 0 && (n.Tag == "!!int" || n.Tag == "!!float") {
-		v := strings.TrimLeft(n.Value, "+-")
-		lv := strings.ToLower(v)
-		if strings.Contains(v, "_") || strings.HasPrefix(lv, "0x") || strings.HasPrefix(lv, "0o") || strings.HasPrefix(lv, "0b") {
-			return &FieldError{File: name, Line: n.Line, Field: "number", Msg: fmt.Sprintf("%q: write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3)", n.Value)}
-		}
-	}
-	for _, c := range n.Content {
-		if fe := plainNumbers(c, name); fe != nil {
-			return fe
-		}
-	}
-	return nil
+// yamlNotation reports whether v, a plain scalar, is a number in a notation other than plain
+// decimal or exponent: go.yaml.in/yaml/v3 also reads 1_000 as 1000 and 0x10 as 16 (YAML 1.1
+// and Go literal forms no operator writes for a rate or a price), as 0o17 and 0b11. numberWalk
+// reports such a value in a numeric field at its path, with the field's range; a string field
+// keeps the text as written (name: 0x10 is the name "0x10"), so it is no fault there.
+func yamlNotation(v string) bool {
+	v = strings.ToLower(strings.TrimLeft(v, "+-"))
+	return strings.Contains(v, "_") || strings.HasPrefix(v, "0x") || strings.HasPrefix(v, "0o") || strings.HasPrefix(v, "0b")
 }
 
 // fieldRange words the accepted range of each numeric field, as Validate does.
@@ -476,8 +463,9 @@ var fieldRange = map[string]string{
 const unknownFieldMsg = "unknown field"
 
 // numberWalk walks the document along the spec's types (yaml tags) and reports each number
-// go.yaml.in/yaml/v3 would not read as written: a leading zero (pricePerHour: 0367, which
-// yaml.v3 reads as octal 247), a fraction in an integer field (readyReplicas: 1.5 became 1),
+// go.yaml.in/yaml/v3 would not read as written: another notation than plain decimal or
+// exponent (pricePerHour: 1_000 or 0x10, read as 1000 and 16; yamlNotation), a leading zero
+// (pricePerHour: 0367, which yaml.v3 reads as octal 247), a fraction in an integer field (readyReplicas: 1.5 became 1),
 // and a value past float64 (pricePerHour: 1e400, which yaml.v3 resolves as a string and then
 // refuses without naming the field). Each error names the field, its line, and the field's
 // range.
@@ -564,6 +552,10 @@ func (w *numberWalk) fields(n *yaml.Node, t reflect.Type, path string) {
 		switch t.Kind() {
 		case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			numeric = true
+		}
+		if numeric && n.Style == 0 && yamlNotation(n.Value) {
+			fail(fmt.Sprintf("%s: write numbers in plain decimal or exponent notation (e.g. 1000, 2.5, 1e3); want a number in %s", errtext.Quote(n.Value, 64), rng))
+			return
 		}
 		m := ledger.PlainNumber(n.Value) // the rule ledger/kube's price annotation follows too
 		notNumber := n.Style != 0 || !(n.Tag == "!!int" || n.Tag == "!!float" || n.Tag == "!!str") || m == nil
