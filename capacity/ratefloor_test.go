@@ -167,3 +167,34 @@ func TestMeasureRefusesRateBelowFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestRateErrorsGiveTheRange: a rate out of range is refused with the range it must be in,
+// floor and ceiling: "startRPS (--start-rate) is +Inf, want > 0" named a bound +Inf meets, and
+// a start past MaxRate was blamed on the default --max-rate with an empty range ("want
+// [startRPS 2e+06, 1e+06]"). SearchConfig.Validate alone has no probed start, so 0 is out of
+// range there, and its floor is MinRate.
+func TestRateErrorsGiveTheRange(t *testing.T) {
+	tests := []struct {
+		name            string
+		start, min, max float64
+		want            string // the whole error
+	}{
+		{"start +Inf", math.Inf(1), 0.1, 1e5, "capacity: invalid config: startRPS (--start-rate) is +Inf, want [0.0002778, 1e+06]"},
+		{"start NaN", math.NaN(), 0.1, 1e5, "capacity: invalid config: startRPS (--start-rate) is NaN, want [0.0002778, 1e+06]"},
+		{"start 0", 0, 0.1, 1e5, "capacity: invalid config: startRPS (--start-rate) is 0, want [0.0002778, 1e+06]"},
+		{"start past MaxRate", 2e6, 0.1, 1e5, "capacity: invalid config: startRPS (--start-rate) is 2e+06, want [0.0002778, 1e+06]"},
+		{"start and max +Inf", math.Inf(1), 0.1, math.Inf(1), "capacity: invalid config: startRPS (--start-rate) is +Inf, want [0.0002778, 1e+06]\n" +
+			"capacity: invalid config: maxRPS (--max-rate) is +Inf, want [0.0002778, 1e+06]"},
+		{"min +Inf", 10, math.Inf(1), 1e5, "capacity: invalid config: minRPS (--min-rate) is +Inf, want [0.0002778, startRPS 10]"},
+		{"min -1", 10, -1, 1e5, "capacity: invalid config: minRPS (--min-rate) is -1, want [0.0002778, startRPS 10]"},
+		{"max below start", 10, 0.1, 5, "capacity: invalid config: maxRPS (--max-rate) is 5, want [startRPS 10, 1e+06]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := SearchConfig{StartRPS: tt.start, StepFactor: 2, Precision: 0.05, MaxRPS: tt.max, MinRPS: tt.min}.Validate()
+			if err == nil || err.Error() != tt.want || !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Validate = %v\nwant %s (ErrInvalidConfig)", err, tt.want)
+			}
+		})
+	}
+}

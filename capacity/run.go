@@ -181,7 +181,7 @@ func (c Config) Validate() error {
 	if mwr < 1 || mwr > MaxWindowRequests {
 		mwr = 1
 	}
-	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(c.Search.StartRPS == 0, mwr))...)
+	return errors.Join(append(errs, c.Measure.Validate(), c.Search.validate(true, mwr))...)
 }
 
 // MaxInFlightBytes bounds --max-in-flight × the request's encoded size (bytes): the memory the

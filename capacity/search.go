@@ -91,20 +91,25 @@ func rateBelowFloor(rate float64, minWindowRequests int) bool {
 const MinPrecision = 1e-3
 
 // Validate returns every violation, each naming the field (and its flag) and range.
-// Rates are held to MinRate (RateFloor(1)); Config.Validate holds them to
-// RateFloor(MinWindowRequests).
+// Rates are held to [MinRate, MaxRate] (RateFloor(1)); Config.Validate holds them to
+// [RateFloor(MinWindowRequests), MaxRate] and lets StartRPS be 0, to be probed.
 func (c SearchConfig) Validate() error { return c.validate(false, 1) }
 
-// validate is Validate; probed says StartRPS is 0, to be probed (Config.Validate): MinRPS
-// and MaxRPS are then checked against each other, not against a start rate the user never
-// gave. Rates are held to RateFloor(minWindowRequests).
-func (c SearchConfig) validate(probed bool, minWindowRequests int) error {
+// validate is Validate; probeAllowed says a StartRPS of 0 is to be probed (Config.Validate):
+// MinRPS and MaxRPS are then checked against each other, not against a start rate the user
+// never gave. Rates are held to [RateFloor(minWindowRequests), MaxRate]; each error gives
+// that range with its numbers (e.g. "startRPS (--start-rate) is +Inf, want [0.01389, 1e+06]"),
+// not a bound such as "> 0" that the value may meet.
+func (c SearchConfig) validate(probeAllowed bool, minWindowRequests int) error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	floor := RateFloor(minWindowRequests)
+	// rateRange is the accepted range of a rate whose upper bound is upper.
+	rateRange := func(upper string) string { return fmt.Sprintf("[%.4g, %s]", floor, upper) }
+	maxRate := fmt.Sprintf("%g", MaxRate)
 	// low says a rate that is otherwise in range is below the floor, with the range and why.
 	low := func(name, flag string, v float64, upper string) bool {
 		if !rateBelowFloor(v, minWindowRequests) {
@@ -114,15 +119,21 @@ func (c SearchConfig) validate(probed bool, minWindowRequests int) error {
 		if n := max(minWindowRequests, 1); n > 1 {
 			why = fmt.Sprintf("--min-window-requests %d ÷ %v: a slower rate stretches a window past %v to hold %d arrivals; a lower --min-window-requests allows slower rates", n, MaxWindow, MaxWindow, n)
 		}
-		bad("%s (%s) is %v, want [%.4g, %s] (%s)", name, flag, v, floor, upper, why)
+		bad("%s (%s) is %v, want %s (%s)", name, flag, v, rateRange(upper), why)
 		return true
 	}
-	if !probed && (!(c.StartRPS > 0) || !finite(c.StartRPS)) {
-		bad("startRPS (--start-rate) is %v, want > 0", c.StartRPS)
+	probed := probeAllowed && c.StartRPS == 0
+	if !probed && !(c.StartRPS > 0 && c.StartRPS <= MaxRate) { // NaN, ±Inf, ≤ 0, past MaxRate
+		probe := ""
+		if probeAllowed {
+			probe = ", or 0 to probe it"
+		}
+		bad("startRPS (--start-rate) is %v, want %s%s", c.StartRPS, rateRange(maxRate), probe)
 		// MinRPS and MaxRPS are then checked against each other: "--min-rate 0.1, want
-		// (0, startRPS NaN]" blamed flags nobody gave.
+		// (0, startRPS NaN]" blamed flags nobody gave, and a start past MaxRate was blamed on
+		// the default --max-rate ("want [startRPS 2e+06, 1e+06]", an empty range).
 		probed = true
-	} else if !probed && low("startRPS", "--start-rate", c.StartRPS, fmt.Sprintf("%g", MaxRate)) {
+	} else if !probed && low("startRPS", "--start-rate", c.StartRPS, maxRate) {
 		probed = true // the same: --min-rate 0.1 is not to blame for a start of 1e-9
 	}
 	// At least MinStepFactor: a factor of 1 + 1e-16 left lo × factor == lo and stepped for ever,
@@ -138,27 +149,28 @@ func (c SearchConfig) validate(probed bool, minWindowRequests int) error {
 	case probed:
 		maxOK := c.MaxRPS > 0 && c.MaxRPS <= MaxRate
 		if !maxOK {
-			bad("maxRPS (--max-rate) is %v, want (0, %g]", c.MaxRPS, MaxRate)
+			bad("maxRPS (--max-rate) is %v, want %s", c.MaxRPS, rateRange(maxRate))
 		} else {
-			maxOK = !low("maxRPS", "--max-rate", c.MaxRPS, fmt.Sprintf("%g", MaxRate))
+			maxOK = !low("maxRPS", "--max-rate", c.MaxRPS, maxRate)
 		}
 		// A bad --max-rate is not held against --min-rate (the default 0.1 was blamed for
 		// exceeding a --max-rate of 1e-9): --min-rate is then checked against MaxRate.
 		upper, upperName := c.MaxRPS, fmt.Sprintf("maxRPS %v", c.MaxRPS)
 		if !maxOK {
-			upper, upperName = MaxRate, fmt.Sprintf("%g", MaxRate)
+			upper, upperName = MaxRate, maxRate
 		}
 		if !(c.MinRPS > 0 && c.MinRPS <= upper) {
-			bad("minRPS (--min-rate) is %v, want (0, %s]", c.MinRPS, upperName)
+			bad("minRPS (--min-rate) is %v, want %s", c.MinRPS, rateRange(upperName))
 		} else {
 			low("minRPS", "--min-rate", c.MinRPS, upperName)
 		}
 	default:
+		// StartRPS is in [floor, MaxRate] here.
 		if !(c.MaxRPS >= c.StartRPS && c.MaxRPS <= MaxRate) {
 			bad("maxRPS (--max-rate) is %v, want [startRPS %v, %g]", c.MaxRPS, c.StartRPS, MaxRate)
 		}
 		if !(c.MinRPS > 0 && c.MinRPS <= c.StartRPS) {
-			bad("minRPS (--min-rate) is %v, want (0, startRPS %v]", c.MinRPS, c.StartRPS)
+			bad("minRPS (--min-rate) is %v, want %s", c.MinRPS, rateRange(fmt.Sprintf("startRPS %v", c.StartRPS)))
 		} else {
 			low("minRPS", "--min-rate", c.MinRPS, fmt.Sprintf("startRPS %v", c.StartRPS))
 		}

@@ -51,9 +51,14 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{name: "triton flags with openai", args: []string{"--protocol=openai", "--target=http://localhost:8000", "--model=m", "--mig-profile=1g.10gb", "--input=X:FP32:1"},
 			want: []string{"--input: not used with --protocol=openai"}},
 		// Each also blamed --max-rate and --min-rate, at their defaults, against the bad start.
-		{name: "start rate NaN", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=NaN"}, exact: "capacity: invalid config: startRPS (--start-rate) is NaN, want > 0\n"},
-		{name: "start rate Inf", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=Inf"}, exact: "capacity: invalid config: startRPS (--start-rate) is +Inf, want > 0\n"},
-		{name: "start rate negative", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=-1"}, exact: "capacity: invalid config: startRPS (--start-rate) is -1, want > 0\n"},
+		{name: "start rate NaN", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=NaN"}, exact: "capacity: invalid config: startRPS (--start-rate) is NaN, want [0.01389, 1e+06], or 0 to probe it\n"},
+		{name: "start rate Inf", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=Inf"}, exact: "capacity: invalid config: startRPS (--start-rate) is +Inf, want [0.01389, 1e+06], or 0 to probe it\n"},
+		{name: "start rate negative", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=-1"}, exact: "capacity: invalid config: startRPS (--start-rate) is -1, want [0.01389, 1e+06], or 0 to probe it\n"},
+		// Past MaxRate: it was blamed on --max-rate at its default ("maxRPS (--max-rate) is 100000,
+		// want [startRPS 2e+06, 1e+06]", an empty range).
+		{name: "start rate past the generator", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=2e6"}, exact: "capacity: invalid config: startRPS (--start-rate) is 2e+06, want [0.01389, 1e+06], or 0 to probe it\n"},
+		{name: "max rate Inf, start probed", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--max-rate=Inf"}, exact: "capacity: invalid config: maxRPS (--max-rate) is +Inf, want [0.01389, 1e+06]\n"},
+		{name: "min rate Inf", args: []string{"--target=localhost:8001", "--model=m", "--mig-profile=1g.10gb", "--start-rate=10", "--min-rate=Inf"}, exact: "capacity: invalid config: minRPS (--min-rate) is +Inf, want [0.01389, startRPS 10]\n"},
 		{name: "openai target must be a URL", args: []string{"--protocol=openai", "--target=localhost:8000", "--model=m", "--mig-profile=1g.10gb"}, want: []string{"want the server's base URL"}},
 	}
 	for _, tt := range tests {
@@ -292,10 +297,11 @@ func TestBadInputRefusedBeforeMeasuring(t *testing.T) {
 		{"precision too fine", []string{"--precision=1e-300", "--out=" + dir}, "precision (--precision) is 1e-300, want [0.001, 1)"},
 		{"window of 114 years", []string{"--window=1000000h", "--out=" + dir}, "window (--window) is 1000000h0m0s, want (0, 1h0m0s]"},
 		{"two billion requests a window", []string{"--min-window-requests=2000000000", "--out=" + dir}, "minWindowRequests (--min-window-requests) is 2000000000, want 1..100000"},
+		// A level at 1e9 req/s walked a billion arrivals per window it could never send. The
+		// floor is --min-window-requests 20 ÷ 1 h here.
+		{"rate past the generator", []string{"--start-rate=1e9", "--max-rate=1e12", "--out=" + dir}, "startRPS (--start-rate) is 1e+09, want [0.005556, 1e+06], or 0 to probe it\ncapacity: invalid config: maxRPS (--max-rate) is 1e+12, want [0.005556, 1e+06]\n"},
 		// The start rate is probed here: the error is --min-rate's own, not "startRPS is NaN".
-		// A level at 1e9 req/s walked a billion arrivals per window it could never send.
-		{"rate past the generator", []string{"--start-rate=1e9", "--max-rate=1e12", "--out=" + dir}, "maxRPS (--max-rate) is 1e+12, want [startRPS 1e+09, 1e+06]"},
-		{"min rate NaN", []string{"--min-rate=NaN", "--out=" + dir}, "capacity: invalid config: minRPS (--min-rate) is NaN, want (0, maxRPS 100000]\n"},
+		{"min rate NaN", []string{"--min-rate=NaN", "--out=" + dir}, "capacity: invalid config: minRPS (--min-rate) is NaN, want [0.005556, maxRPS 100000]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
