@@ -113,7 +113,9 @@ func TestParseCatalogErrors(t *testing.T) {
 			want: []string{`models[0].peakMemoryBytes["1g.5gb"]: "1.5" is not a whole number of bytes in [1, 1125899906842624]`}},
 		{name: "bad name", give: "models: [{name: ../x, digest: " + dgA + ", tier: P1, peakMemoryBytes: {1g.5gb: 1}}]",
 			want: []string{`models[0].name: "../x" is not a Triton model name`}},
-		{name: "duration as number", give: "idleTimeout: 5\nmodels: [" + ok + "]", want: []string{"idleTimeout"}},
+		// It said `"5": want a string`: a Go duration, with its unit.
+		{name: "duration as number", give: "idleTimeout: 5\nmodels: [" + ok + "]", want: []string{`idleTimeout: "5": want a Go duration with its unit, such as "5s" (s, m, h, ms) (line 1)`}},
+		{name: "load time as number", give: "models:\n  - name: m\n    loadTime: 3\n", want: []string{`models[0].loadTime: "3": want a Go duration with its unit, such as "3s" (s, m, h, ms) (line 3)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

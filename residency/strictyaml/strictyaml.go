@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -282,16 +283,41 @@ func (c *converter) leaf(buf *bytes.Buffer, node *yamlv3.Node, t reflect.Type, p
 	msg := clean(err)
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
+		want := typeName(ute.Type)
+		if isMetav1Duration(t) { // its UnmarshalJSON wants a JSON string: say which
+			want = durationWant(node)
+		}
 		switch node.Kind {
 		case yamlv3.MappingNode:
-			msg = "a mapping: want " + typeName(ute.Type)
+			msg = "a mapping: want " + want
 		case yamlv3.SequenceNode:
-			msg = "a list: want " + typeName(ute.Type)
+			msg = "a list: want " + want
 		default:
-			msg = fmt.Sprintf("%q: want %s", node.Value, typeName(ute.Type))
+			msg = fmt.Sprintf("%s: want %s", errtext.Quote(node.Value, 64), want)
 		}
 	}
 	c.fail(path, node.Line, msg)
+}
+
+// isMetav1Duration reports whether t is k8s.io/apimachinery's metav1.Duration (the catalog's and
+// the fake Triton's durations), told by its package path and name so that this package, which
+// capacity's admission records use too, does not import apimachinery for it.
+func isMetav1Duration(t reflect.Type) bool {
+	return t.PkgPath() == "k8s.io/apimachinery/pkg/apis/meta/v1" && t.Name() == "Duration"
+}
+
+// durationWant words what a metav1.Duration field takes, for a node that is not a string: a Go
+// duration with its unit, the example being the node's own number with "s" when it is a short
+// plain number Go reads with that unit (loadTime: 3 → "3s"; 1e3 and -3 get "3s").
+func durationWant(node *yamlv3.Node) string {
+	example := "3s"
+	if node.Kind == yamlv3.ScalarNode && (node.Tag == "!!int" || node.Tag == "!!float") && len(node.Value) <= 20 {
+		// Only where that is a duration Go reads (not 1e3s) and not negative.
+		if d, err := time.ParseDuration(node.Value + "s"); err == nil && d >= 0 {
+			example = node.Value + "s"
+		}
+	}
+	return fmt.Sprintf("a Go duration with its unit, such as %q (s, m, h, ms)", example)
 }
 
 // text writes a scalar as the JSON string of its text as written; other nodes as anyJSON.

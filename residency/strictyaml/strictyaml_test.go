@@ -54,6 +54,17 @@ models:
 		}},
 		{name: "wrong type", give: "models:\n  - name: a\n    count: many\n",
 			want: []FieldError{{Path: "models[0].count", Line: 3, Msg: `"many": want an integer`}}},
+		// metav1.Duration's own decoding said only "want a string": a number needs its unit.
+		{name: "duration without a unit", give: "models:\n  - name: a\n    loadTime: 3\n",
+			want: []FieldError{{Path: "models[0].loadTime", Line: 3, Msg: `"3": want a Go duration with its unit, such as "3s" (s, m, h, ms)`}}},
+		{name: "duration as a fraction", give: "models:\n  - name: a\n    loadTime: 1.5\n",
+			want: []FieldError{{Path: "models[0].loadTime", Line: 3, Msg: `"1.5": want a Go duration with its unit, such as "1.5s" (s, m, h, ms)`}}},
+		{name: "duration in exponent notation", give: "models:\n  - name: a\n    loadTime: 1e3\n",
+			want: []FieldError{{Path: "models[0].loadTime", Line: 3, Msg: `"1e3": want a Go duration with its unit, such as "3s" (s, m, h, ms)`}}},
+		{name: "duration as a boolean", give: "models:\n  - name: a\n    loadTime: true\n",
+			want: []FieldError{{Path: "models[0].loadTime", Line: 3, Msg: `"true": want a Go duration with its unit, such as "3s" (s, m, h, ms)`}}},
+		{name: "duration as a list", give: "models:\n  - name: a\n    loadTime: [3s]\n",
+			want: []FieldError{{Path: "models[0].loadTime", Line: 3, Msg: `a list: want a Go duration with its unit, such as "3s" (s, m, h, ms)`}}},
 		{name: "duplicate field", give: "models:\n  - name: a\n    name: b\n",
 			want: []FieldError{{Path: "models[0].name", Line: 3, Msg: "duplicate field (first at line 2)"}}},
 		// A second spelling of a field (encoding/json matches keys case-insensitively) is a
