@@ -78,6 +78,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 				"models[0].fault.extraServiceTime is 2562047h0m0s, want >= 0 and <= 1h0m0s",
 			},
 		},
+		{
+			// Accepted before, while serviceTime was capped at 1h.
+			name: "load time and concurrency past their bounds",
+			give: "deviceMemoryBytes: 1\nmodels:\n- name: a\n  loadTime: 100000h\n  concurrency: 99999999999\n",
+			want: []string{
+				"models[0].loadTime is 100000h0m0s, want >= 0 and <= 1h0m0s",
+				"models[0].concurrency is 99999999999, want 0..65536 (0 means 1)",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,8 @@ const huge = 2562047 * time.Hour
 // models' sum is not wrapped: two startup models of 2^62 bytes summed to -2^63, fit a 1-byte
 // device and exported nv_gpu_memory_used_bytes -9.2e18. serviceTime and extraServiceTime are at
 // most MaxServiceTime (1h, the cap of a random draw): both at 2562047h summed negative and the
-// requests were answered at once.
+// requests were answered at once. loadTime is at most MaxLoadTime (1h) and concurrency at most
+// MaxConcurrency (65,536): 100000h and 99999999999 were accepted.
 func TestValidateBounds(t *testing.T) {
 	many := make([]tritontest.Model, 8192) // 8192 × 2^50 = 2^63: past int64
 	for i := range many {
@@ -64,10 +65,30 @@ func TestValidateBounds(t *testing.T) {
 				"models[1].fault.extraServiceTime is -1ns, want >= 0 and <= 1h0m0s",
 			},
 		},
+		// Accepted before while serviceTime was capped: a load of 100,000 h (11 years) and
+		// 99,999,999,999 requests executing at once.
+		{
+			name: "load time and concurrency past their bounds",
+			give: tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1,
+				Models: []tritontest.Model{
+					{Name: "a", LoadTime: 100000 * time.Hour, Concurrency: 99999999999},
+					{Name: "b", LoadTime: time.Hour + 1, Concurrency: 1<<16 + 1},
+					{Name: "c", LoadTime: -1, Concurrency: -1},
+				}},
+			want: []string{
+				"models[0].loadTime is 100000h0m0s, want >= 0 and <= 1h0m0s",
+				"models[0].concurrency is 99999999999, want 0..65536 (0 means 1)",
+				"models[1].loadTime is 1h0m0.000000001s, want >= 0 and <= 1h0m0s",
+				"models[1].concurrency is 65537, want 0..65536 (0 means 1)",
+				"models[2].loadTime is -1ns, want >= 0 and <= 1h0m0s",
+				"models[2].concurrency is -1, want 0..65536 (0 means 1)",
+			},
+		},
 		{
 			name: "at the bounds",
 			give: tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 1 << 50,
-				Models:        []tritontest.Model{{Name: "a", MemoryBytes: 1 << 50, ServiceTime: time.Hour, Fault: tritontest.Fault{ExtraServiceTime: time.Hour}}},
+				Models: []tritontest.Model{{Name: "a", MemoryBytes: 1 << 50, ServiceTime: time.Hour, LoadTime: time.Hour, Concurrency: 1 << 16,
+					Fault: tritontest.Fault{ExtraServiceTime: time.Hour}}},
 				StartupModels: []string{"a"}},
 		},
 	}

@@ -60,7 +60,7 @@ type Model struct {
 	// MemoryBytes of GPU memory the model holds from the start of its load
 	// until its unload completes. Range: 0..MaxMemoryBytes.
 	MemoryBytes int64
-	// LoadTime a load takes. Range: >= 0.
+	// LoadTime a load takes. Range: 0..MaxLoadTime (1h).
 	LoadTime time.Duration
 	// ServiceTime is the mean time one request executes for. Range:
 	// 0..MaxServiceTime.
@@ -73,7 +73,8 @@ type Model struct {
 	// exponential CV 1).
 	ServiceCV float64
 	// Concurrency is how many requests execute at once (Triton's instance
-	// count); more wait in the model's queue. Range: >= 0, 0 means 1.
+	// count); more wait in the model's queue. Range: 0..MaxConcurrency
+	// (65,536), 0 means 1.
 	Concurrency int
 	// MaxBatchSize is the model configuration's max_batch_size: 0, the model does not batch
 	// and each request is one inference; above 0, a request's batch size is the first
@@ -134,6 +135,20 @@ const (
 // ServiceTime + ExtraServiceTime, stays far from time.Duration's range (about 292 years),
 // past which a sum wrapped negative and answered at once.
 const MaxServiceTime = time.Hour
+
+// MaxLoadTime bounds Model.LoadTime: 1 h, the residency catalog's own bound on a model's load
+// time (plan.MaxLoadTime), so every load the controller can plan for can be faked, as
+// MaxServiceTime bounds a request. A load that never ends is Fault.HangLoad, not a long
+// LoadTime (100000h was accepted and held the model LOADING for eleven years).
+const MaxLoadTime = plan.MaxLoadTime
+
+// MaxConcurrency bounds Model.Concurrency, the requests one model executes at once (Triton's
+// instance count): 65,536 (1<<16). Triton runs one execution per model instance, and a GPU
+// holds a handful of instances of one model; 65,536 is far past any instance count and past
+// the requests a test or a capacity run keeps in flight (capacity's --max-in-flight defaults
+// to 4,096), so a larger value only behaves as no queue at all, which 65,536 already does:
+// such a value (99999999999 was accepted) is a typo, not a model.
+const MaxConcurrency = 1 << 16
 
 // MaxMemoryBytes bounds Model.MemoryBytes: 1 PiB, plan.MaxMemoryBytes, the residency
 // controller's bound on every byte count (a sum of such models past int64 is refused, not
@@ -201,8 +216,8 @@ func (c Config) Validate() error {
 		if m.MemoryBytes < 0 || m.MemoryBytes > MaxMemoryBytes {
 			bad("%s.memoryBytes is %d, want >= 0 and <= %d (1 PiB)", field, m.MemoryBytes, MaxMemoryBytes)
 		}
-		if m.LoadTime < 0 {
-			bad("%s.loadTime is %v, want >= 0", field, m.LoadTime)
+		if m.LoadTime < 0 || m.LoadTime > MaxLoadTime {
+			bad("%s.loadTime is %v, want >= 0 and <= %v", field, m.LoadTime, MaxLoadTime)
 		}
 		if m.ServiceTime < 0 || m.ServiceTime > MaxServiceTime {
 			bad("%s.serviceTime is %v, want >= 0 and <= %v", field, m.ServiceTime, MaxServiceTime)
@@ -222,8 +237,8 @@ func (c Config) Validate() error {
 		if m.MaxBatchSize < 0 {
 			bad("%s.maxBatchSize is %d, want >= 0 (0: the model does not batch)", field, m.MaxBatchSize)
 		}
-		if m.Concurrency < 0 {
-			bad("%s.concurrency is %d, want >= 0 (0 means 1)", field, m.Concurrency)
+		if m.Concurrency < 0 || m.Concurrency > MaxConcurrency {
+			bad("%s.concurrency is %d, want 0..%d (0 means 1)", field, m.Concurrency, MaxConcurrency)
 		}
 		if err := m.Fault.validate(m.MemoryBytes); err != nil {
 			bad("%s.fault.%v", field, err)
