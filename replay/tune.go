@@ -45,12 +45,20 @@ type TuneResult struct {
 	// GeoMean is the geometric mean over the traces of GPU-hours ÷ the
 	// optimum (÷ the bound where no optimum meeting the SLO was found).
 	GeoMean float64
+	// MeanAttainment is the mean over the traces of the share of requests
+	// within the SLO, in [0, 1]: the tie-break among values meeting the SLO
+	// on equally many traces, fewer than all.
+	MeanAttainment float64
 }
 
 // Tune sweeps each family's grid over the traces under root with base's
 // pool and picks, per family, the value that meets the SLO on every trace
 // at the lowest geometric mean of GPU-hours ÷ optimum; when no value meets
-// it everywhere, the one meeting it on the most traces, then the cheapest.
+// it everywhere, the one meeting it on the most traces, then the one with
+// the highest mean attainment over the traces, then the cheapest (the
+// closest to meeting it, as a hindsight row is where none meets it: the
+// cheapest of values that all miss is the one that serves the fewest
+// requests in time, 9.89 % on the conversation trace for keda-queue).
 // log receives one line per trace. The published set is returned as it
 // was; the tuned set is replaced.
 func Tune(root string, base RunConfig, log io.Writer) (Settings, []TuneResult, error) {
@@ -66,9 +74,11 @@ func Tune(root string, base RunConfig, log io.Writer) (Settings, []TuneResult, e
 	// ratio[family][value index][trace]
 	ratio := map[string][][]float64{}
 	meets := map[string][][]bool{}
+	attain := map[string][][]float64{}
 	for _, fs := range FamilySpecs() {
 		ratio[fs.Family] = make([][]float64, len(fs.Grid))
 		meets[fs.Family] = make([][]bool, len(fs.Grid))
+		attain[fs.Family] = make([][]float64, len(fs.Grid))
 	}
 	for _, tt := range traces {
 		start := time.Now()
@@ -102,6 +112,7 @@ func Tune(root string, base RunConfig, log io.Writer) (Settings, []TuneResult, e
 					if r.Policy == fs.Family && r.SettingSet == SetHindsight && r.Value == v {
 						ratio[fs.Family][i] = append(ratio[fs.Family][i], r.GPUHours(pr.Pool.GPUsPerReplica)/den)
 						meets[fs.Family][i] = append(meets[fs.Family][i], r.MeetsSLO)
+						attain[fs.Family][i] = append(attain[fs.Family][i], r.Attainment())
 					}
 				}
 			}
@@ -116,32 +127,59 @@ func Tune(root string, base RunConfig, log io.Writer) (Settings, []TuneResult, e
 	}
 	settings.Tuned = map[string]SettingEntry{}
 	for _, fs := range FamilySpecs() {
-		best := TuneResult{Family: fs.Family, Met: -1, Traces: len(traces)}
-		for i, v := range fs.Grid {
-			met := 0
-			for _, m := range meets[fs.Family][i] {
-				if m {
-					met++
-				}
-			}
-			var ls float64
-			for _, r := range ratio[fs.Family][i] {
-				ls += math.Log(r)
-			}
-			g := math.Exp(ls / float64(len(ratio[fs.Family][i])))
-			if met > best.Met || met == best.Met && g < best.GeoMean {
-				best = TuneResult{Family: fs.Family, Value: v, Met: met, Traces: len(traces), GeoMean: g}
-			}
-		}
+		best := pickTuned(fs.Family, fs.Grid, len(traces), meets[fs.Family], ratio[fs.Family], attain[fs.Family])
 		out = append(out, best)
 		src := fmt.Sprintf("go run ./cmd/replay tune over %s: grid %v; meets the SLO on %d/%d traces; geometric mean %.3g × optimum",
 			strings.Join(names, ", "), fs.Grid, best.Met, best.Traces, best.GeoMean)
 		if best.Met < best.Traces {
-			src += "; no grid value meets the SLO on every trace, so this is the value meeting it on the most, then the cheapest"
+			src += fmt.Sprintf("; no grid value meets the SLO on every trace, so this is the value meeting it on the most, "+
+				"then the highest mean attainment (%.2f %%), then the cheapest", 100*best.MeanAttainment)
 		}
 		settings.Tuned[fs.Family] = SettingEntry{Value: best.Value, Source: src}
 	}
 	return settings, out, nil
+}
+
+// pickTuned is Tune's choice for one family: meets[i][t], ratio[i][t] and
+// attain[i][t] are grid value i's outcome on trace t (the SLO met, GPU-hours
+// ÷ optimum, the share of requests within the SLO). The value meeting the
+// SLO on the most of the traces wins; among those, where that is every
+// trace, the lowest geometric mean of the ratios, else the highest mean
+// attainment, then the lowest geometric mean; the first in grid order on a
+// full tie.
+func pickTuned(family string, grid []float64, traces int, meets [][]bool, ratio, attain [][]float64) TuneResult {
+	best := TuneResult{Family: family, Met: -1, Traces: traces}
+	for i, v := range grid {
+		met := 0
+		for _, m := range meets[i] {
+			if m {
+				met++
+			}
+		}
+		var ls float64
+		for _, r := range ratio[i] {
+			ls += math.Log(r)
+		}
+		g := math.Exp(ls / float64(len(ratio[i])))
+		var sum float64
+		for _, a := range attain[i] {
+			sum += a
+		}
+		mean := sum / float64(len(attain[i]))
+		better := met > best.Met
+		if met == best.Met {
+			switch {
+			case met < traces && mean != best.MeanAttainment:
+				better = mean > best.MeanAttainment
+			default:
+				better = g < best.GeoMean
+			}
+		}
+		if better {
+			best = TuneResult{Family: family, Value: v, Met: met, Traces: traces, GeoMean: g, MeanAttainment: mean}
+		}
+	}
+	return best
 }
 
 // settingsHeader is the comment block MarshalSettings writes first.
