@@ -14,6 +14,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export INFERSCALE_REQUIRE_PROMETHEUS ?= 1
 BIN := bin
 STATICCHECK_VERSION ?= v0.8.2
+GREMLINS_VERSION ?= v0.6.0
 # make images: the tag is the chart's appVersion, so the chart's default install pulls these images.
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*/\1/p' deploy/helm/inferscale/Chart.yaml)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
@@ -69,6 +70,12 @@ lint: ## gofmt, go vet and staticcheck (staticcheck.conf), the e2e-tagged files 
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./...
+
+.PHONY: mutation
+mutation: ## Mutation testing of the pure cores (gremlins v0.6.0, one worker; about 20 minutes).
+	@for p in ./scaler/decision ./residency/plan; do \
+	  $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION) unleash --workers 1 --timeout-coefficient 60 --output-statuses l $$p || exit 1; \
+	done
 
 .PHONY: generate
 generate: ## Regenerate the Triton protocol Go code from proto/ (needs protoc from protobuf-compiler).
