@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,24 @@ func TestRateErrorsGiveTheRange(t *testing.T) {
 				t.Errorf("Validate = %v\nwant %s (ErrInvalidConfig)", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestFloorTextAccepted: the lower bound a rate error prints is a rate the check accepts, and
+// the least such in four significant digits (3 ÷ 1 h = 0.000833…: "%.4g" printed 0.0008333,
+// which is refused).
+func TestFloorTextAccepted(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 11, 50, 99, 1000, 12345} {
+		text := floorText(n)
+		v, err := strconv.ParseFloat(text, 64)
+		if err != nil || rateBelowFloor(v, n) {
+			t.Errorf("--min-window-requests %d: floor printed %s, refused by the check", n, text)
+		}
+		if lower, _ := strconv.ParseFloat(strconv.FormatFloat(v-math.Pow(10, math.Floor(math.Log10(v))-3), 'g', 4, 64), 64); !rateBelowFloor(lower, n) {
+			t.Errorf("--min-window-requests %d: floor printed %s, but %v one digit below is accepted too", n, text, lower)
+		}
+	}
+	if got := floorText(3); got != "0.0008334" {
+		t.Errorf("floorText(3) = %s, want 0.0008334", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -84,6 +85,18 @@ func rateBelowFloor(rate float64, minWindowRequests int) bool {
 	return float64(max(minWindowRequests, 1))/rate*float64(time.Second) > float64(MaxWindow)
 }
 
+// floorText is RateFloor(minWindowRequests) in four significant digits, rounded up so that the
+// rate it prints is accepted ("%.4g" printed 0.0008333 for 3 ÷ 1 h, a rate the check refuses).
+func floorText(minWindowRequests int) string {
+	floor := RateFloor(minWindowRequests)
+	text := strconv.FormatFloat(floor, 'g', 4, 64)
+	for v, _ := strconv.ParseFloat(text, 64); rateBelowFloor(v, minWindowRequests); v, _ = strconv.ParseFloat(text, 64) {
+		scale := math.Pow(10, math.Floor(math.Log10(v))-3) // one unit in the fourth digit
+		text = strconv.FormatFloat(v+scale, 'g', 4, 64)
+	}
+	return text
+}
+
 // MinPrecision is the finest Precision accepted: 0.1 %, already finer than a level's own
 // noise (a window of 50 Poisson arrivals varies by 14 %). 1e-300 never ended: bisection
 // reaches adjacent floats, where (fail − pass) ÷ pass stays near 1e-16, one measured level
@@ -106,9 +119,8 @@ func (c SearchConfig) validate(probeAllowed bool, minWindowRequests int) error {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	floor := RateFloor(minWindowRequests)
 	// rateRange is the accepted range of a rate whose upper bound is upper.
-	rateRange := func(upper string) string { return fmt.Sprintf("[%.4g, %s]", floor, upper) }
+	rateRange := func(upper string) string { return "[" + floorText(minWindowRequests) + ", " + upper + "]" }
 	maxRate := fmt.Sprintf("%g", MaxRate)
 	// low says a rate that is otherwise in range is below the floor, with the range and why.
 	low := func(name, flag string, v float64, upper string) bool {

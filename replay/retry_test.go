@@ -470,8 +470,9 @@ func TestBurstScenarioValidate(t *testing.T) {
 
 // TestValidateRetriesSendBound: a scenario whose replays may send more than MaxRequests attempts
 // (expected unique requests × Attempts^Layers) is refused before any request is drawn, naming
-// the flags and the figure: --base-rate=10000 and --base-rate=1000 at the defaults ran 2.5
-// minutes to 5.5 GB of attempts before the in-run guard refused them. The largest base rate the
+// the flags and the figure: at the defaults --base-rate=10000 ran 2 min 25 s to 5.6 GB and
+// --base-rate=1000 1 min 37 s to 5.4 GB of attempts before the in-run guard refused them (a new
+// user's trial, /usr/bin/time). The largest base rate the
 // defaults allow is 834 req/s (834 × 2,220 × 27 = 49,989,960 sends); 835 is refused.
 func TestValidateRetriesSendBound(t *testing.T) {
 	with := func(base float64, f func(*RetryClient)) (BurstScenario, RetryClient) {

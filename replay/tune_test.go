@@ -38,6 +38,13 @@ func TestPickTuned(t *testing.T) {
 			want:   3, wantG: 2, wantA: 0.96,
 		},
 		{
+			name:   "a full tie: the first in grid order",
+			meets:  [][]bool{{true}, {true}, {true}},
+			ratio:  [][]float64{{3}, {2}, {2}},
+			attain: [][]float64{{1}, {0.99}, {0.995}},
+			want:   2, wantG: 2, wantA: 0.99,
+		},
+		{
 			name:   "equal attainment: the cheaper",
 			meets:  [][]bool{{false}, {false}, {false}},
 			ratio:  [][]float64{{3}, {2}, {5}},

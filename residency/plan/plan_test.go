@@ -216,17 +216,22 @@ func TestDecide(t *testing.T) {
 			wantRefused: []string{"b: refused: worth 5 does not exceed 5 of a, which it would evict"},
 		},
 		{
-			// Reserve 2 + c 5 + a 5 = 12 GiB of 10: a (worth 0.4 × 10 = 4, the lowest value) goes
-			// whatever is loaded, so b (worth 3) takes its memory at no cost to b's admission.
-			name: "an eviction an over-budget start needs anyway is no load's cost",
-			cat: plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{
-				model("a", plan.TierP1, 5, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second), model("c", plan.TierP1, 5, 10*time.Second)}},
+			// Reserve 1 + c 3 + y 4 + a 5 = 13 GiB of 10: the first 3 GiB of the lowest-ranked
+			// victim, a (0.4 req/s × 10 s = worth 4 on 5 GiB), must go whatever is loaded and are
+			// nobody's cost. b (worth 4 on 3 GiB) takes a's other 2 GiB at no cost and its third
+			// from y (worth 3.5): 4 > 3.5, so b pays for itself. Charged for a whole (4 ≤ 4), it
+			// would be refused.
+			name: "an eviction the over-budget start needs anyway is no load's cost",
+			cat: plan.Catalog{ReserveBytes: gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{
+				model("a", plan.TierP1, 5, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second),
+				model("c", plan.TierP1, 3, 10*time.Second), model("y", plan.TierP1, 4, 10*time.Second)}},
 			budget: budget10,
-			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "c": ready(old, t0)}},
-			demand: plan.Demand{"a": 0.4, "b": 0.3, "c": 2},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "c": ready(old, t0), "y": ready(old, t0)}},
+			demand: plan.Demand{"a": 0.4, "b": 0.4, "c": 2, "y": 0.35},
 			want: []plan.Action{
-				{Kind: plan.ActionUnload, Model: "a", Cause: plan.CauseEvict, At: t0, AccountedBytes: 7 * gi, PeakBytes: 12 * gi, Reason: "evict: P1 value 0.8 lowest; need 3.00GiB for b"},
-				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 10 * gi, PeakBytes: 10 * gi, Digest: dgA, Reason: "load: P1 demand 0.3 req/s, value 1; needs 3.00GiB"},
+				{Kind: plan.ActionUnload, Model: "a", Cause: plan.CauseEvict, At: t0, AccountedBytes: 8 * gi, PeakBytes: 13 * gi, Reason: "evict: P1 value 0.8 lowest; need 3.00GiB for b"},
+				{Kind: plan.ActionUnload, Model: "y", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.875 lowest; need 3.00GiB for b"},
+				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 7 * gi, PeakBytes: 7 * gi, Digest: dgA, Reason: "load: P1 demand 0.4 req/s, value 1.33; needs 3.00GiB"},
 			},
 		},
 		{

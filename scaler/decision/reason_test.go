@@ -53,7 +53,7 @@ func TestReasonOccupancyHeldThenOut(t *testing.T) {
 	p.PrometheusAddress = "http://p:9090"
 	p.QueueQuery, p.RunningQuery = "q", "run"
 	p.ReplicaConcurrency, p.MaxReplicas, p.StaleAfter = 2, 6, 30*time.Second
-	p.ScaleDownMaxFraction = 1
+	p.ScaleDownMaxFraction, p.ScaleDownWindow = 1, 0 // nothing but the degraded floor holds the answer
 	obs := func(at time.Time, running Sample) Observation {
 		var o Observation
 		o.Samples[SignalQueue], o.Samples[SignalRunning] = val(9, at), running
@@ -70,13 +70,13 @@ func TestReasonOccupancyHeldThenOut(t *testing.T) {
 	}{
 		{0, val(4, t0), "replicas 6 (max); raw 6 = clamp(demand 7 [occupancy] + warm 0, 0, 6); " +
 			"terms slo=-1 drain=-1 cap=-1 occupancy=7 activity=-1, k=2, I=1; queue=9 fresh, running=4 fresh, R=3; " +
-			"active: queue 9 > 0, running 4 > 0, first down-window after first sight"},
+			"active: queue 9 > 0, running 4 > 0"},
 		{20 * time.Second, failed(t0.Add(20 * time.Second)), "replicas 6 (max); raw 6 = clamp(demand 7 [occupancy] + warm 0, 0, 6); " +
 			"terms slo=-1 drain=-1 cap=-1 occupancy=7 activity=-1, k=2, I=1; queue=9 fresh, running=4 held, R=3; " +
-			"active: queue 9 > 0, running 4 > 0, first down-window after first sight"},
-		{40 * time.Second, failed(t0.Add(40 * time.Second)), "replicas 6 (down-window); raw 5 = clamp(demand 5 [occupancy] + warm 0, 0, 6); " +
+			"active: queue 9 > 0, running 4 > 0"},
+		{40 * time.Second, failed(t0.Add(40 * time.Second)), "replicas 6 (degraded-floor); raw 5 = clamp(demand 5 [occupancy] + warm 0, 0, 6); " +
 			"terms slo=-1 drain=-1 cap=-1 occupancy=5 activity=-1, k=2, I=1; queue=9 fresh, running out, R=3; " +
-			"degraded: running out past staleAfter 30s; active: queue 9 > 0, first down-window after first sight, degraded, was active"},
+			"degraded: running out past staleAfter 30s; active: queue 9 > 0, degraded, was active"},
 	}
 	var st State
 	for _, s := range steps {
