@@ -631,9 +631,9 @@ func checkModelList(resp *http.Response, target, model string) (note string, err
 		return "", fmt.Errorf("%w: --target %s: GET /v1/models answered HTTP %d; want an OpenAI-compatible server's base URL (e.g. http://localhost:8000, without /v1)", ErrUnreachable, target, resp.StatusCode)
 	}
 	var list struct {
-		Data []struct {
+		Data *[]struct {
 			ID string `json:"id"`
-		} `json:"data"`
+		} `json:"data"` // nil: no "data" (or null): not a model list
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes+1))
 	switch {
@@ -641,13 +641,13 @@ func checkModelList(resp *http.Response, target, model string) (note string, err
 		return "GET /v1/models: reading the answer: " + errtext.Quote(err.Error(), 256), nil
 	case len(b) > maxModelListBytes:
 		return "GET /v1/models answered more than 1 MiB (the most read)", nil
-	case json.Unmarshal(b, &list) != nil:
+	case json.Unmarshal(b, &list) != nil || list.Data == nil:
 		return `GET /v1/models answered no OpenAI model list ({"data":[{"id":…}]})`, nil
-	case len(list.Data) == 0:
+	case len(*list.Data) == 0:
 		return "GET /v1/models lists no model", nil
 	}
 	var ids []string
-	for _, m := range list.Data {
+	for _, m := range *list.Data {
 		if m.ID == model {
 			return "", nil
 		}

@@ -471,6 +471,9 @@ func TestOpenAIEndpointAnswersWrongly(t *testing.T) {
 		{name: "a model list past 1 MiB", models: 200, list: `{"data":[{"id":"` + strings.Repeat("x", 1<<20) + `"}]}`, model: "m", wantErr: 1,
 			want: "--model \"m\" not checked: GET /v1/models answered more than 1 MiB (the most read)\n" +
 				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
+		{name: "a JSON object that is no model list", models: 200, list: `{"object":"list"}`, model: "m", wantErr: 1,
+			want: "--model \"m\" not checked: GET /v1/models answered no OpenAI model list ({\"data\":[{\"id\":…}]})\n" +
+				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
 		{name: "an empty model list", models: 200, list: `{"data":[]}`, model: "m", wantErr: 1,
 			want: "--model \"m\" not checked: GET /v1/models lists no model\n" +
 				"capacity: probe: 11 of 11 requests failed (11 × http 404; it stops once more than half of its 20 fail): check --model (the served model name), --prompt-tokens and --max-tokens\n", wantSent: 11},
