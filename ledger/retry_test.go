@@ -102,3 +102,25 @@ func TestRetryWorkBound(t *testing.T) {
 	}
 	t.Logf("released: %d with every retry, %d with none", full.Released, cut.Released)
 }
+
+// TestRetryBoundMemory: the bound's memory slices. Five 1g.20gb replicas take 5 compute and 10
+// memory slices (two each); one A100 80 GB offers 7 and 8, so the compute sum allows one GPU and
+// the memory sum does not.
+func TestRetryBoundMemory(t *testing.T) {
+	five := 5
+	gpu := []GPU{{Product: "A100-SXM4-80GB"}}
+	spec := Spec{
+		Nodes:    []Node{{Name: "a", GPUs: gpu}, {Name: "b", GPUs: gpu}, {Name: "c", GPUs: gpu}},
+		Services: []Service{{Name: "batch", Tier: P2, Profile: "1g.20gb", ReadyReplicas: &five}},
+	}
+	got := Audit(spec, AuditOptions{})
+	const bound = "kept: without it the kept GPUs have 8 memory slices; the services need at least 10 (the replicas N+1 and hosting require, at their profiles' slices)"
+	want := []NodeRelease{
+		{Node: "a", Reason: bound},
+		{Node: "b", Reason: bound},
+		{Node: "c", Release: true, Reason: "released: the kept nodes host every service with every check holding"},
+	}
+	if diff := cmp.Diff(want, got.Release); diff != "" {
+		t.Errorf("release (-want +got):\n%s", diff)
+	}
+}
