@@ -19,22 +19,13 @@ func TestRetryBoundReason(t *testing.T) {
 			{Name: "batch", Tier: P2, Profile: "4g.40gb", ReadyReplicas: &two},
 		},
 	}
-	got := Audit(spec, AuditOptions{})
-	const bound = "kept: without it the kept GPUs have 7 compute slices; the services need at least 8 (the replicas N+1 and hosting require, at their profiles' slices)"
-	want := []NodeRelease{
-		{Node: "a", Reason: bound},
-		{Node: "b", Reason: bound},
-		{Node: "c", Release: true, Reason: "released: the kept nodes host every service with every check holding"},
-	}
-	if diff := cmp.Diff(want, got.Release); diff != "" {
-		t.Errorf("release (-want +got):\n%s", diff)
-	}
+	wantBoundKeepsAB(t, spec, "kept: without it the kept GPUs have 7 compute slices; the services need at least 8 (the replicas N+1 and hosting require, at their profiles' slices)")
 	// Three 4g.40gb replicas on three GPUs: compute (12 ≤ 14 without a node) and memory
 	// (12 ≤ 16) allow dropping one, the one-per-GPU count does not.
 	three := 3
 	spec.Services[0].ReadyReplicas = &three
 	spec.Nodes = append(spec.Nodes, Node{Name: "d", GPUs: gpu})
-	got = Audit(spec, AuditOptions{})
+	got := Audit(spec, AuditOptions{})
 	const perGPU = "kept: without it the kept GPUs hold at most 2 instances of 4 or more compute slices (⌊7/4⌋ per GPU); the services need at least 3"
 	if got.Release[0].Reason != perGPU || got.Released != 1 {
 		t.Errorf("a: %q, released %d; want %q, 1", got.Release[0].Reason, got.Released, perGPU)
@@ -113,14 +104,19 @@ func TestRetryBoundMemory(t *testing.T) {
 		Nodes:    []Node{{Name: "a", GPUs: gpu}, {Name: "b", GPUs: gpu}, {Name: "c", GPUs: gpu}},
 		Services: []Service{{Name: "batch", Tier: P2, Profile: "1g.20gb", ReadyReplicas: &five}},
 	}
-	got := Audit(spec, AuditOptions{})
-	const bound = "kept: without it the kept GPUs have 8 memory slices; the services need at least 10 (the replicas N+1 and hosting require, at their profiles' slices)"
+	wantBoundKeepsAB(t, spec, "kept: without it the kept GPUs have 8 memory slices; the services need at least 10 (the replicas N+1 and hosting require, at their profiles' slices)")
+}
+
+// wantBoundKeepsAB audits spec (nodes a, b, c) and wants a and b kept by the bound, for reason
+// bound, and c released.
+func wantBoundKeepsAB(t *testing.T, spec Spec, bound string) {
+	t.Helper()
 	want := []NodeRelease{
 		{Node: "a", Reason: bound},
 		{Node: "b", Reason: bound},
 		{Node: "c", Release: true, Reason: "released: the kept nodes host every service with every check holding"},
 	}
-	if diff := cmp.Diff(want, got.Release); diff != "" {
+	if diff := cmp.Diff(want, Audit(spec, AuditOptions{}).Release); diff != "" {
 		t.Errorf("release (-want +got):\n%s", diff)
 	}
 }

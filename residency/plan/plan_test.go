@@ -36,6 +36,16 @@ func TestDecide(t *testing.T) {
 	fastSlow := catalog(model("new", plan.TierP1, 4, 10*time.Second), model("fast", plan.TierP1, 4, 2*time.Second), model("slow", plan.TierP1, 4, 30*time.Second))
 	fastSlowReady := map[string]plan.ModelStatus{"fast": ready(old, t0), "slow": ready(old, t0)}
 	fastSlowDemand := plan.Demand{"new": 2, "fast": 0.5, "slow": 0.05}
+	// withReserve is catalog(ms...) keeping reserve bytes back.
+	withReserve := func(reserve int64, ms ...plan.Model) plan.Catalog {
+		c := catalog(ms...)
+		c.ReserveBytes = reserve
+		return c
+	}
+	// a (6 GiB, READY) and b (3 GiB) behind a 2 GiB reserve: b outranks a by value whenever
+	// its rate is over half a's, and needs 1 GiB of a's.
+	reserveAB := withReserve(2*gi, model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second))
+	aReady := plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}}
 	tests := []struct {
 		name        string
 		cat         plan.Catalog
@@ -201,17 +211,17 @@ func TestDecide(t *testing.T) {
 			// b (3 GiB, 0.3 req/s × 10 s = worth 3) outranks a (6 GiB, 0.5 × 10 = 5) by value; the
 			// reserve leaves 10 − 2 − 6 = 2 GiB free, so b's third GiB is a's, worth more.
 			name:        "admission counts the reserve: the free memory is the budget less the fixed",
-			cat:         plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second)}},
+			cat:         reserveAB,
 			budget:      budget10,
-			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			obs:         aReady,
 			demand:      plan.Demand{"a": 0.5, "b": 0.3},
 			wantRefused: []string{"b: refused: worth 3 does not exceed 5 of a, which it would evict"},
 		},
 		{
 			name:        "a load worth exactly its victim's does not pay for itself",
-			cat:         plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second)}},
+			cat:         reserveAB,
 			budget:      budget10,
-			obs:         plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			obs:         aReady,
 			demand:      plan.Demand{"a": 0.5, "b": 0.5},
 			wantRefused: []string{"b: refused: worth 5 does not exceed 5 of a, which it would evict"},
 		},
@@ -222,9 +232,8 @@ func TestDecide(t *testing.T) {
 			// from y (worth 3.5): 4 > 3.5, so b pays for itself. Charged for a whole (4 ≤ 4), it
 			// would be refused.
 			name: "an eviction the over-budget start needs anyway is no load's cost",
-			cat: plan.Catalog{ReserveBytes: gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{
-				model("a", plan.TierP1, 5, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second),
-				model("c", plan.TierP1, 3, 10*time.Second), model("y", plan.TierP1, 4, 10*time.Second)}},
+			cat: withReserve(gi, model("a", plan.TierP1, 5, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second),
+				model("c", plan.TierP1, 3, 10*time.Second), model("y", plan.TierP1, 4, 10*time.Second)),
 			budget: budget10,
 			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "c": ready(old, t0), "y": ready(old, t0)}},
 			demand: plan.Demand{"a": 0.4, "b": 0.4, "c": 2, "y": 0.35},
@@ -236,9 +245,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a load that fills the budget exactly evicts nothing",
-			cat:    plan.Catalog{ReserveBytes: 2 * gi, IdleTimeout: 10 * time.Minute, MinResidency: 2 * time.Minute, Models: []plan.Model{model("a", plan.TierP1, 4, 10*time.Second), model("b", plan.TierP1, 4, 10*time.Second)}},
+			cat:    withReserve(2*gi, model("a", plan.TierP1, 4, 10*time.Second), model("b", plan.TierP1, 4, 10*time.Second)),
 			budget: budget10,
-			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}},
+			obs:    aReady,
 			demand: plan.Demand{"a": 1, "b": 0.1},
 			want: []plan.Action{
 				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 10 * gi, PeakBytes: 10 * gi, Digest: dgA, Reason: "load: P1 demand 0.1 req/s, value 0.25; needs 4.00GiB"},
