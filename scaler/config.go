@@ -59,8 +59,9 @@ type Config struct {
 	// Kubeconfig is a kubeconfig path; empty means in-cluster config when
 	// running in a pod, and no Kubernetes access otherwise (bounds from
 	// metadata, ready replicas from readyQuery). It must be a regular file of
-	// at most 1 MiB (kubeconfigfile.MaxBytes), checked when the scaler starts;
-	// $KUBECONFIG is not read.
+	// at most 1 MiB (kubeconfigfile.MaxBytes), and so must each certificate,
+	// key and token file its current context names; they are read, bounded,
+	// when the scaler starts. $KUBECONFIG and ~/.kube/config are not read.
 	Kubeconfig string
 	// TLSCertFile and TLSKeyFile serve gRPC over TLS (both or neither). KEDA
 	// verifies the certificate with its `caCert` auth parameter.

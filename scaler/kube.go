@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/inferscale/inferscale/internal/kubeconfigfile"
 	"github.com/inferscale/inferscale/scaler/kube"
@@ -24,21 +23,25 @@ const kubeSyncTimeout = 60 * time.Second
 // startTargets connects to Kubernetes when the scaler can (a --kubeconfig,
 // or in-cluster credentials), starts the informers in g and waits for their
 // caches. nil means no Kubernetes access: bounds come from metadata and
-// ready replicas from readyQuery or the preset's pod count. A --kubeconfig that
-// is not a regular file of at most kubeconfigfile.MaxBytes (1 MiB) is an error
-// naming the flag, before anything reads it.
+// ready replicas from readyQuery or the preset's pod count. A --kubeconfig, or a
+// certificate, key or token file its current context names, that is not a regular
+// file of at most kubeconfigfile.MaxBytes (1 MiB) is an error naming the flag;
+// each is opened once and read to at most that bound (kubeconfigfile.LoadFile;
+// client-go re-reads a token file itself to follow a rotation).
 func startTargets(ctx context.Context, g *errgroup.Group, cfg Config, log *slog.Logger) (Targets, error) {
 	var rc *rest.Config
 	var err error
 	switch {
 	case cfg.Kubeconfig != "":
-		// clientcmd reads the file whole, with no bound: --kubeconfig=/dev/zero ran the
-		// scaler out of memory. Only --kubeconfig is read (BuildConfigFromFlags with a path
-		// reads that file alone, never $KUBECONFIG or ~/.kube/config).
-		if err := kubeconfigfile.Check("Kubeconfig (--kubeconfig)", cfg.Kubeconfig); err != nil {
+		// clientcmd reads the file, and the certificate files it names, whole, with no
+		// bound: --kubeconfig=/dev/zero (or /proc/self/pagemap, or a certificate-authority
+		// of /dev/zero) ran the scaler out of memory. kubeconfigfile reads them bounded;
+		// only --kubeconfig is read, never $KUBECONFIG or ~/.kube/config.
+		file, err := kubeconfigfile.LoadFile("Kubeconfig (--kubeconfig)", cfg.Kubeconfig)
+		if err != nil {
 			return nil, err
 		}
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		rc, err = kubeconfigfile.RESTConfig(file)
 		if err != nil {
 			return nil, fmt.Errorf("Kubeconfig (--kubeconfig) %q: %w", cfg.Kubeconfig, err)
 		}

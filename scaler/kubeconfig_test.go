@@ -18,21 +18,52 @@ import (
 // refused by startTargets naming the flag and the file, before anything reads it (the rule is
 // the ledger's, internal/kubeconfigfile). /dev/null stands for a device here: before the check
 // /dev/zero would have exhausted the test's memory instead of failing it.
+//
+// The size was stat'ed, so /proc/self/pagemap (a regular file of size 0 that reads on for
+// hundreds of GiB) passed and ran the scaler out of memory; it is now read through the bound.
+// A certificate-authority the kubeconfig names was read whole by client-go after the check (a
+// directory or a large file failed late in kube.New, /dev/zero ran out of memory); it is read
+// through the bound at load and refused naming the kubeconfig, the cluster and the file.
 func TestKubeconfigBounded(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(big, make([]byte, kubeconfigfile.MaxBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	withCA := func(name, ca string) string {
+		p := filepath.Join(dir, name)
+		y := "apiVersion: v1\nkind: Config\ncurrent-context: c\n" +
+			"clusters:\n- name: k\n  cluster: {server: \"https://127.0.0.1:1\", certificate-authority: \"" + ca + "\"}\n" +
+			"users:\n- name: u\n  user: {username: u}\n" +
+			"contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+		if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caDir, caBig := withCA("ca-dir.yaml", dir), withCA("ca-big.yaml", big)
 	tests := []struct {
 		name, kubeconfig, want string
 	}{
 		{"device", "/dev/null", `Kubeconfig (--kubeconfig) "/dev/null": not a regular file (Dc---------); want a kubeconfig file`},
 		{"directory", dir, `Kubeconfig (--kubeconfig) "` + dir + `": not a regular file (d---------); want a kubeconfig file`},
 		{"over 1 MiB", big, `Kubeconfig (--kubeconfig) "` + big + `": 1048577 bytes, larger than 1048576 (1 MiB); want a kubeconfig file`},
+		{"zero size, streams", "/proc/self/pagemap", `Kubeconfig (--kubeconfig) "/proc/self/pagemap": more than 1048576 bytes (1 MiB) read, though its size is 0; want a kubeconfig file`},
+		{"certificate-authority a directory", caDir, `Kubeconfig (--kubeconfig) "` + caDir + `": cluster "k": certificate-authority "` + dir + `": not a regular file (d---------); want a PEM file`},
+		{"certificate-authority over 1 MiB", caBig, `Kubeconfig (--kubeconfig) "` + caBig + `": cluster "k": certificate-authority "` + big + `": 1048577 bytes, larger than 1048576 (1 MiB); want a PEM file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.kubeconfig == "/proc/self/pagemap" {
+				if fi, err := os.Stat(tt.kubeconfig); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+					t.Skipf("%s: %v, %v: not the zero-size regular file this case needs (Linux's /proc)", tt.kubeconfig, fi, err)
+				}
+				if f, err := os.Open(tt.kubeconfig); err != nil {
+					t.Skipf("%s is not readable here: %v", tt.kubeconfig, err)
+				} else {
+					f.Close()
+				}
+			}
 			cfg := DefaultConfig()
 			cfg.Kubeconfig = tt.kubeconfig
 			ctx, cancel := context.WithCancel(context.Background())

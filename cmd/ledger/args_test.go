@@ -26,10 +26,18 @@ func TestStrayArgument(t *testing.T) {
 
 // TestKubeconfigBounded: clientcmd reads a kubeconfig whole, and --kubeconfig=/dev/zero ran
 // the process out of memory. A kubeconfig that is not a regular file, or is over 1 MiB, is
-// bad input (exit 2) naming the flag and the file, before anything reads it.
+// bad input (exit 2) naming the flag and the file, before anything reads it. A file whose
+// size says 0 but that streams (/proc/self/pagemap) passed the stat and ran out of memory; it
+// is read through the bound now. So is a certificate-authority the kubeconfig names, which
+// client-go read whole (in kubernetes.NewForConfig), $KUBECONFIG's as well as --kubeconfig's.
 func TestKubeconfigBounded(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(big, make([]byte, kubeconfigfile.MaxBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caDir := t.TempDir()
+	caKubeconfig := filepath.Join(caDir, "kubeconfig")
+	if err := os.WriteFile(caKubeconfig, []byte(testKubeconfig(caDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -39,9 +47,22 @@ func TestKubeconfigBounded(t *testing.T) {
 		{"directory", "/", "", `ledger: --kubeconfig "/": not a regular file (d---------); want a kubeconfig file`},
 		{"over 1 MiB", big, "", `ledger: --kubeconfig "` + big + `": 1048577 bytes, larger than 1048576 (1 MiB); want a kubeconfig file`},
 		{"$KUBECONFIG device", "", "/dev/zero", `ledger: kubeconfig ($KUBECONFIG or ~/.kube/config) "/dev/zero": not a regular file (Dc---------); want a kubeconfig file`},
+		{"zero size, streams", "/proc/self/pagemap", "", `ledger: --kubeconfig "/proc/self/pagemap": more than 1048576 bytes (1 MiB) read, though its size is 0; want a kubeconfig file`},
+		{"certificate-authority a directory", caKubeconfig, "", `ledger: --kubeconfig "` + caKubeconfig + `": cluster "k": certificate-authority "` + caDir + `": not a regular file (d---------); want a PEM file`},
+		{"$KUBECONFIG's certificate-authority a directory", "", caKubeconfig, `ledger: kubeconfig ($KUBECONFIG or ~/.kube/config) "` + caKubeconfig + `": cluster "k": certificate-authority "` + caDir + `": not a regular file (d---------); want a PEM file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.kubeconfig == "/proc/self/pagemap" {
+				if fi, err := os.Stat(tt.kubeconfig); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+					t.Skipf("%s: %v, %v: not the zero-size regular file this case needs (Linux's /proc)", tt.kubeconfig, fi, err)
+				}
+				if f, err := os.Open(tt.kubeconfig); err != nil {
+					t.Skipf("%s is not readable here: %v", tt.kubeconfig, err)
+				} else {
+					f.Close()
+				}
+			}
 			t.Setenv("KUBECONFIG", tt.env)
 			args := []string{"--spec=" + testdata + "source-case.yaml", "--live", "--timeout=2s"}
 			if tt.kubeconfig != "" {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,6 +90,71 @@ func TestInClusterMissing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := inClusterMissing(func(k string) string { return tt.env[k] }, absent); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// testKubeconfig is a kubeconfig for https://127.0.0.1:1 whose cluster names ca as its
+// certificate-authority ("" for none).
+func testKubeconfig(ca string) string {
+	cluster := `{server: "https://127.0.0.1:1"}`
+	if ca != "" {
+		cluster = `{server: "https://127.0.0.1:1", certificate-authority: "` + ca + `"}`
+	}
+	return "apiVersion: v1\nkind: Config\ncurrent-context: c\n" +
+		"clusters:\n- name: k\n  cluster: " + cluster + "\n" +
+		"users:\n- name: u\n  user: {username: u}\n" +
+		"contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+}
+
+// TestNoKubeconfigMigration: client-go's default loading rules migrate ~/.kube/.kubeconfig to
+// ~/.kube/config on every load, even with --kubeconfig given: they read the old file whole (a
+// symlink to /dev/zero ran the ledger out of memory) and wrote ~/.kube/config. The ledger reads
+// neither now and writes nothing: a ~/.kube/.kubeconfig file is not copied, and one that is a
+// directory (clientcmd: "cannot migrate … because it is a directory") is no error.
+//
+// ~/.kube/config is client-go's RecommendedHomeFile, fixed from $HOME when the package is
+// initialized, so each case runs this test binary again with HOME set from its start.
+func TestNoKubeconfigMigration(t *testing.T) {
+	if os.Getenv("INFERSCALE_TEST_MIGRATION_CHILD") != "" {
+		cfg, err := restConfig(Config{Kubeconfig: os.Getenv("INFERSCALE_TEST_MIGRATION_KUBECONFIG")})
+		if err != nil {
+			t.Fatalf("restConfig: %v", err)
+		}
+		if cfg.Host != "https://127.0.0.1:1" {
+			t.Fatalf("host %q, want --kubeconfig's https://127.0.0.1:1", cfg.Host)
+		}
+		return
+	}
+	for _, old := range []string{"file", "directory"} {
+		t.Run(old, func(t *testing.T) {
+			home := t.TempDir()
+			legacy := filepath.Join(home, ".kube", ".kubeconfig")
+			if err := os.MkdirAll(filepath.Dir(legacy), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if old == "file" {
+				err = os.WriteFile(legacy, []byte(testKubeconfig("")), 0o600)
+			} else {
+				err = os.Mkdir(legacy, 0o700)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			kc := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := os.WriteFile(kc, []byte(testKubeconfig("")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoKubeconfigMigration$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG=", "INFERSCALE_TEST_MIGRATION_CHILD=1",
+				"INFERSCALE_TEST_MIGRATION_KUBECONFIG="+kc)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("ledger's restConfig with --kubeconfig and a ~/.kube/.kubeconfig %s: %v\n%s", old, err, out)
+			}
+			if _, err := os.Lstat(filepath.Join(home, ".kube", "config")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("~/.kube/config: %v; want it never written", err)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Exit codes.
@@ -345,21 +346,27 @@ func publishReport(c Config, rep ledger.Report) error {
 	return nil
 }
 
+// restConfig is the client configuration for --live and --configmap: --kubeconfig alone, else
+// $KUBECONFIG's files (merged), else ~/.kube/config, else the pod's in-cluster service account,
+// as client-go's default loading rules have it. Every kubeconfig, and each certificate, key and
+// token file the current context names, is read through kubeconfigfile's bound (a regular file
+// of at most 1 MiB, opened once); client-go's own loading is not used: it reads each file whole,
+// and its legacy migration reads ~/.kube/.kubeconfig whole and writes it to ~/.kube/config
+// (a read-only tool must write nothing there).
 func restConfig(c Config) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	// Only the file list: the rules' Load, which migrates and reads, is never called.
+	precedence := clientcmd.NewDefaultClientConfigLoadingRules().Precedence
+	var kc *clientcmdapi.Config
+	var err error
 	if c.Kubeconfig != "" {
-		rules.ExplicitPath = c.Kubeconfig
-		if err := kubeconfigfile.Check("--kubeconfig", c.Kubeconfig); err != nil {
-			return nil, err
-		}
+		kc, err = kubeconfigfile.LoadFile("--kubeconfig", c.Kubeconfig)
 	} else {
-		for _, p := range rules.Precedence { // $KUBECONFIG's files, else ~/.kube/config
-			if err := kubeconfigfile.Check("kubeconfig ($KUBECONFIG or ~/.kube/config)", p); err != nil {
-				return nil, err
-			}
-		}
+		kc, err = kubeconfigfile.LoadFiles("kubeconfig ($KUBECONFIG or ~/.kube/config)", precedence)
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := kubeconfigfile.RESTConfig(kc)
 	switch {
 	case err == nil:
 		return cfg, nil
@@ -367,7 +374,7 @@ func restConfig(c Config) (*rest.Config, error) {
 		// client-go's own text ("no configuration has been provided, try setting
 		// KUBERNETES_MASTER environment variable") names a variable it has long stopped
 		// reading for this and none of the places it looked.
-		return nil, noKubeconfigError(c.Kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar), rules.Precedence,
+		return nil, noKubeconfigError(c.Kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar), precedence,
 			fileState, inClusterMissing(os.Getenv, fileState))
 	case c.Kubeconfig != "":
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
