@@ -17,10 +17,9 @@ package kubeconfigfile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 
+	"github.com/inferscale/inferscale/internal/boundedfile"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -49,38 +48,23 @@ func ReadFile(flag, path string) ([]byte, error) {
 }
 
 // read is ReadFile for any file a kubeconfig names: prefix starts each error, want ends the
-// refusals ("a kubeconfig file", "a PEM file", "a token file").
+// refusals ("a kubeconfig file", "a PEM file", "a token file"). The reading is
+// boundedfile.ReadRegular's.
 func read(prefix, path, want string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", prefix, path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	data, err := boundedfile.ReadRegular(path, MaxBytes)
+	var notRegular *boundedfile.NotRegularError
+	var tooLarge *boundedfile.TooLargeError
 	switch {
+	case errors.As(err, &notRegular):
+		return nil, fmt.Errorf("%s %q: not a regular file (%v); want %s", prefix, path, notRegular.Mode.Type(), want)
+	case errors.As(err, &tooLarge) && tooLarge.Streamed:
+		return nil, fmt.Errorf("%s %q: more than %d bytes (1 MiB) read, though its size is %d; want %s", prefix, path, MaxBytes, tooLarge.Size, want)
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want %s", prefix, path, tooLarge.Size, MaxBytes, want)
 	case err != nil:
 		return nil, fmt.Errorf("%s %q: %w", prefix, path, err)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s %q: not a regular file (%v); want %s", prefix, path, fi.Mode().Type(), want)
-	case fi.Size() > MaxBytes:
-		return nil, fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want %s", prefix, path, fi.Size(), MaxBytes, want)
 	}
-	// In chunks whose size is a multiple of 8: /proc/self/pagemap refuses any other read size
-	// (EINVAL), and it is the file this bound is tested with.
-	data := make([]byte, 0, fi.Size())
-	var chunk [32 << 10]byte
-	for {
-		n, err := f.Read(chunk[:])
-		data = append(data, chunk[:n]...)
-		switch {
-		case len(data) > MaxBytes:
-			return nil, fmt.Errorf("%s %q: more than %d bytes (1 MiB) read, though its size is %d; want %s", prefix, path, MaxBytes, fi.Size(), want)
-		case err == io.EOF:
-			return data, nil
-		case err != nil:
-			return nil, fmt.Errorf("%s %q: %w", prefix, path, err)
-		}
-	}
+	return data, nil
 }
 
 // LoadFile reads the kubeconfig at path (a --kubeconfig: it must exist, as clientcmd's
