@@ -12,7 +12,9 @@ type NotRegularError struct {
 	Mode fs.FileMode // the opened file's mode
 }
 
-func (e *NotRegularError) Error() string { return fmt.Sprintf("not a regular file (%v)", e.Mode.Type()) }
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("not a regular file (%v)", e.Mode.Type())
+}
 
 // TooLargeError is ReadRegular's error for a file past its limit, by the size its stat gave
 // (Streamed false) or by what it read past it (Streamed true: a file whose size says less than
