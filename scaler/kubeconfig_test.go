@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/inferscale/inferscale/internal/kubeconfigfile/streamtest"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/inferscale/inferscale/internal/kubeconfigfile"
@@ -54,15 +56,8 @@ func TestKubeconfigBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.kubeconfig == "/proc/self/pagemap" {
-				if fi, err := os.Stat(tt.kubeconfig); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
-					t.Skipf("%s: %v, %v: not the zero-size regular file this case needs (Linux's /proc)", tt.kubeconfig, fi, err)
-				}
-				if f, err := os.Open(tt.kubeconfig); err != nil {
-					t.Skipf("%s is not readable here: %v", tt.kubeconfig, err)
-				} else {
-					f.Close()
-				}
+			if tt.kubeconfig == streamtest.Pagemap {
+				streamtest.SkipUnlessPagemap(t)
 			}
 			cfg := DefaultConfig()
 			cfg.Kubeconfig = tt.kubeconfig

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inferscale/inferscale/internal/kubeconfigfile/streamtest"
+
 	"github.com/inferscale/inferscale/internal/kubeconfigfile"
 )
 
@@ -53,15 +55,8 @@ func TestKubeconfigBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.kubeconfig == "/proc/self/pagemap" {
-				if fi, err := os.Stat(tt.kubeconfig); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
-					t.Skipf("%s: %v, %v: not the zero-size regular file this case needs (Linux's /proc)", tt.kubeconfig, fi, err)
-				}
-				if f, err := os.Open(tt.kubeconfig); err != nil {
-					t.Skipf("%s is not readable here: %v", tt.kubeconfig, err)
-				} else {
-					f.Close()
-				}
+			if tt.kubeconfig == streamtest.Pagemap {
+				streamtest.SkipUnlessPagemap(t)
 			}
 			t.Setenv("KUBECONFIG", tt.env)
 			args := []string{"--spec=" + testdata + "source-case.yaml", "--live", "--timeout=2s"}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inferscale/inferscale/internal/kubeconfigfile/streamtest"
 )
 
 // TestReadFileStreams: /proc/self/pagemap is a regular file whose size says 0 and that reads
@@ -13,16 +15,8 @@ import (
 // size, let it through, and client-go's os.ReadFile then ran out of memory; the read itself
 // now stops past MaxBytes.
 func TestReadFileStreams(t *testing.T) {
-	const path = "/proc/self/pagemap"
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
-		t.Skipf("%s: %v, %v: not the zero-size regular file this test needs", path, fi, err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Skipf("%s is not readable here: %v", path, err)
-	}
-	f.Close()
+	const path = streamtest.Pagemap
+	streamtest.SkipUnlessPagemap(t)
 	data, err := ReadFile("--kubeconfig", path)
 	const want = `--kubeconfig "/proc/self/pagemap": more than 1048576 bytes (1 MiB) read, though its size is 0; want a kubeconfig file`
 	if err == nil || err.Error() != want || data != nil {
