@@ -25,9 +25,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// MaxBytes bounds a kubeconfig file, and each file it names (a CA bundle, a client
-// certificate or key, a token), in bytes (1 MiB). A kubeconfig with a few clusters and
-// embedded certificates is kilobytes; Debian's whole CA bundle is about 220 KB.
+// MaxBytes bounds a kubeconfig file and the tokenFile it names, in bytes (1 MiB). A kubeconfig
+// with a few clusters and embedded certificates is kilobytes. The CA bundle, client
+// certificate and key it names are TLS files, bounded as every TLS file a command reads is, by
+// boundedfile.MaxPEMBytes (also 1 MiB; Debian's whole CA bundle is about 220 KB).
 const MaxBytes = 1 << 20
 
 // ReadFile returns the contents of the kubeconfig at path. The file is opened once, without
@@ -44,23 +45,24 @@ const MaxBytes = 1 << 20
 //   - `<flag> "<path>": more than 1048576 bytes (1 MiB) read, though its size is <size>; want
 //     a kubeconfig file` for a file that streams past its size.
 func ReadFile(flag, path string) ([]byte, error) {
-	return read(flag, path, "a kubeconfig file")
+	return read(flag, path, "a kubeconfig file", MaxBytes)
 }
 
 // read is ReadFile for any file a kubeconfig names: prefix starts each error, want ends the
-// refusals ("a kubeconfig file", "a PEM file", "a token file"). The reading is
+// refusals ("a kubeconfig file", "a PEM file", "a token file"); limit is MaxBytes or
+// boundedfile.MaxPEMBytes, both 1 MiB, as the errors say. The reading is
 // boundedfile.ReadRegular's.
-func read(prefix, path, want string) ([]byte, error) {
-	data, err := boundedfile.ReadRegular(path, MaxBytes)
+func read(prefix, path, want string, limit int64) ([]byte, error) {
+	data, err := boundedfile.ReadRegular(path, limit)
 	var notRegular *boundedfile.NotRegularError
 	var tooLarge *boundedfile.TooLargeError
 	switch {
 	case errors.As(err, &notRegular):
 		return nil, fmt.Errorf("%s %q: not a regular file (%v); want %s", prefix, path, notRegular.Mode.Type(), want)
 	case errors.As(err, &tooLarge) && tooLarge.Streamed:
-		return nil, fmt.Errorf("%s %q: more than %d bytes (1 MiB) read, though its size is %d; want %s", prefix, path, MaxBytes, tooLarge.Size, want)
+		return nil, fmt.Errorf("%s %q: more than %d bytes (1 MiB) read, though its size is %d; want %s", prefix, path, tooLarge.Limit, tooLarge.Size, want)
 	case errors.As(err, &tooLarge):
-		return nil, fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want %s", prefix, path, tooLarge.Size, MaxBytes, want)
+		return nil, fmt.Errorf("%s %q: %d bytes, larger than %d (1 MiB); want %s", prefix, path, tooLarge.Size, tooLarge.Limit, want)
 	case err != nil:
 		return nil, fmt.Errorf("%s %q: %w", prefix, path, err)
 	}
@@ -254,7 +256,7 @@ func inline(flag string, cfg *clientcmdapi.Config) error {
 	if u.TokenFile != "" {
 		// Checked and read even beside a token: client-go's transport re-reads the file
 		// (rest.Config.BearerTokenFile) either way.
-		data, err := read(at+" tokenFile", u.TokenFile, "a token file")
+		data, err := read(at+" tokenFile", u.TokenFile, "a token file", MaxBytes)
 		if err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func inlineFile(at, field string, path *string, data *[]byte) error {
 	if len(*data) > 0 {
 		return fmt.Errorf("%s %s-data and %s %q are both given; want one", at, field, field, *path)
 	}
-	b, err := read(at+" "+field, *path, "a PEM file")
+	b, err := read(at+" "+field, *path, "a PEM file", boundedfile.MaxPEMBytes)
 	if err != nil {
 		return err
 	}
