@@ -948,7 +948,7 @@ func (b BurstScenario) Validate() error {
 // --burst-factor, --duration, --burst-length, --layers, --attempts) with the figures. At the
 // defaults (25 minutes, a 5× burst for 3 minutes, 3 × 3 retries: 2,220 expected requests per
 // req/s, 27 sends each) --base-rate is accepted up to 834 req/s (49,989,960 sends); before the
-// bound, --base-rate=1000 ran 2.5 minutes to 5.4 GB of attempts before the in-run guard
+// bound, --base-rate=1000 ran 1 min 37 s to 5.4 GB of attempts before the in-run guard
 // (ReplayRetries, at MaxRequests sends) refused it. The guard stays: the drawn count is Poisson
 // around the expected one.
 func (b BurstScenario) ValidateRetries(cl RetryClient) error {

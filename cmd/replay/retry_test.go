@@ -73,7 +73,7 @@ func TestRetrySubcommandBounds(t *testing.T) {
 		{"a day of 10,000 × 100 req/s", []string{"--base-rate=10000", "--burst-factor=100", "--duration=24h"},
 			"trace too large: burst scenario expects 1.042e+09 requests (base × (duration − length) + base × factor × length); want at most MaxRequests (50000000)"},
 		// Up to 27 sends per request: 2.22e+06 expected unique requests could send 5.994e+07
-		// attempts; it ran 2.5 minutes to 5.4 GB before the in-run guard refused it.
+		// attempts; it ran 1 min 37 s to 5.4 GB before the in-run guard refused it.
 		{"base 1,000 under 3 × 3 retries", []string{"--base-rate=1000"},
 			"trace too large: --base-rate 1000 × (--duration 25m0s − --burst-length 3m0s) + --base-rate × --burst-factor 5 × --burst-length expects 2.22e+06 unique requests, " +
 				"each sent up to 27 times (--attempts 3 ^ --layers 3): up to 5.994e+07 sends in one replay; want at most MaxRequests (50000000) " +
