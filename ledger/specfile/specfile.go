@@ -135,10 +135,10 @@ func parse(data []byte, name string) (ledger.Spec, []error) {
 	if len(numErrs) > 0 && !AboutNodes(numErrs) {
 		if len(unread) == 0 || unknownField(numErrs) || hasAlias(&root) {
 			// A misspelt key, whose field Validate would report missing: a second error for
-			// the same fault. Or an alias: a value
-			// set to null under an anchor is null wherever it is merged (its other paths would
-			// read "required"), and numberWalk does not look for unknown keys in an aliased
-			// mapping, which the decoding below would skip without a word.
+			// the same fault. Or an alias: a value set to null under an anchor is null wherever
+			// it is merged (its other paths would read "required"), and numberWalk does not look
+			// for unknown keys in an aliased mapping, which the decoding below would skip
+			// without a word.
 			return spec, numErrs
 		}
 		// One error per fault, all at once: the values numberWalk reported read as null (a
@@ -465,8 +465,8 @@ const unknownFieldMsg = "unknown field"
 // numberWalk walks the document along the spec's types (yaml tags) and reports each number
 // go.yaml.in/yaml/v3 would not read as written: another notation than plain decimal or
 // exponent (pricePerHour: 1_000 or 0x10, read as 1000 and 16; yamlNotation), a leading zero
-// (pricePerHour: 0367, which yaml.v3 reads as octal 247), a fraction in an integer field (readyReplicas: 1.5 became 1),
-// and a value past float64 (pricePerHour: 1e400, which yaml.v3 resolves as a string and then
+// (pricePerHour: 0367, which yaml.v3 reads as octal 247), a fraction in an integer field
+// (readyReplicas: 1.5 became 1), and a value past float64 (pricePerHour: 1e400, which yaml.v3 resolves as a string and then
 // refuses without naming the field). Each error names the field, its line, and the field's
 // range.
 //
