@@ -647,7 +647,9 @@ func newPrefix(cs []contender, admitted []bool) prefix {
 func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	c := cs[i]
 	n := p.nLoads[i]
-	if n == 0 {
+	// Without the loads ranked above it the victim would still not fit (the start is over
+	// budget): the loads are not what evicts it.
+	if n == 0 || fixed+p.kept[i]-p.loadBytes[i]+c.bytes > budget {
 		return fmt.Sprintf("evict: %s value %.3g lowest; over budget: fixed %s + higher-ranked models leave no room for %s within %s",
 			c.model.Tier, c.value, FormatBytes(fixed), FormatBytes(c.bytes), FormatBytes(budget))
 	}

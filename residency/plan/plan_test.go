@@ -304,6 +304,18 @@ func TestDecide(t *testing.T) {
 				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"}},
 		},
 		{
+			// b does not fit beside a even without c's load (4 + 4 > 6 GiB), so the reason is
+			// the shrunken budget, not c.
+			name:   "over budget (budget shrank) with a load ranked above the victim",
+			cat:    catalog(model("a", plan.TierP1, 4, time.Second), model("b", plan.TierP2, 4, time.Second), model("c", plan.TierP1, 1, time.Second)),
+			budget: plan.Budget{Profile: prof, TotalBytes: 6 * gi},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "b": ready(old, t0)}},
+			demand: plan.Demand{"a": 1, "b": 1, "c": 1},
+			want: []plan.Action{{Kind: plan.ActionUnload, Model: "b", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
+				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"},
+				{Kind: plan.ActionLoad, Model: "c", Cause: plan.CauseDemand, At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 1; needs 1.00GiB"}},
+		},
+		{
 			name:        "models outside the catalog are counted at their measurement and left alone",
 			cat:         catalog(model("m", plan.TierP0, 4, time.Second)),
 			budget:      budget10,
