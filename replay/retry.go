@@ -310,11 +310,19 @@ func (h *rHeap) pop() rEvent {
 	return top
 }
 
+// rAttempt is one send; it stays in retrySim.att until the replay ends, so it
+// is kept to 8 bytes (up to MaxRequests of them). What only an abort needs is
+// in retrySim.inService.
 type rAttempt struct {
 	req                  int32
 	abandoned, done, svc bool
-	rep                  int32   // the replica serving it, once svc
-	start                float64 // when its service started, once svc
+}
+
+// rService is where and since when an attempt is being served: the replica
+// whose slot an abort frees, and the service it got.
+type rService struct {
+	rep   int32
+	start float64
 }
 
 type rRequest struct {
@@ -365,14 +373,17 @@ type retrySim struct {
 	seq         uint64
 	now         float64
 	att         []rAttempt
-	reqs        []rRequest
-	reps        []rReplica
-	open        openHeap
-	ready       int // replicas in stReady
-	queue       []int32
-	qHead       int
-	busy        int
-	billed      int
+	// inService holds the attempts in service, by attempt, when
+	// AbortAbandoned is set (nil otherwise): at most the pool's slots.
+	inService map[int32]rService
+	reqs      []rRequest
+	reps      []rReplica
+	open      openHeap
+	ready     int // replicas in stReady
+	queue     []int32
+	qHead     int
+	busy      int
+	billed    int
 
 	outstanding, retriesOut int // attempts clients wait for; of them retries
 	lim                     retryLimits
@@ -565,7 +576,9 @@ func (s *retrySim) dispatch() {
 		s.busy++
 		svc := s.w.ServiceS[s.att[a].req]
 		s.att[a].svc = true
-		s.att[a].rep, s.att[a].start = int32(ri), s.now
+		if s.inService != nil {
+			s.inService[a] = rService{rep: int32(ri), start: s.now}
+		}
 		s.push(s.now+svc, evDone, a, int32(ri))
 	}
 	if s.qHead > 4096 && s.qHead*2 > len(s.queue) {
@@ -714,6 +727,9 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 	iv := ctl.Interval().Seconds()
 	end := w.DurationS() + RetryTail.Seconds()
 	s.lim = lim
+	if cl.AbortAbandoned {
+		s.inService = make(map[int32]rService)
+	}
 	s.push(iv, evTick, 0, 0)
 	s.poolSnaps = append(s.poolSnaps, poolSnap{})
 	// Arrivals are read from w in order rather than queued up front (one
@@ -760,10 +776,12 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 				// assumption — an engine that leaves aborted requests out reads the
 				// shorter, completed ones only, and lower still.
 				at.done = true
-				s.wasteS += s.now - at.start
+				sv := s.inService[e.a]
+				delete(s.inService, e.a)
+				s.wasteS += s.now - sv.start
 				s.sec(&s.endSec, 1)
-				s.sec(&s.svcSec, s.now-at.start)
-				s.endService(at.rep)
+				s.sec(&s.svcSec, s.now-sv.start)
+				s.endService(sv.rep)
 				s.dispatch()
 			}
 			s.retryOrFail(at.req)
@@ -773,6 +791,7 @@ func replayRetries(cfg PoolConfig, w *Workload, cl RetryClient, pol Policy, lim 
 				continue
 			}
 			at.done = true
+			delete(s.inService, e.a)
 			s.endService(e.b)
 			// Counted at completion, as Triton's duration counters and vLLM's
 			// latency histograms record a request when it ends.
