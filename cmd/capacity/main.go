@@ -80,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (capacity.Config, error) {
 	fs.Float64Var(&cfg.Search.MinRPS, "min-rate", cfg.Search.MinRPS, "lowest rate tried when stepping down (req/s)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the Poisson arrival schedule")
 	fs.StringVar(&cfg.Trace, "trace", "", "a request trace (formats of cmd/replay) whose inter-arrival shape replaces Poisson arrivals, scaled to each rate")
-	fs.Var(&inputs, "input", "triton-grpc input tensor NAME:DATATYPE:DIM,DIM (zero-filled, at most 64 MiB; all inputs of a request together at most 64 MiB); repeat per input")
+	fs.Var(&inputs, "input", "triton-grpc input tensor NAME:DATATYPE:DIM,DIM (zero-filled, at most 64 MiB; all inputs of a request together at most 64 MiB of tensors + 1 MiB); repeat per input")
 	fs.StringVar(&inputData, "input-data", "", "triton-grpc: a ModelInferRequest in protobuf JSON to send")
 	fs.IntVar(&cfg.OpenAI.PromptTokens, "prompt-tokens", cfg.OpenAI.PromptTokens, "openai: prompt length in tokens")
 	fs.IntVar(&cfg.OpenAI.MaxTokens, "max-tokens", cfg.OpenAI.MaxTokens, "openai: max_tokens")
