@@ -37,6 +37,14 @@ test: ## Run unit and integration tests (needs Debian's prometheus on PATH).
 	$(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
+# The packages that run goroutines (servers, pollers, informers, the front's holds, the capacity
+# ramp's senders); replay, deploy and hack are single-threaded, e2e needs its control plane.
+RACE_PKGS ?= ./capacity/... ./cmd/... ./internal/... ./ledger/... ./prom/... ./residency/... ./scaler/...
+
+.PHONY: race
+race: ## Run the concurrent packages' tests under the race detector (cgo and gcc; about 15 minutes).
+	CGO_ENABLED=1 $(GO) test -race -count=1 -p 1 -timeout 40m $(RACE_PKGS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s; CI runs this after make test).
 	FUZZTIME=$${FUZZTIME:-10s} ./hack/fuzz.sh
