@@ -461,7 +461,7 @@ func Decide(cat Catalog, budget Budget, obs Observed, demand Demand, now time.Ti
 	}
 
 	// Prefix sums over the ranking for the reasons: bytes kept and loads admitted ahead of i.
-	p := newPrefix(cs, admitted)
+	p := newPrefix(cs, admitted, fixed, budget.TotalBytes)
 	acct := res.StartBytes
 	for _, a := range idle {
 		st := obs.Models[a.Model]
@@ -621,17 +621,24 @@ func excludeUnworthy(cs []contender, admitted []bool, fixed, budget int64) bool 
 }
 
 // prefix holds, for each rank i, the bytes admitted above it, the bytes of loads admitted above
-// it, and the number of such loads (loads[k] is the rank of the k-th admitted load).
+// it, and the number of such loads (loads[k] is the rank of the k-th admitted load); and
+// noLoads[i], fixed plus the residents above i that the same first-fit admission keeps when
+// nothing is loaded.
 type prefix struct {
-	kept, loadBytes []int64
-	nLoads          []int
-	loads           []int
+	kept, loadBytes, noLoads []int64
+	nLoads                   []int
+	loads                    []int
 }
 
-func newPrefix(cs []contender, admitted []bool) prefix {
-	p := prefix{kept: make([]int64, len(cs)+1), loadBytes: make([]int64, len(cs)+1), nLoads: make([]int, len(cs)+1)}
+func newPrefix(cs []contender, admitted []bool, fixed, budget int64) prefix {
+	p := prefix{kept: make([]int64, len(cs)+1), loadBytes: make([]int64, len(cs)+1), noLoads: make([]int64, len(cs)+1),
+		nLoads: make([]int, len(cs)+1)}
+	p.noLoads[0] = fixed
 	for i, c := range cs {
-		p.kept[i+1], p.loadBytes[i+1], p.nLoads[i+1] = p.kept[i], p.loadBytes[i], p.nLoads[i]
+		p.kept[i+1], p.loadBytes[i+1], p.nLoads[i+1], p.noLoads[i+1] = p.kept[i], p.loadBytes[i], p.nLoads[i], p.noLoads[i]
+		if c.resident && p.noLoads[i]+c.bytes <= budget {
+			p.noLoads[i+1] += c.bytes
+		}
 		if admitted[i] {
 			p.kept[i+1] += c.bytes
 			if !c.resident {
@@ -647,9 +654,9 @@ func newPrefix(cs []contender, admitted []bool) prefix {
 func (p prefix) evictReason(cs []contender, i int, fixed, budget int64) string {
 	c := cs[i]
 	n := p.nLoads[i]
-	// Without the loads ranked above it the victim would still not fit (the start is over
-	// budget): the loads are not what evicts it.
-	if n == 0 || fixed+p.kept[i]-p.loadBytes[i]+c.bytes > budget {
+	// With nothing loaded the victim would still not fit (the start is over budget): the
+	// loads are not what evicts it.
+	if n == 0 || p.noLoads[i]+c.bytes > budget {
 		return fmt.Sprintf("evict: %s value %.3g lowest; over budget: fixed %s + higher-ranked models leave no room for %s within %s",
 			c.model.Tier, c.value, FormatBytes(fixed), FormatBytes(c.bytes), FormatBytes(budget))
 	}

@@ -238,7 +238,7 @@ func TestDecide(t *testing.T) {
 			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0), "c": ready(old, t0), "y": ready(old, t0)}},
 			demand: plan.Demand{"a": 0.4, "b": 0.4, "c": 2, "y": 0.35},
 			want: []plan.Action{
-				{Kind: plan.ActionUnload, Model: "a", Cause: plan.CauseEvict, At: t0, AccountedBytes: 8 * gi, PeakBytes: 13 * gi, Reason: "evict: P1 value 0.8 lowest; need 3.00GiB for b"},
+				{Kind: plan.ActionUnload, Model: "a", Cause: plan.CauseEvict, At: t0, AccountedBytes: 8 * gi, PeakBytes: 13 * gi, Reason: "evict: P1 value 0.8 lowest; over budget: fixed 1.00GiB + higher-ranked models leave no room for 5.00GiB within 10.00GiB"},
 				{Kind: plan.ActionUnload, Model: "y", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi, Reason: "evict: P1 value 0.875 lowest; need 3.00GiB for b"},
 				{Kind: plan.ActionLoad, Model: "b", Cause: plan.CauseDemand, At: t0, AccountedBytes: 7 * gi, PeakBytes: 7 * gi, Digest: dgA, Reason: "load: P1 demand 0.4 req/s, value 1.33; needs 3.00GiB"},
 			},
@@ -314,6 +314,25 @@ func TestDecide(t *testing.T) {
 			want: []plan.Action{{Kind: plan.ActionUnload, Model: "b", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
 				Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"},
 				{Kind: plan.ActionLoad, Model: "c", Cause: plan.CauseDemand, At: t0, AccountedBytes: 5 * gi, PeakBytes: 5 * gi, Digest: dgA, Reason: "load: P1 demand 1 req/s, value 1; needs 1.00GiB"}},
+		},
+		{
+			// l's load pushes out r, ranked above v, so r is not among the models kept above v;
+			// with nothing loaded r (4) stays and v (4) still does not fit in 6 GiB: v goes for
+			// the budget, r for l.
+			name: "over budget with a load that also evicts a model ranked above the victim",
+			cat: catalog(model("l", plan.TierP1, 3, time.Second), model("r", plan.TierP1, 4, time.Second),
+				model("v", plan.TierP2, 4, time.Second)),
+			budget: plan.Budget{Profile: prof, TotalBytes: 6 * gi},
+			obs:    plan.Observed{Models: map[string]plan.ModelStatus{"r": ready(old, t0), "v": ready(old, t0)}},
+			demand: plan.Demand{"l": 10, "r": 1, "v": 1},
+			want: []plan.Action{
+				{Kind: plan.ActionUnload, Model: "v", Cause: plan.CauseEvict, At: t0, AccountedBytes: 4 * gi, PeakBytes: 8 * gi,
+					Reason: "evict: P2 value 0.25 lowest; over budget: fixed 0.0MiB + higher-ranked models leave no room for 4.00GiB within 6.00GiB"},
+				{Kind: plan.ActionUnload, Model: "r", Cause: plan.CauseEvict, At: t0, AccountedBytes: 0, PeakBytes: 4 * gi,
+					Reason: "evict: P1 value 0.25 lowest; need 3.00GiB for l"},
+				{Kind: plan.ActionLoad, Model: "l", Cause: plan.CauseDemand, At: t0, AccountedBytes: 3 * gi, PeakBytes: 3 * gi, Digest: dgA,
+					Reason: "load: P1 demand 10 req/s, value 3.33; needs 3.00GiB"},
+			},
 		},
 		{
 			name:        "models outside the catalog are counted at their measurement and left alone",
