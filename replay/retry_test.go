@@ -287,6 +287,47 @@ func TestRetryAttemptSize(t *testing.T) {
 	}
 }
 
+// scaleAt holds two replicas, then one from 25 s.
+type scaleAt struct{}
+
+func (scaleAt) Interval() time.Duration { return time.Second }
+func (scaleAt) Desired(s Signals) int {
+	if s.Now >= 25*time.Second {
+		return 1
+	}
+	return 2
+}
+
+// TestRetryAbortFreesItsOwnSlot: an aborted attempt frees the slot of the replica that served
+// it, and its abandoned work runs from its own start. Two replicas of one slot, clients that do
+// not retry, timeout 15 s: A (0 s) and B (5 s), 100 s of service each, start at once on the two
+// replicas and are aborted at 15 s and 20 s: 15 s of abandoned work each (30 s; counted from
+// t = 0 for B it would be 35 s). At 25 s the policy asks for one replica: both are idle, the
+// first drains and goes at once, so the run bills 2 × 25 s + 1 × (5 s + RetryTail − 25 s).
+// Freeing the wrong replica's slot would leave one replica's count at −1 and the other's at 1:
+// the drained one would never be idle and bill to the end.
+func TestRetryAbortFreesItsOwnSlot(t *testing.T) {
+	cfg, cl := oneSlotNoRetries()
+	cfg.InitialReplicas = 2
+	cl.AbortAbandoned = true
+	w := &Workload{Name: "abort-two", ArrivalS: []float64{0, 5}, ServiceS: []float64{100, 100}}
+	r, err := ReplayRetries(cfg, w, cl, Policy{Name: "scale-at-25s", New: func() Controller { return scaleAt{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWasteS := 30.0
+	wantBilledS := 2*25 + (5 + RetryTail.Seconds() - 25)
+	if got := r.WastedGPUHours * 3600; math.Abs(got-wantWasteS) > 1e-6 {
+		t.Errorf("%.3f s of abandoned work, want %g s", got, wantWasteS)
+	}
+	if got := r.GPUHours * 3600; math.Abs(got-wantBilledS) > 1e-6 {
+		t.Errorf("%.3f billed replica-seconds, want %g", got, wantBilledS)
+	}
+	if r.Verified != 0 {
+		t.Errorf("%d verified, want 0 (both aborted)", r.Verified)
+	}
+}
+
 // queueProbe holds one replica and records the queue each decision sees.
 type queueProbe struct{ seen map[int]float64 }
 
