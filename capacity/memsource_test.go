@@ -80,3 +80,40 @@ func TestVerdictUnmeasuredMemory(t *testing.T) {
 		t.Errorf("measured 0 bytes: headroom %d, want %d", v.HeadroomBytes, budget-reserve)
 	}
 }
+
+// TestVerdictMeasuredMemory: with memory measured, a model is admitted when μ > 0 and both its
+// peak and its swap peak fit beside the reserve, an exact fit included; headroom is budget −
+// reserve − max(peak, swap peak), negative when it does not fit. Budget 10 GiB, reserve 1 GiB:
+// 9 GiB for the model.
+func TestVerdictMeasuredMemory(t *testing.T) {
+	const gi = int64(1) << 30
+	const budget, reserve = 10 * gi, 1 * gi
+	for _, tt := range []struct {
+		name       string
+		peak, swap int64
+		mu         float64
+		allowed    bool
+		headroom   int64
+		limit      string // the refusal's text; "" when allowed
+	}{
+		{"fits with room", 4 * gi, 6 * gi, 40, true, 3 * gi, ""},
+		{"peak fits exactly", 9 * gi, 0, 40, true, 0, ""},
+		{"swap peak fits exactly", 5 * gi, 9 * gi, 40, true, 0, ""},
+		{"peak 1 byte over", 9*gi + 1, 0, 40, false, -1,
+			"refused: peak 9.00GiB + reserve 1.00GiB exceeds the 1g.10gb budget 10.00GiB"},
+		{"swap peak 1 byte over", 5 * gi, 9*gi + 1, 40, false, -1,
+			"refused: swap peak 9.00GiB + reserve 1.00GiB exceeds the 1g.10gb budget 10.00GiB (a reload would not fit)"},
+		{"fits, no rate met the SLO", 4 * gi, 4 * gi, 0, false, 5 * gi, "refused: no rate met the SLO"},
+	} {
+		rec := record.Record{Profile: "1g.10gb", SLOThroughputRPS: tt.mu, Memory: record.Memory{PeakBytes: tt.peak, SwapPeakBytes: tt.swap}}
+		v := Verdict(rec, budget, reserve, "")
+		var limits []string
+		if tt.limit != "" {
+			limits = []string{tt.limit}
+		}
+		if v.Allowed != tt.allowed || v.HeadroomBytes != tt.headroom || v.BudgetBytes != budget || v.ReserveBytes != reserve ||
+			strings.Join(v.Limits, "|") != strings.Join(limits, "|") {
+			t.Errorf("%s: %+v, want allowed %v, headroom %d, limits %q", tt.name, v, tt.allowed, tt.headroom, limits)
+		}
+	}
+}
