@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferscale/inferscale/capacity"
+	"github.com/inferscale/inferscale/residency/plan"
 )
 
 // TestMeasureConfigBounds: each field of MeasureConfig at the edges of its documented range.
@@ -77,6 +78,63 @@ func TestMeasureConfigBounds(t *testing.T) {
 			// One field out of range gives one violation, naming that field.
 			lines := strings.Split(err.Error(), "\n")
 			if len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("Validate() = %q, want one violation naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigBounds: Config.Validate's own ranges at their edges, as TestMeasureConfigBounds
+// does for the measurement's: the edge accepted, one step past refused naming the flag.
+func TestConfigBounds(t *testing.T) {
+	valid := func() capacity.Config {
+		c := capacity.DefaultConfig()
+		c.Target, c.Model, c.Profile = "localhost:8001", "m", "1g.10gb"
+		return c
+	}
+	openAI := func(c *capacity.Config) {
+		c.Protocol, c.Target = capacity.ProtocolOpenAI, "http://localhost:8000"
+	}
+	for _, tt := range []struct {
+		name string
+		set  func(*capacity.Config)
+		want string // the flag named in the one error; "" means accepted
+	}{
+		{"budget 0 (NVML or the profile table)", func(c *capacity.Config) { c.BudgetBytes = 0 }, ""},
+		{"budget -1", func(c *capacity.Config) { c.BudgetBytes = -1 }, "--budget-bytes"},
+		{"budget at the bound", func(c *capacity.Config) { c.BudgetBytes = plan.MaxMemoryBytes }, ""},
+		{"budget past the bound", func(c *capacity.Config) { c.BudgetBytes = plan.MaxMemoryBytes + 1 }, "--budget-bytes"},
+		{"reserve 0", func(c *capacity.Config) { c.ReserveBytes = 0 }, ""},
+		{"reserve -1", func(c *capacity.Config) { c.ReserveBytes = -1 }, "--reserve-bytes"},
+		{"reserve at the bound", func(c *capacity.Config) { c.ReserveBytes = plan.MaxMemoryBytes }, ""},
+		{"reserve past the bound", func(c *capacity.Config) { c.ReserveBytes = plan.MaxMemoryBytes + 1 }, "--reserve-bytes"},
+		{"connect timeout at the bound (5m)", func(c *capacity.Config) { c.ConnectTimeout = capacity.MaxConnectTimeout }, ""},
+		{"connect timeout past the bound", func(c *capacity.Config) { c.ConnectTimeout = capacity.MaxConnectTimeout + time.Nanosecond }, "--connect-timeout"},
+		{"connect timeout 0", func(c *capacity.Config) { c.ConnectTimeout = 0 }, "--connect-timeout"},
+		{"prompt tokens 1", func(c *capacity.Config) { openAI(c); c.OpenAI.PromptTokens = 1 }, ""},
+		{"prompt tokens 0", func(c *capacity.Config) { openAI(c); c.OpenAI.PromptTokens = 0 }, "--prompt-tokens"},
+		{"prompt tokens at the bound", func(c *capacity.Config) { openAI(c); c.OpenAI.PromptTokens = capacity.MaxOpenAITokens }, ""},
+		{"prompt tokens past the bound", func(c *capacity.Config) { openAI(c); c.OpenAI.PromptTokens = capacity.MaxOpenAITokens + 1 }, "--prompt-tokens"},
+		{"max tokens 1", func(c *capacity.Config) { openAI(c); c.OpenAI.MaxTokens = 1 }, ""},
+		{"max tokens 0", func(c *capacity.Config) { openAI(c); c.OpenAI.MaxTokens = 0 }, "--max-tokens"},
+		{"max tokens at the bound", func(c *capacity.Config) { openAI(c); c.OpenAI.MaxTokens = capacity.MaxOpenAITokens }, ""},
+		{"max tokens past the bound", func(c *capacity.Config) { openAI(c); c.OpenAI.MaxTokens = capacity.MaxOpenAITokens + 1 }, "--max-tokens"},
+		{"openai target without a host", func(c *capacity.Config) { openAI(c); c.Target = "http://" }, "--target"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid()
+			tt.set(&c)
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, capacity.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want an ErrInvalidConfig naming %s", err, tt.want)
+			}
+			if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tt.want+" ") {
 				t.Errorf("Validate() = %q, want one violation naming %s", err, tt.want)
 			}
 		})
