@@ -30,6 +30,15 @@ func TestMemSourceReadsGaugeOrUntyped(t *testing.T) {
 			wantErr: "nv_gpu_memory_used_bytes is of type counter, want a gauge (as Triton exports it) or untyped"},
 		{name: "untyped NaN", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} NaN\n", wantErr: "nv_gpu_memory_used_bytes NaN is outside [0, 1125899906842624]"},
 		{name: "untyped negative", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} -1\n", wantErr: "nv_gpu_memory_used_bytes -1 is outside [0, 1125899906842624]"},
+		// The bound is plan.MaxMemoryBytes, 2^50 bytes, exact in a float64, for each GPU's
+		// sample and for their sum.
+		{name: "zero", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} 0\n", want: 0},
+		{name: "one GPU at the bound", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} 1125899906842624\n", want: 1 << 50},
+		{name: "one GPU a byte past the bound", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} 1125899906842625\n",
+			wantErr: "nv_gpu_memory_used_bytes 1.125899906842625e+15 is outside [0, 1125899906842624]"},
+		{name: "two GPUs summing to the bound", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} 562949953421312\nnv_gpu_memory_used_bytes{gpu_uuid=\"GPU-2\"} 562949953421312\n", want: 1 << 50},
+		{name: "two GPUs a byte past the bound", body: "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1\"} 562949953421312\nnv_gpu_memory_used_bytes{gpu_uuid=\"GPU-2\"} 562949953421313\n",
+			wantErr: "nv_gpu_memory_used_bytes sums to 1.125899906842625e+15, outside [0, 1125899906842624]"},
 		{name: "gauge without samples", body: "# TYPE nv_gpu_memory_used_bytes gauge\n",
 			wantErr: "no nv_gpu_memory_used_bytes (is Triton's GPU metrics collection on?)"},
 	}
