@@ -152,3 +152,31 @@ func TestWindowMeetsSLOAtItsEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestStableAtItsEdge: perf_analyzer's rule, max ÷ min within 1 + Stability (0.25), for the
+// served fraction (completions ÷ arrivals) and the mean latency alike; a window that completed
+// nothing is no evidence.
+func TestStableAtItsEdge(t *testing.T) {
+	cfg := DefaultMeasureConfig()
+	cfg.Stability = 0.25
+	g := &Generator{cfg: cfg}
+	w := func(sent, completed int, mean float64) Window {
+		return Window{Sent: sent, Completed: completed, MeanLatency: mean}
+	}
+	for _, tt := range []struct {
+		name string
+		ws   []Window
+		want bool
+	}{
+		{"served 0.8 to 1.0: exactly 1.25×", []Window{w(100, 80, 1), w(100, 100, 1), w(100, 90, 1)}, true},
+		{"served 0.79 to 1.0", []Window{w(100, 79, 1), w(100, 100, 1), w(100, 90, 1)}, false},
+		{"latency 0.8 s to 1 s: exactly 1.25×", []Window{w(100, 100, 0.8), w(100, 100, 1), w(100, 100, 0.9)}, true},
+		{"latency 0.78 s to 1 s", []Window{w(100, 100, 0.78), w(100, 100, 1), w(100, 100, 0.9)}, false},
+		{"a window that completed nothing", []Window{w(100, 0, 0), w(100, 100, 1), w(100, 100, 1)}, false},
+		{"a window with no arrivals", []Window{w(0, 0, 0), w(100, 100, 1), w(100, 100, 1)}, false},
+	} {
+		if got := g.stable(tt.ws); got != tt.want {
+			t.Errorf("%s: stable %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
