@@ -1,7 +1,9 @@
 package capacity
 
 import (
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestQuantileNearestRank: the smallest value with at least q of the values at or below it.
@@ -177,6 +179,38 @@ func TestStableAtItsEdge(t *testing.T) {
 	} {
 		if got := g.stable(tt.ws); got != tt.want {
 			t.Errorf("%s: stable %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSummariseClientBound: arrivals the in-flight cap dropped fail the level when the cap is at
+// least what the rate needs at the SLO latency (Little's law: 100 req/s × 2 s = 200 in flight),
+// and make it client-bound below that; sends started late make it client-bound past 1 % of all
+// sends (10 of 1,000 is not past it, 11 is).
+func TestSummariseClientBound(t *testing.T) {
+	for _, tt := range []struct {
+		name                         string
+		maxInFlight, dropped, lagged int
+		meets, keepsUp, clientBound  bool
+		reasonPrefix                 string
+	}{
+		{"dropped at a cap of 200", 200, 1, 0, false, false, false, ""},
+		{"dropped at a cap of 199", 199, 1, 0, true, true, true, "1 of 1000 arrivals not sent: the generator's in-flight cap (199) was reached, below the 200 in flight"},
+		{"10 of 1,000 sends late", 4096, 0, 10, true, true, false, ""},
+		{"11 of 1,000 sends late", 4096, 0, 11, true, true, true, "11 of 1000 sends started more than 200ms late"},
+	} {
+		cfg := DefaultMeasureConfig()
+		cfg.SLO.Latency, cfg.MaxInFlight = 2*time.Second, tt.maxInFlight
+		g := &Generator{cfg: cfg}
+		l := counted([3]int{250, 250, 250}, [3]int{}, [3]int{250, 250, 250}, [3]int{})
+		l.OfferedRPS = 100
+		l.Windows[0].Sent = 250
+		l.Windows[2].Dropped, l.Windows[2].LaggedSends = tt.dropped, tt.lagged
+		g.summarise(&l)
+		if l.MeetsSLO != tt.meets || l.KeepsUp != tt.keepsUp || l.ClientBound != tt.clientBound || !strings.HasPrefix(l.ClientBoundReason, tt.reasonPrefix) ||
+			(tt.reasonPrefix == "") != (l.ClientBoundReason == "") {
+			t.Errorf("%s: meets %v, keeps up %v, client-bound %v %q; want %v, %v, %v %q…", tt.name, l.MeetsSLO, l.KeepsUp, l.ClientBound,
+				l.ClientBoundReason, tt.meets, tt.keepsUp, tt.clientBound, tt.reasonPrefix)
 		}
 	}
 }
