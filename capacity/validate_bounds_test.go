@@ -62,25 +62,26 @@ func TestMeasureConfigBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := capacity.DefaultMeasureConfig()
 			tt.set(&c)
-			err := c.Validate()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error naming %s", tt.want)
-			}
-			if !errors.Is(err, capacity.ErrInvalidConfig) {
-				t.Errorf("Validate() = %v, want it to wrap ErrInvalidConfig", err)
-			}
-			// One field out of range gives one violation, naming that field.
-			lines := strings.Split(err.Error(), "\n")
-			if len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
-				t.Errorf("Validate() = %q, want one violation naming %s", err, tt.want)
-			}
+			checkOneViolation(t, c.Validate(), tt.want)
 		})
+	}
+}
+
+// checkOneViolation: want "" is no error; otherwise err wraps ErrInvalidConfig and is one
+// violation (one line) naming want, the field and its flag.
+func checkOneViolation(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("Validate() = %v, want nil", err)
+		}
+		return
+	}
+	if err == nil || !errors.Is(err, capacity.ErrInvalidConfig) {
+		t.Fatalf("Validate() = %v, want an ErrInvalidConfig naming %s", err, want)
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], want+" ") {
+		t.Errorf("Validate() = %q, want one violation naming %s", err, want)
 	}
 }
 
@@ -124,19 +125,7 @@ func TestConfigBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()
 			tt.set(&c)
-			err := c.Validate()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !errors.Is(err, capacity.ErrInvalidConfig) {
-				t.Fatalf("Validate() = %v, want an ErrInvalidConfig naming %s", err, tt.want)
-			}
-			if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tt.want+" ") {
-				t.Errorf("Validate() = %q, want one violation naming %s", err, tt.want)
-			}
+			checkOneViolation(t, c.Validate(), tt.want)
 		})
 	}
 }
