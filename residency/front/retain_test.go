@@ -50,6 +50,10 @@ func TestForwardedRequestsKeptWithinBudget(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tc := tritontest.DefaultConfig()
+			// The fake clock holds every request executing until the test has read the heap,
+			// however slowly they arrive (the race detector slows sending them severalfold).
+			clock := tritontest.NewFakeClock(time.Unix(0, 0))
+			tc.Clock = clock
 			tc.Models = []tritontest.Model{{Name: "hot", MemoryBytes: 1 << 30, ServiceTime: 3 * time.Second, Concurrency: c.n}}
 			tc.StartupModels = []string{"hot"}
 			cfg := testConfig()
@@ -70,13 +74,20 @@ func TestForwardedRequestsKeptWithinBudget(t *testing.T) {
 						}
 					})
 				}
-				time.Sleep(1500 * time.Millisecond) // all sent, all executing (3 s)
+				// All sent, all executing: they wait on the fake clock for their 3 s.
+				awaitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+				err := h.triton.Await(awaitCtx, func() bool { m, _ := h.triton.Model("hot"); return m.Executing == c.n })
+				cancel()
+				if err != nil {
+					t.Fatalf("waiting for %d requests executing: %v", c.n, err)
+				}
 				if during != nil {
 					during()
 				}
 				runtime.GC()
 				runtime.GC()
 				runtime.ReadMemStats(&mid)
+				clock.Advance(3 * time.Second)
 				wg.Wait()
 				return int64(mid.HeapInuse) - int64(before.HeapInuse)
 			}
