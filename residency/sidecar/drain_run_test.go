@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	prommodel "github.com/prometheus/common/model"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -29,13 +32,42 @@ import (
 // held for "next" waited out their hold for a load that never came and failed at its end (here
 // the client's 20 s deadline), and the drain read only Triton's counters, which never see a held
 // request (TestDrainWaitsForFront pins that race down on a fake clock).
+//
+// Triton runs on a fake clock that stands still until the drain has answered "next"'s requests,
+// so "slow" is LOADING however long the eight requests take to be held (CI's race run is
+// several times slower); then it runs at real speed, so the load ends 2 s into the drain.
 func TestRunDrainFinishesHeldLoad(t *testing.T) {
 	const load = 2 * time.Second
-	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30,
+	clock := tritontest.NewFakeClock(time.Unix(0, 0))
+	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30, Clock: clock,
 		Models: []tritontest.Model{
 			{Name: "slow", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 			{Name: "next", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 		}})
+	// The clock runs, at real speed, once the test calls runClock or at its end, until the
+	// sidecar has stopped (this cleanup runs after startSidecar's).
+	pumpCtx, stopPump := context.WithCancel(context.Background())
+	release, pumped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(pumped)
+		select {
+		case <-release:
+		case <-pumpCtx.Done():
+			return
+		}
+		for last := time.Now(); pumpCtx.Err() == nil; {
+			time.Sleep(time.Millisecond)
+			now := time.Now()
+			clock.Advance(now.Sub(last))
+			last = now
+		}
+	}()
+	t.Cleanup(func() {
+		stopPump()
+		<-pumped
+	})
+	var releaseOnce sync.Once
+	runClock := func() { releaseOnce.Do(func() { close(release) }) }
 	cfg, client := startSidecar(t, ts, `models:
   - name: slow
     digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
@@ -52,6 +84,7 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 		cfg.PropagationDelay, cfg.DrainPollInterval, cfg.DrainTimeout = 0, 100*time.Millisecond, 30*time.Second
 		cfg.MaxConcurrentLoads = 1
 	})
+	t.Cleanup(runClock) // a test that failed before runClock: the sidecar stops without waiting out its drain
 	ctx := context.Background()
 
 	type result struct {
@@ -80,26 +113,61 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 	for i := range 3 {
 		send("next", i)
 	}
-	// Give "next"'s requests time to be held (the loop is busy loading "slow", one at a time).
-	time.Sleep(200 * time.Millisecond)
+	// Every request held (the loop is busy loading "slow", one at a time) before the drain.
+	held := func(model string) float64 {
+		return sidecarMetric(t, cfg.ListenAddress, "inferscale_front_held_requests", model)
+	}
+	awaitCond(t, func() bool { return held("slow") == 5 && held("next") == 3 },
+		func() string {
+			return fmt.Sprintf("front holds %v for slow, %v for next; want 5 and 3", held("slow"), held("next"))
+		})
 	if st, _ := ts.Model("slow"); st.State != "LOADING" {
 		t.Fatalf("slow is %s before the drain, want LOADING (the test needs its load under way)", st.State)
 	}
 
-	resp, err := http.Post("http://"+cfg.ListenAddress+"/drain", "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
+	type drainAnswer struct {
+		code int
+		body []byte
+		err  error
+		at   time.Time
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	drainedAt := time.Now()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /drain = %d %q, want 200", resp.StatusCode, body)
+	drained := make(chan drainAnswer, 1)
+	go func() {
+		resp, err := http.Post("http://"+cfg.ListenAddress+"/drain", "text/plain", nil)
+		if err != nil {
+			drained <- drainAnswer{err: err}
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		drained <- drainAnswer{code: resp.StatusCode, body: body, at: time.Now()}
+	}()
+	// The drain answers "next"'s held requests at once; until then "slow"'s load stands still,
+	// so none of it can finish before the drain began (nor "next"'s load start).
+	var got []result
+	for nexts := 0; nexts < 3; {
+		r := <-results // every request ends by its 20 s deadline
+		got = append(got, r)
+		if r.model == "next" {
+			nexts++
+		}
+	}
+	runClock()
+	d := <-drained
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	drainedAt := d.at
+	if d.code != http.StatusOK {
+		t.Fatalf("POST /drain = %d %q, want 200", d.code, d.body)
 	}
 	wg.Wait()
 	close(results)
-	served := 0
 	for r := range results {
+		got = append(got, r)
+	}
+	served := 0
+	for _, r := range got {
 		switch r.model {
 		case "slow":
 			if r.err != nil {
@@ -124,5 +192,45 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 	}
 	if st, _ := ts.Model("slow"); st.State == "READY" {
 		t.Errorf("slow is still READY after the drain, want unloaded (the drain's confirmation)")
+	}
+}
+
+// sidecarMetric reads a gauge's or a counter's value from the sidecar's GET /metrics at addr
+// (Config.ListenAddress), as Prometheus would scrape it: the series of name whose model label
+// is model, or that has none for model ""; 0 while there is no such series.
+func sidecarMetric(t *testing.T, addr, name, model string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(prommodel.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("sidecar metrics: %v", err)
+	}
+	for _, m := range fams[name].GetMetric() {
+		label := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "model" {
+				label = l.GetValue()
+			}
+		}
+		if label == model {
+			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// awaitCond waits until cond holds, however slowly the machine runs, and fails the test with
+// what's answer if it still does not after a minute.
+func awaitCond(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %s", what())
+		}
 	}
 }
