@@ -44,30 +44,7 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 			{Name: "slow", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 			{Name: "next", MemoryBytes: 1 << 30, LoadTime: load, ServiceTime: time.Millisecond, Concurrency: 4},
 		}})
-	// The clock runs, at real speed, once the test calls runClock or at its end, until the
-	// sidecar has stopped (this cleanup runs after startSidecar's).
-	pumpCtx, stopPump := context.WithCancel(context.Background())
-	release, pumped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(pumped)
-		select {
-		case <-release:
-		case <-pumpCtx.Done():
-			return
-		}
-		for last := time.Now(); pumpCtx.Err() == nil; {
-			time.Sleep(time.Millisecond)
-			now := time.Now()
-			clock.Advance(now.Sub(last))
-			last = now
-		}
-	}()
-	t.Cleanup(func() {
-		stopPump()
-		<-pumped
-	})
-	var releaseOnce sync.Once
-	runClock := func() { releaseOnce.Do(func() { close(release) }) }
+	runClock := clockAtRealSpeed(t, clock)
 	cfg, client := startSidecar(t, ts, `models:
   - name: slow
     digest: sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
@@ -233,4 +210,33 @@ func awaitCond(t *testing.T, cond func() bool, what func() string) {
 			t.Fatalf("after a minute: %s", what())
 		}
 	}
+}
+
+// clockAtRealSpeed returns start, which sets clock running at real speed; until then it stands
+// still. Call it before startSidecar, so that the clock runs until the sidecar has stopped, and
+// register start as a cleanup after startSidecar, so that a test that failed before starting
+// the clock does not leave the sidecar's shutdown waiting on it.
+func clockAtRealSpeed(t *testing.T, clock *tritontest.FakeClock) (start func()) {
+	ctx, stop := context.WithCancel(context.Background())
+	release, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return
+		}
+		for last := time.Now(); ctx.Err() == nil; {
+			time.Sleep(time.Millisecond)
+			now := time.Now()
+			clock.Advance(now.Sub(last))
+			last = now
+		}
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(release) }) }
 }

@@ -32,18 +32,25 @@ const modelsAB = `  - name: a
 // last request ends the front wakes the loop (OnIdle), which evicts a and loads b at once; b's
 // request is served well inside the 20 s loop interval, which it waited for before, and none
 // of a's requests fails.
+//
+// Triton's fake clock stands still until all five of a's requests are at Triton, however long
+// they take to arrive (CI's race run is several times slower), then runs at real speed: a has
+// its whole 3 s of work when b's request comes.
 func TestRunLoadsWhenVictimGoesIdle(t *testing.T) {
 	const service = 600 * time.Millisecond
-	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30,
+	clock := tritontest.NewFakeClock(time.Unix(0, 0))
+	ts := tritontest.Start(t, tritontest.Config{ModelControlMode: tritontest.ModeExplicit, DeviceMemoryBytes: 10 << 30, Clock: clock,
 		StartupModels: []string{"a"},
 		Models: []tritontest.Model{
 			{Name: "a", MemoryBytes: 6 << 30, LoadTime: 100 * time.Millisecond, ServiceTime: service, Concurrency: 1},
 			{Name: "b", MemoryBytes: 6 << 30, LoadTime: 300 * time.Millisecond, ServiceTime: time.Millisecond, Concurrency: 1},
 		}})
+	runClock := clockAtRealSpeed(t, clock)
 	cfg, client := startSidecar(t, ts, "models:\n"+modelsAB, func(cfg *residency.Config) {
 		cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
 		cfg.LoopInterval = 20 * time.Second
 	})
+	t.Cleanup(runClock)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Let the first loops see a READY before it gets work (a model younger than its minimum
@@ -58,7 +65,15 @@ func TestRunLoadsWhenVictimGoesIdle(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(service) // a's queue is on Triton's pending gauge
+	// a's queue is on Triton's pending gauge: one request executing, four queued.
+	awaitCtx, awaitCancel := context.WithTimeout(ctx, time.Minute)
+	err := ts.Await(awaitCtx, func() bool { st, _ := ts.Model("a"); return st.Executing == 1 && st.Pending == 4 })
+	awaitCancel()
+	if err != nil {
+		st, _ := ts.Model("a")
+		t.Fatalf("a: %d executing, %d queued after a minute; want 1 and 4: %v", st.Executing, st.Pending, err)
+	}
+	runClock()
 	start := time.Now()
 	resp, err := client.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "b", Id: "b"})
 	waited := time.Since(start)
@@ -66,7 +81,7 @@ func TestRunLoadsWhenVictimGoesIdle(t *testing.T) {
 	if err != nil || resp.GetId() != "b" {
 		t.Fatalf("request for b: %v, %v", resp, err)
 	}
-	t.Logf("b waited %s (a's work about %s, loop interval %s)", waited, 4*service, cfg.LoopInterval)
+	t.Logf("b waited %s (a's work about %s, loop interval %s)", waited, 5*service, cfg.LoopInterval)
 	if waited < 3*service {
 		t.Errorf("b waited %s: less than a's remaining work (%s), so a was evicted while busy", waited, 3*service)
 	}
