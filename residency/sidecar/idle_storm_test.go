@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -33,19 +34,24 @@ func TestIdleWakesArePaced(t *testing.T) {
 		metrics.ServeHTTP(w, r)
 	}))
 	defer ms.Close()
-	_, client := startSidecar(t, ts, "minResidency: 1h\nmodels:\n"+modelsAB+`  - name: c
+	cfg, client := startSidecar(t, ts, "minResidency: 1h\nmodels:\n"+modelsAB+`  - name: c
     digest: sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
     tier: P1
     peakMemoryBytes: {1g.10gb: 1Gi}
     loadTime: 100ms
 `, func(cfg *residency.Config) {
-		cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = "127.0.0.1:0", 0, time.Second
+		cfg.ListenAddress, cfg.PropagationDelay, cfg.DrainTimeout = freeAddr(t), 0, time.Second
 		cfg.LoopInterval = 20 * time.Second
 		cfg.TritonMetricsURL = ms.URL + "/metrics"
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	time.Sleep(500 * time.Millisecond) // the first loops see a and c READY
+	// The first loop has seen a and c READY (its scrapes are over when it records them).
+	metric := func(name, model string) float64 { return sidecarMetric(t, cfg.ListenAddress, name, model) }
+	awaitCond(t, func() bool { return metric("inferscale_residency_resident_models", "") == 2 },
+		func() string {
+			return fmt.Sprintf("resident_models %v, want 2 (a and c)", metric("inferscale_residency_resident_models", ""))
+		})
 
 	heldCtx, stopHeld := context.WithCancel(ctx)
 	held := make(chan error, 1)
@@ -53,7 +59,14 @@ func TestIdleWakesArePaced(t *testing.T) {
 		_, err := client.ModelInfer(heldCtx, &inference.ModelInferRequest{ModelName: "b", Id: "b"})
 		held <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // b is held, and its wake's loop has run
+	// b is held, and its wake's loop has run: it refused b's load (a is younger than its
+	// minimum residency), after its scrapes.
+	awaitCond(t, func() bool {
+		return metric("inferscale_front_held_requests", "b") == 1 && metric("inferscale_residency_refused_loads_total", "") >= 1
+	}, func() string {
+		return fmt.Sprintf("held for b %v, refused loads %v; want 1 and at least 1",
+			metric("inferscale_front_held_requests", "b"), metric("inferscale_residency_refused_loads_total", ""))
+	})
 	const window = 2 * time.Second
 	before := scrapes.Load()
 	start := time.Now()
