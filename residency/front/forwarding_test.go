@@ -43,15 +43,20 @@ func tritonMetric(t *testing.T, h *harness, name, model string) float64 {
 // after about 2, 4 and 6 s, 12 request-seconds; of them Triton counts 2 + 4 = 6 s queued
 // (nv_inference_queue_duration_us), and the rest, 3 × 2 s, executing: the difference the
 // scaler's Triton preset reads as running (prom.PresetQuery). While the first executes the
-// front has 3 forwarded and Triton 2 pending.
+// front has 3 forwarded and Triton 2 pending. Triton's clock stands still until all three
+// are there, however slowly they arrive, then moves 2 s each 2 s of real time, so the
+// request-seconds counted from then on are about 12 on any machine.
 func TestForwardingSeconds(t *testing.T) {
 	tc := tritontest.DefaultConfig()
+	clock := tritontest.NewFakeClock(time.Unix(0, 0))
+	tc.Clock = clock
 	tc.Models = []tritontest.Model{{Name: "slow", MemoryBytes: 1 << 30, ServiceTime: 2 * time.Second, Concurrency: 1}}
 	tc.StartupModels = []string{"slow"}
 	h := start(t, tc, testConfig(), false, "slow")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
+	sent := time.Now()
 	var wg sync.WaitGroup
 	for _, id := range []string{"a", "b", "c"} {
 		wg.Go(func() {
@@ -61,7 +66,7 @@ func TestForwardingSeconds(t *testing.T) {
 		})
 	}
 	pending := func() float64 { return tritonMetric(t, h, "nv_inference_pending_request_count", "slow") }
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
 	for h.front.Forwarding()["slow"] != 3 || pending() != 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("forwarding %v, Triton pending %v; want 3 and 2 while the first request executes", h.front.Forwarding(), pending())
@@ -69,17 +74,27 @@ func TestForwardingSeconds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	mid := testutil.ToFloat64(h.m.ForwardingSeconds)
+	if limit := 3 * time.Since(sent).Seconds(); mid <= 0 || mid > limit {
+		t.Errorf("request-seconds while the first executes = %v, want in (0, %.3f]: three requests forwarded since they were sent", mid, limit)
+	}
+	for range 3 { // each request executes 2 s of Triton's clock and of real time
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatalf("waiting for a request to execute: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		clock.Advance(2 * time.Second)
+	}
 	wg.Wait()
 	total := testutil.ToFloat64(h.m.ForwardingSeconds)
-	if mid <= 0 || mid >= 3*1.5 {
-		t.Errorf("request-seconds while the first executes = %v, want in (0, 4.5): three requests for under 1.5 s", mid)
-	}
-	if total < 11.5 || total > 13.5 {
-		t.Errorf("request-seconds after the three answers = %v, want about 2 + 4 + 6 = 12", total)
+	if d := total - mid; d < 11.5 || d > 13.5 {
+		t.Errorf("request-seconds from the first execution to the three answers = %v − %v = %v, want about 2 + 4 + 6 = 12", total, mid, d)
 	}
 	queued := tritonMetric(t, h, "nv_inference_queue_duration_us", "slow") / 1e6
-	if executing := total - queued; executing < 5.9 || executing > 6.6 {
-		t.Errorf("forwarded − Triton's queued seconds = %v − %v = %v, want about 3 × 2 s executing", total, queued, executing)
+	if queued != 6 {
+		t.Errorf("Triton's queued seconds = %v, want 2 + 4 on its clock", queued)
+	}
+	if executing := total - mid - queued; executing < 5.9 || executing > 6.6 {
+		t.Errorf("forwarded − Triton's queued seconds = %v − %v − %v = %v, want about 3 × 2 s executing", total, mid, queued, executing)
 	}
 	if got := testutil.ToFloat64(h.m.ForwardingSeconds); got != total {
 		t.Errorf("request-seconds with nothing forwarded moved: %v then %v", total, got)
