@@ -36,7 +36,10 @@ type stub struct {
 	index     [][]*inference.RepositoryIndexResponse_ModelIndex // answered in turn, last repeated
 	err       error
 	stats     *inference.ModelStatisticsResponse
-	block     bool // load and index answer only when the call's context ends
+	// block: load and index answer only when the call's context ends, with its error, as a
+	// gRPC server's handler does; a success sent then could reach the client before its own
+	// timer fired (seen under the race detector), and the call would not have timed out.
+	block bool
 }
 
 func (s *stub) record(ctx context.Context, req proto.Message) error {
@@ -51,6 +54,8 @@ func (s *stub) record(ctx context.Context, req proto.Message) error {
 func (s *stub) RepositoryModelLoad(ctx context.Context, req *inference.RepositoryModelLoadRequest) (*inference.RepositoryModelLoadResponse, error) {
 	if s.block {
 		<-ctx.Done()
+		_ = s.record(ctx, req)
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	return &inference.RepositoryModelLoadResponse{}, s.record(ctx, req)
 }
@@ -65,6 +70,7 @@ func (s *stub) RepositoryIndex(ctx context.Context, req *inference.RepositoryInd
 	}
 	if s.block {
 		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
