@@ -74,6 +74,13 @@ func TestForecastRate(t *testing.T) {
 		}
 		return out
 	}
+	samePoint := func(rates ...float64) []RatePoint {
+		out := make([]RatePoint, len(rates))
+		for i, r := range rates {
+			out[i] = RatePoint{AtUnixNano: now.UnixNano(), Rate: r}
+		}
+		return out
+	}
 	z := normalQuantile(0.99)
 	tests := []struct {
 		name string
@@ -92,6 +99,14 @@ func TestForecastRate(t *testing.T) {
 		{"noisy: prediction bound of the earlier samples", pts(9, 11, 9, 11, 10),
 			10 + 60*(1.0/75) + z*math.Sqrt(3.2/2)*math.Sqrt(1+1.0/4+97.5*97.5/1125)},
 		{"overflowing history: +Inf, not NaN", pts(1e308, 1.7e308, 1e308, 1.7e308, 10), math.Inf(1)},
+		// Two samples are a trend: slope 4/15 per s, +16 over 60 s.
+		{"two samples: λ_now + H·b", pts(6, 10), 26},
+		// Four samples, so three earlier (9, 11, 9 at x = −45, −30, −15 s): slope 0,
+		// residuals −2/3, 4/3, −2/3 → s = √(8/3 ÷ 1); x̄ = −30, Sxx = 450, x_H = 60 s. The
+		// slope over all four (9, 11, 9, 10) is 7.5/1125 = 1/150 per s, +0.4 over 60 s.
+		{"three earlier samples: the least with a prediction bound", pts(9, 11, 9, 10),
+			10 + 0.4 + z*math.Sqrt(8.0/3)*math.Sqrt(1+1.0/3+90*90/450.0)},
+		{"every sample at one time: no trend, no spread", samePoint(9, 11, 9, 11, 10), 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -366,5 +381,17 @@ func TestRetryCap(t *testing.T) {
 	rec, _ = Recommend(p, obs(later, 3, gone), st, later)
 	if rec.Replicas != 14 || rec.Limit != TermDegraded && rec.Limit != TermDownWindow {
 		t.Errorf("unique rate out, rate falls: replicas %d limit %q, want held at 14 (%s)", rec.Replicas, rec.Limit, rec.Reason)
+	}
+}
+
+// TestNormalQuantile: Φ⁻¹(p) against tabulated values of the standard normal quantile
+// (Abramowitz and Stegun, Table 26.5), to 1e-6.
+func TestNormalQuantile(t *testing.T) {
+	for _, c := range []struct{ p, want float64 }{
+		{0.5, 0}, {0.9, 1.281552}, {0.975, 1.959964}, {0.99, 2.326348}, {0.9999, 3.719016}, {0.01, -2.326348},
+	} {
+		if got := normalQuantile(c.p); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("normalQuantile(%v) = %.7f, want %.6f", c.p, got, c.want)
+		}
 	}
 }
