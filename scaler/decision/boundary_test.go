@@ -238,6 +238,29 @@ func TestBoundaryShaping(t *testing.T) {
 			ticks: []tick{{0, qa(0, 4, 4, 0.5), nil, 4, ""}, {10 * s, qa(10*s, 0, 0, 1.0), nil, 0, ""}},
 		},
 		{
+			// maxReplicas lowered from 20 to 2 (the ScaledObject edited) under a step-down
+			// floor of 10 − ⌊0.5·10⌋ = 5: the bound sets the answer, 2, and the limit
+			// names it, max, not the step-down it overrode.
+			name:   "max: a lowered maxReplicas below the step-down floor is the limit",
+			policy: func(p *Policy) { p.ScaleDownWindow = 0 },
+			ticks: []tick{
+				{0, q(0, 10), nil, 10, ""},
+				{10 * s, q(10*s, 10), func(p *Policy) { p.MaxReplicas = 2 }, 2, TermMax},
+			},
+		},
+		{
+			// minReplicas raised from 0 to 6 (the ScaledObject edited) while the 30 s
+			// up-window still holds the answer at its minimum raw, 2: the bound raises
+			// the answer to 6, and the limit names it, min, not the up-window it overrode.
+			name:   "min: a raised minReplicas above the up-window's hold is the limit",
+			policy: func(p *Policy) { p.ScaleUpWindow, p.ScaleDownWindow = 30*s, 0 },
+			ticks: []tick{
+				{0, q(0, 2), nil, 2, ""},
+				{10 * s, q(10*s, 3), nil, 2, TermUpWindow},
+				{20 * s, q(20*s, 3), func(p *Policy) { p.MinReplicas = 6 }, 6, TermMin},
+			},
+		},
+		{
 			// History is pruned to the longest window, here 60 s (down-window and
 			// step-down period), with the windows' own bound: a point exactly 60 s old
 			// is in none of them, so it is dropped. 5 → 3 is within the step

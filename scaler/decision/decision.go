@@ -669,7 +669,15 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 	if rec.Degraded && desired < prev.LastGoodResult {
 		desired, limit = prev.LastGoodResult, TermDegraded
 	}
-	desired = min(max(desired, lo), hi)
+	// The bounds have the last word, and the limit names them when they set the answer: a
+	// maxReplicas lowered below the step-down floor or a held count is "max", not the rule it
+	// overrode.
+	switch {
+	case desired > hi:
+		desired, limit = hi, TermMax
+	case desired < lo:
+		desired, limit = lo, TermMin
+	}
 	rec.Replicas = desired
 	rec.Limit = limit
 	if rec.Load >= 0 {
