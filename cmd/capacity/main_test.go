@@ -241,15 +241,18 @@ func TestOpenAIWithTrace(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// A served model name with a slash, as vLLM's are: the record is one file in --out.
 	args := append([]string{"--protocol=openai", "--target=" + url, "--model=meta/llama", "--mig-profile=h100-80gb", "--slo-latency=1s",
-		"--trace=../../replay/demo/AzureLLMInferenceTrace_code.csv", "--start-rate=200", "--max-rate=200", "--out=" + dir}, short...)
-	// The trace is bursty (lulls of a minute): whether 200 req/s in its shape passes in these
+		"--trace=../../replay/demo/AzureLLMInferenceTrace_code.csv", "--start-rate=50", "--max-rate=50", "--min-rate=50", "--out=" + dir}, short...)
+	// The trace is bursty (lulls of a minute): whether 50 req/s in its shape passes in these
 	// short windows is not the point here; allowed (0) or refused (1), the record is written.
-	if code := run(context.Background(), args, &stdout, &stderr); code != 0 && code != 1 {
+	// (At 200 req/s a machine loaded enough, under the race detector, could not offer the
+	// trace's bursts: exit 1, client-bound, and no record.)
+	code := run(context.Background(), args, &stdout, &stderr)
+	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	rec, err := record.Read(filepath.Join(dir, "meta_llama.h100-80gb.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("exit %d, %v; stderr:\n%s", code, err, stderr.String())
 	}
 	if rec.LoadShape.Arrivals != "trace AzureLLMInferenceTrace_code.csv" || !strings.Contains(rec.LoadShape.Request, "trace requests in turn") ||
 		rec.Memory.SwapPeakBytes != 0 || rec.LoadTimeSeconds != 0 || len(rec.Curve) == 0 {

@@ -63,7 +63,7 @@ func TestOpenAITraceTokenPairs(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"--protocol=openai", "--target=" + url, "--model=m", "--mig-profile=h100-80gb", "--slo-latency=1s",
-				"--max-tokens=33", "--trace=" + trace, "--start-rate=50", "--max-rate=50", "--out=" + dir}, short...)
+				"--max-tokens=33", "--trace=" + trace, "--start-rate=50", "--max-rate=50", "--min-rate=50", "--out=" + dir}, short...)
 			if code := run(context.Background(), args, &stdout, &stderr); code != 0 && code != 1 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
