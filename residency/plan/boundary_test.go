@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/inferscale/inferscale/residency/plan"
 )
 
@@ -293,18 +291,7 @@ func TestDecideBoundaries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan.Decide(tt.cat, tt.budget, tt.obs, tt.demand, t0)
-			if diff := cmp.Diff(tt.want, got.Actions); diff != "" {
-				t.Errorf("actions (-want +got):\n%s", diff)
-			}
-			var refused []string
-			for _, r := range got.Refused {
-				refused = append(refused, r.Model+": "+r.Reason())
-			}
-			if diff := cmp.Diff(tt.wantRefused, refused); diff != "" {
-				t.Errorf("refused (-want +got):\n%s", diff)
-			}
-			checkPlan(t, tt.cat, tt.budget, tt.obs, tt.demand, t0, got.Actions)
+			checkDecide(t, tt.cat, tt.budget, tt.obs, tt.demand, tt.want, tt.wantRefused)
 		})
 	}
 }

@@ -344,18 +344,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan.Decide(tt.cat, tt.budget, tt.obs, tt.demand, t0)
-			if diff := cmp.Diff(tt.want, got.Actions); diff != "" {
-				t.Errorf("actions (-want +got):\n%s", diff)
-			}
-			var refused []string
-			for _, r := range got.Refused {
-				refused = append(refused, r.Model+": "+r.Reason())
-			}
-			if diff := cmp.Diff(tt.wantRefused, refused); diff != "" {
-				t.Errorf("refused (-want +got):\n%s", diff)
-			}
-			checkPlan(t, tt.cat, tt.budget, tt.obs, tt.demand, t0, got.Actions)
+			checkDecide(t, tt.cat, tt.budget, tt.obs, tt.demand, tt.want, tt.wantRefused)
 		})
 	}
 }
@@ -416,6 +405,24 @@ func TestPlanScenario(t *testing.T) {
 // step within budget and accounted as stated, no P0, young or busy model unloaded, no idle
 // unload without FreeIdle, no model acted on twice, and planning again after applying yields
 // nothing.
+// checkDecide plans at t0 and compares the actions and the refusals ("model: reason") with
+// want, then checks the plan's invariants (checkPlan).
+func checkDecide(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, want []plan.Action, wantRefused []string) {
+	t.Helper()
+	got := plan.Decide(cat, b, obs, d, t0)
+	if diff := cmp.Diff(want, got.Actions); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	var refused []string
+	for _, r := range got.Refused {
+		refused = append(refused, r.Model+": "+r.Reason())
+	}
+	if diff := cmp.Diff(wantRefused, refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	checkPlan(t, cat, b, obs, d, t0, got.Actions)
+}
+
 func checkPlan(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, now time.Time, acts []plan.Action) {
 	t.Helper()
 	start := plan.Accounted(cat, b, obs)
