@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -227,16 +226,7 @@ func openAIServer(t *testing.T, model string, complete func(r *http.Request) boo
 // Azure LLM code trace's arrival shape and token columns: the record says so, the server sees
 // the trace's varied max_tokens, and the catalog-facing memory figures are not claimed.
 func TestOpenAIWithTrace(t *testing.T) {
-	var mu sync.Mutex
-	maxTokens := map[float64]bool{}
-	url := openAIServer(t, "meta/llama", func(r *http.Request) bool {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		mu.Lock()
-		maxTokens[body["max_tokens"].(float64)] = true
-		mu.Unlock()
-		return true
-	})
+	url, maxTokens := maxTokensServer(t, "meta/llama")
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	// A served model name with a slash, as vLLM's are: the record is one file in --out.
@@ -258,10 +248,8 @@ func TestOpenAIWithTrace(t *testing.T) {
 		rec.Memory.SwapPeakBytes != 0 || rec.LoadTimeSeconds != 0 || len(rec.Curve) == 0 {
 		t.Errorf("record %+v", rec)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(maxTokens) < 10 {
-		t.Errorf("server saw %d distinct max_tokens, want the trace's variety", len(maxTokens))
+	if n := len(maxTokens()); n < 10 {
+		t.Errorf("server saw %d distinct max_tokens, want the trace's variety", n)
 	}
 }
 

@@ -46,16 +46,7 @@ func TestOpenAITraceTokenPairs(t *testing.T) {
 		{"no complete pair", noPairs, []float64{33}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var mu sync.Mutex
-			maxTokens := map[float64]bool{}
-			url := openAIServer(t, "m", func(r *http.Request) bool {
-				var body map[string]any
-				_ = json.NewDecoder(r.Body).Decode(&body)
-				mu.Lock()
-				maxTokens[body["max_tokens"].(float64)] = true
-				mu.Unlock()
-				return true
-			})
+			url, maxTokens := maxTokensServer(t, "m")
 			dir := t.TempDir()
 			trace := filepath.Join(dir, "trace.csv")
 			if err := os.WriteFile(trace, []byte(c.csv), 0o644); err != nil {
@@ -74,12 +65,31 @@ func TestOpenAITraceTokenPairs(t *testing.T) {
 			if got := strings.Contains(rec.LoadShape.Request, "trace requests in turn"); got != c.wantInTurns {
 				t.Errorf("record's request %q: says trace requests in turn %v, want %v", rec.LoadShape.Request, got, c.wantInTurns)
 			}
-			mu.Lock()
-			got := slices.Sorted(maps.Keys(maxTokens))
-			mu.Unlock()
-			if !slices.Equal(got, c.wantTokens) {
+			if got := maxTokens(); !slices.Equal(got, c.wantTokens) {
 				t.Errorf("server saw max_tokens %v, want %v", got, c.wantTokens)
 			}
 		})
+	}
+}
+
+// maxTokensServer is openAIServer for model, answering every request and recording its
+// max_tokens; seen returns the distinct values, sorted.
+func maxTokensServer(t *testing.T, model string) (url string, seen func() []float64) {
+	var mu sync.Mutex
+	maxTokens := map[float64]bool{}
+	url = openAIServer(t, model, func(r *http.Request) bool {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if v, ok := body["max_tokens"].(float64); ok {
+			mu.Lock()
+			maxTokens[v] = true
+			mu.Unlock()
+		}
+		return true
+	})
+	return url, func() []float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(maps.Keys(maxTokens))
 	}
 }
