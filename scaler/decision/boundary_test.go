@@ -238,7 +238,7 @@ func TestBoundaryShaping(t *testing.T) {
 			ticks: []tick{{0, qa(0, 4, 4, 0.5), nil, 4, ""}, {10 * s, qa(10*s, 0, 0, 1.0), nil, 0, ""}},
 		},
 		{
-			// maxReplicas lowered from 20 to 2 (the ScaledObject edited) under a step-down
+			// maxReplicas lowered from 100 to 2 (the ScaledObject edited) under a step-down
 			// floor of 10 − ⌊0.5·10⌋ = 5: the bound sets the answer, 2, and the limit
 			// names it, max, not the step-down it overrode.
 			name:   "max: a lowered maxReplicas below the step-down floor is the limit",

@@ -171,8 +171,11 @@ type Recommendation struct {
 	// Term is the demand term that won (slo, slo-running, drain,
 	// utilization-cap, occupancy, activity, warm).
 	Term Term
-	// Limit is what shaped Replicas away from Raw ("" when Replicas == Raw
-	// straight from the formula).
+	// Limit is what shaped Replicas away from the formula's answer ("" when
+	// Replicas == Raw straight from the formula): a window, the burst, the
+	// step-down bound, the seed, a guard, or min/max whenever the final clamp
+	// to the bounds changed the answer those left (then Replicas may equal an
+	// unclamped Raw: a held 10 clamped to max 2 with Raw 2 is "max").
 	Limit Term
 	// NSLO (N_slo), NDrain, NCap, NOcc, NAct, Warm and Demand are the
 	// formula's terms; -1 when not computed (signal missing). N_slo above
@@ -670,8 +673,8 @@ func Recommend(p Policy, obs Observation, prev State, now time.Time) (Recommenda
 		desired, limit = prev.LastGoodResult, TermDegraded
 	}
 	// The bounds have the last word, and the limit names them when they set the answer: a
-	// maxReplicas lowered below the step-down floor or a held count is "max", not the rule it
-	// overrode.
+	// window's hold, the step-down floor, the seed or a guard's floor that lies outside
+	// [min, max] is cut to the bound, and the limit is "max" or "min", not the rule it overrode.
 	switch {
 	case desired > hi:
 		desired, limit = hi, TermMax
