@@ -54,7 +54,7 @@ func TestOpenAITraceTokenPairs(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			args := append([]string{"--protocol=openai", "--target=" + url, "--model=m", "--mig-profile=h100-80gb", "--slo-latency=1s",
-				"--max-tokens=33", "--trace=" + trace, "--start-rate=50", "--max-rate=50", "--min-rate=50", "--out=" + dir}, short...)
+				"--max-tokens=33", "--trace=" + trace, "--start-rate=50", "--max-rate=50", "--min-rate=50", "--max-lag=1s", "--out=" + dir}, short...)
 			if code := run(context.Background(), args, &stdout, &stderr); code != 0 && code != 1 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
@@ -80,11 +80,14 @@ func maxTokensServer(t *testing.T, model string) (url string, seen func() []floa
 	url = openAIServer(t, model, func(r *http.Request) bool {
 		var body map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		if v, ok := body["max_tokens"].(float64); ok {
-			mu.Lock()
-			maxTokens[v] = true
-			mu.Unlock()
+		v, ok := body["max_tokens"].(float64)
+		if !ok {
+			t.Errorf("a request without a numeric max_tokens: %v", body["max_tokens"])
+			return true
 		}
+		mu.Lock()
+		maxTokens[v] = true
+		mu.Unlock()
 		return true
 	})
 	return url, func() []float64 {

@@ -45,7 +45,8 @@ func tritonMetric(t *testing.T, h *harness, name, model string) float64 {
 // scaler's Triton preset reads as running (prom.PresetQuery). While the first executes the
 // front has 3 forwarded and Triton 2 pending. Triton's clock stands still until all three
 // are there, however slowly they arrive, then moves 2 s each 2 s of real time, so the
-// request-seconds counted from then on are about 12 on any machine.
+// request-seconds counted from then on are 12 plus the machine's delays in waking and
+// answering (6–9 ms with -race on an idle 2-core machine), which the bounds allow 1.5 s.
 func TestForwardingSeconds(t *testing.T) {
 	tc := tritontest.DefaultConfig()
 	clock := tritontest.NewFakeClock(time.Unix(0, 0))
@@ -86,15 +87,15 @@ func TestForwardingSeconds(t *testing.T) {
 	}
 	wg.Wait()
 	total := testutil.ToFloat64(h.m.ForwardingSeconds)
-	if d := total - mid; d < 11.5 || d > 13.5 {
-		t.Errorf("request-seconds from the first execution to the three answers = %v − %v = %v, want about 2 + 4 + 6 = 12", total, mid, d)
+	if d := total - mid; d < 12 || d > 13.5 {
+		t.Errorf("request-seconds from the first execution to the three answers = %v − %v = %v, want 2 + 4 + 6 = 12 and at most 1.5 s of delays", total, mid, d)
 	}
 	queued := tritonMetric(t, h, "nv_inference_queue_duration_us", "slow") / 1e6
 	if queued != 6 {
 		t.Errorf("Triton's queued seconds = %v, want 2 + 4 on its clock", queued)
 	}
-	if executing := total - mid - queued; executing < 5.9 || executing > 6.6 {
-		t.Errorf("forwarded − Triton's queued seconds = %v − %v − %v = %v, want about 3 × 2 s executing", total, mid, queued, executing)
+	if executing := total - mid - queued; executing < 6 || executing > 7.5 {
+		t.Errorf("forwarded − Triton's queued seconds = %v − %v − %v = %v, want 3 × 2 s executing and at most 1.5 s of delays", total, mid, queued, executing)
 	}
 	if got := testutil.ToFloat64(h.m.ForwardingSeconds); got != total {
 		t.Errorf("request-seconds with nothing forwarded moved: %v then %v", total, got)

@@ -60,7 +60,8 @@ func TestForwardedRequestsKeptWithinBudget(t *testing.T) {
 			cfg.MaxRetainedBytes = c.budget
 			h := start(t, tc, cfg, false, "hot")
 			h.ready.set("hot", front.Ready)
-			ctx := context.Background()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // every wait below ends
+			defer cancel()
 			heapDuring := func(cl inference.GRPCInferenceServiceClient, during func()) int64 {
 				runtime.GC()
 				runtime.GC()

@@ -401,10 +401,6 @@ func TestPlanScenario(t *testing.T) {
 	}
 }
 
-// checkPlan asserts the planner's invariants for a plan made from a start within budget: every
-// step within budget and accounted as stated, no P0, young or busy model unloaded, no idle
-// unload without FreeIdle, no model acted on twice, and planning again after applying yields
-// nothing.
 // checkDecide plans at t0 and compares the actions and the refusals ("model: reason") with
 // want, then checks the plan's invariants (checkPlan).
 func checkDecide(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, want []plan.Action, wantRefused []string) {
@@ -423,6 +419,10 @@ func checkDecide(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observe
 	checkPlan(t, cat, b, obs, d, t0, got.Actions)
 }
 
+// checkPlan asserts the planner's invariants for a plan made from a start within budget: every
+// step within budget and accounted as stated, no P0, young or busy model unloaded, no idle
+// unload without FreeIdle, no model acted on twice, and planning again after applying yields
+// nothing.
 func checkPlan(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, now time.Time, acts []plan.Action) {
 	t.Helper()
 	start := plan.Accounted(cat, b, obs)

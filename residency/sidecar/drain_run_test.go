@@ -130,7 +130,12 @@ func TestRunDrainFinishesHeldLoad(t *testing.T) {
 		}
 	}
 	runClock()
-	d := <-drained
+	var d drainAnswer
+	select {
+	case d = <-drained:
+	case <-time.After(time.Minute):
+		t.Fatal("POST /drain unanswered a minute after the clock ran")
+	}
 	if d.err != nil {
 		t.Fatal(d.err)
 	}
