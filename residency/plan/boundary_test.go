@@ -21,15 +21,7 @@ func TestDecideBoundaries(t *testing.T) {
 	old := t0.Add(-time.Hour)
 	const L = 10 * time.Second
 	budget10 := plan.Budget{Profile: prof, TotalBytes: 10 * gi}
-	tests := []struct {
-		name        string
-		cat         plan.Catalog
-		budget      plan.Budget
-		obs         plan.Observed
-		demand      plan.Demand
-		want        []plan.Action
-		wantRefused []string // "model: reason"
-	}{
+	tests := []decideCase{
 		{
 			// young is age < MinResidency: a model resident exactly max(2m, 1 × 10 s) = 2m has
 			// served its minimum residency ("never evicted before it has been resident
@@ -291,7 +283,7 @@ func TestDecideBoundaries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkDecide(t, tt.cat, tt.budget, tt.obs, tt.demand, tt.want, tt.wantRefused)
+			tt.check(t)
 		})
 	}
 }

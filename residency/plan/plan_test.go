@@ -46,15 +46,7 @@ func TestDecide(t *testing.T) {
 	// its rate is over half a's, and needs 1 GiB of a's.
 	reserveAB := withReserve(2*gi, model("a", plan.TierP1, 6, 10*time.Second), model("b", plan.TierP1, 3, 10*time.Second))
 	aReady := plan.Observed{Models: map[string]plan.ModelStatus{"a": ready(old, t0)}}
-	tests := []struct {
-		name        string
-		cat         plan.Catalog
-		budget      plan.Budget
-		obs         plan.Observed
-		demand      plan.Demand
-		want        []plan.Action
-		wantRefused []string // "model: reason"
-	}{
+	tests := []decideCase{
 		{
 			name:   "cold start loads P0 first, then demand; P2 without demand stays out",
 			cat:    catalog(model("b-p1", plan.TierP1, 3, 10*time.Second), model("z-p0", plan.TierP0, 2, 10*time.Second), model("c-p2", plan.TierP2, 1, time.Second)),
@@ -344,7 +336,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkDecide(t, tt.cat, tt.budget, tt.obs, tt.demand, tt.want, tt.wantRefused)
+			tt.check(t)
 		})
 	}
 }
@@ -401,22 +393,33 @@ func TestPlanScenario(t *testing.T) {
 	}
 }
 
-// checkDecide plans at t0 and compares the actions and the refusals ("model: reason") with
-// want, then checks the plan's invariants (checkPlan).
-func checkDecide(t *testing.T, cat plan.Catalog, b plan.Budget, obs plan.Observed, d plan.Demand, want []plan.Action, wantRefused []string) {
+// decideCase is one case of a Decide table: the plan at t0 from cat, budget, obs and demand.
+type decideCase struct {
+	name        string
+	cat         plan.Catalog
+	budget      plan.Budget
+	obs         plan.Observed
+	demand      plan.Demand
+	want        []plan.Action
+	wantRefused []string // "model: reason"
+}
+
+// check plans at t0 and compares the actions and the refusals ("model: reason") with want,
+// then checks the plan's invariants (checkPlan).
+func (c decideCase) check(t *testing.T) {
 	t.Helper()
-	got := plan.Decide(cat, b, obs, d, t0)
-	if diff := cmp.Diff(want, got.Actions); diff != "" {
+	got := plan.Decide(c.cat, c.budget, c.obs, c.demand, t0)
+	if diff := cmp.Diff(c.want, got.Actions); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
 	var refused []string
 	for _, r := range got.Refused {
 		refused = append(refused, r.Model+": "+r.Reason())
 	}
-	if diff := cmp.Diff(wantRefused, refused); diff != "" {
+	if diff := cmp.Diff(c.wantRefused, refused); diff != "" {
 		t.Errorf("refused (-want +got):\n%s", diff)
 	}
-	checkPlan(t, cat, b, obs, d, t0, got.Actions)
+	checkPlan(t, c.cat, c.budget, c.obs, c.demand, t0, got.Actions)
 }
 
 // checkPlan asserts the planner's invariants for a plan made from a start within budget: every

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -469,7 +470,7 @@ func TestSignalStringOutOfRange(t *testing.T) {
 		s    Signal
 		want string
 	}{
-		{-1, "signal(-1)"}, {SignalQueue, "queue"}, {NumSignals - 1, "uniqueRate"}, {NumSignals, "signal(8)"},
+		{-1, "signal(-1)"}, {SignalQueue, "queue"}, {NumSignals - 1, "uniqueRate"}, {NumSignals, fmt.Sprintf("signal(%d)", int(NumSignals))},
 	} {
 		if got := tt.s.String(); got != tt.want {
 			t.Errorf("Signal(%d).String() = %q, want %q", int(tt.s), got, tt.want)
