@@ -1,5 +1,6 @@
 // Package promtest runs a real Prometheus server for tests, with an exporter whose values
-// the test sets and a proxy that makes Prometheus slow.
+// the test sets, a proxy that makes Prometheus slow, and [ModelValue], which reads one model's
+// value from a /metrics answer as Prometheus would scrape it.
 //
 // [Start] runs the Debian prometheus binary (2.42; /usr/bin/prometheus, or $PROMETHEUS_BIN)
 // on a free loopback port with a 1 s scrape interval, scraping the targets it is given

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,37 @@ func TestSlowProxy(t *testing.T) {
 	defer cancel()
 	if _, _, _, err := prom.Query(ctx, "vector(42)", time.Now()); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("query with 1h delay: err = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestModelValue: a model's series are summed over their other labels (a Triton model's
+// versions), a series without a model label is model "", gauges and counters read alike, and
+// a family or model with no series reads 0.
+func TestModelValue(t *testing.T) {
+	const body = `# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="a",version="1"} 2
+nv_inference_pending_request_count{model="a",version="2"} 3
+nv_inference_pending_request_count{model="b",version="1"} 7
+# TYPE inferscale_residency_resident_models gauge
+inferscale_residency_resident_models 4
+# TYPE nv_inference_queue_duration_us counter
+nv_inference_queue_duration_us{model="a",version="1"} 6e+06
+`
+	for _, c := range []struct {
+		name, model string
+		want        float64
+	}{
+		{"nv_inference_pending_request_count", "a", 5},
+		{"nv_inference_pending_request_count", "b", 7},
+		{"nv_inference_pending_request_count", "c", 0},
+		{"nv_inference_pending_request_count", "", 0},
+		{"inferscale_residency_resident_models", "", 4},
+		{"inferscale_residency_resident_models", "a", 0},
+		{"nv_inference_queue_duration_us", "a", 6e6},
+		{"absent", "a", 0},
+	} {
+		if got := promtest.ModelValue(t, strings.NewReader(body), c.name, c.model); got != c.want {
+			t.Errorf("ModelValue(%s, %q) = %v, want %v", c.name, c.model, got, c.want)
+		}
 	}
 }

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/common/expfmt"
-	prommodel "github.com/prometheus/common/model"
 
+	"github.com/inferscale/inferscale/internal/promtest"
 	"github.com/inferscale/inferscale/residency/tritontest"
 )
 
@@ -21,20 +20,7 @@ func tritonMetric(t *testing.T, h *harness, name, model string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.triton.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	p := expfmt.NewTextParser(prommodel.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("tritontest metrics: %v", err)
-	}
-	var sum float64
-	for _, m := range fams[name].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "model" && l.GetValue() == model {
-				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return promtest.ModelValue(t, rec.Body, name, model)
 }
 
 // TestForwardingSeconds: inferscale_front_forwarding_seconds_total{model} integrates the

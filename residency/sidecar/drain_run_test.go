@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	prommodel "github.com/prometheus/common/model"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/inferscale/inferscale/internal/promtest"
 	"github.com/inferscale/inferscale/proto/inference"
 	"github.com/inferscale/inferscale/residency"
 	"github.com/inferscale/inferscale/residency/front"
@@ -187,23 +186,7 @@ func sidecarMetric(t *testing.T, addr, name, model string) float64 {
 		t.Fatalf("GET /metrics: %v", err)
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(prommodel.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("sidecar metrics: %v", err)
-	}
-	for _, m := range fams[name].GetMetric() {
-		label := ""
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "model" {
-				label = l.GetValue()
-			}
-		}
-		if label == model {
-			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return promtest.ModelValue(t, resp.Body, name, model)
 }
 
 // awaitCond waits until cond holds, however slowly the machine runs, and fails the test with
